@@ -1,0 +1,1 @@
+"""API plumbing shared by every app: parsing limits, pagination, errors, permissions."""

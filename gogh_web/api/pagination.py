@@ -1,0 +1,7 @@
+"""Page-number pagination with a client-chosen page size, capped so a list stays cheap."""
+from rest_framework.pagination import PageNumberPagination
+
+
+class Pagination(PageNumberPagination):
+    page_size_query_param = "page_size"
+    max_page_size = 500

@@ -1,0 +1,31 @@
+"""Permissions shared across apps."""
+from rest_framework.permissions import SAFE_METHODS, BasePermission
+
+AGENT_PERMISSION = "telemetry.act_as_agent"
+
+
+class IsStaffOrReadOnly(BasePermission):
+    """Any signed-in user reads; only staff change (GPU types, workloads)."""
+
+    def has_permission(self, request, view):
+        return bool(request.user and request.user.is_authenticated) and (
+            request.method in SAFE_METHODS or request.user.is_staff
+        )
+
+
+class IsAgentOrStaff(BasePermission):
+    """Node agents (users holding telemetry.act_as_agent) and staff register nodes and report."""
+
+    def has_permission(self, request, view):
+        user = request.user
+        return bool(user and user.is_authenticated) and (user.is_staff or user.has_perm(AGENT_PERMISSION))
+
+
+class ReadOrAgentWrite(BasePermission):
+    """Signed-in users read; only agents and staff write (measurements)."""
+
+    def has_permission(self, request, view):
+        user = request.user
+        if not (user and user.is_authenticated):
+            return False
+        return request.method in SAFE_METHODS or user.is_staff or user.has_perm(AGENT_PERMISSION)

@@ -1,0 +1,23 @@
+"""Top-level routes: landing page, admin, the REST API and its schema/docs."""
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from .views import landing
+
+api_patterns = [
+    path("", include("catalog.api.urls")),
+    path("", include("telemetry.api.urls")),
+    path("", include("scheduler.api.urls")),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+]
+
+urlpatterns = [
+    path("", landing, name="landing"),
+    path("admin/", admin.site.urls),
+    path("api/", include(api_patterns)),
+]
+
+admin.site.site_header = "GOGH control plane"
+admin.site.site_title = "GOGH admin"

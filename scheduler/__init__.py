@@ -1,0 +1,1 @@
+"""Scheduler: tenants, jobs and their life cycle, allocations and solve runs."""

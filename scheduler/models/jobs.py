@@ -1,0 +1,66 @@
+"""Jobs: what users submit. State changes go through scheduler.services only, which check
+them against scheduler.lifecycle; the database refuses a pending job without a reason."""
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from ..lifecycle import JobState
+
+JOB_STATE_CHOICES = [(state.value, state.value.capitalize()) for state in JobState]
+
+
+class Job(models.Model):
+    name = models.CharField(max_length=120, blank=True)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="jobs")
+    tenant = models.ForeignKey("scheduler.Tenant", on_delete=models.PROTECT, related_name="jobs")
+    workload = models.ForeignKey("catalog.Workload", on_delete=models.PROTECT, related_name="jobs")
+    min_throughput = models.FloatField(help_text="T_min: required steps per second.")
+    max_gpus = models.PositiveSmallIntegerField(help_text="D_j: the most GPUs the job may be spread over.")
+    priority = models.IntegerField(default=0, help_text="Higher is admitted first when demand exceeds the cluster.")
+    total_steps = models.BigIntegerField(null=True, blank=True)
+    deadline = models.DateTimeField(null=True, blank=True)
+    command = models.TextField(blank=True, help_text="What an agent runs for this job.")
+    environment = models.JSONField(default=dict, blank=True, help_text="Extra environment variables.")
+
+    state = models.CharField(max_length=16, choices=JOB_STATE_CHOICES, default=JobState.PENDING.value, db_index=True)
+    pending_reason = models.CharField(max_length=300, blank=True)
+    state_reason = models.CharField(max_length=300, blank=True, help_text="Why the job last changed state.")
+    steps_done = models.BigIntegerField(default=0)
+
+    submitted_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    placed_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)
+    request_fingerprint = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["-submitted_at", "-id"]
+        indexes = [models.Index(fields=["tenant", "state"], name="job_tenant_state")]
+        constraints = [
+            models.CheckConstraint(condition=Q(min_throughput__gt=0), name="job_min_throughput_positive"),
+            models.CheckConstraint(condition=Q(max_gpus__gte=1), name="job_max_gpus_positive"),
+            models.CheckConstraint(
+                condition=Q(total_steps__isnull=True) | Q(total_steps__gte=1), name="job_total_steps_positive"
+            ),
+            models.CheckConstraint(
+                condition=~Q(state=JobState.PENDING.value) | ~Q(pending_reason=""),
+                name="job_pending_has_reason",
+            ),
+            models.UniqueConstraint(
+                fields=["owner", "idempotency_key"],
+                condition=Q(idempotency_key__isnull=False),
+                name="job_unique_idempotency_key",
+            ),
+        ]
+
+    def __str__(self):
+        return f"job {self.pk} ({self.workload.name}, {self.state})"
+
+    @property
+    def is_terminal(self) -> bool:
+        from ..lifecycle import TERMINAL
+
+        return JobState(self.state) in TERMINAL

@@ -1,0 +1,1 @@
+"""Telemetry: the cluster's inventory (nodes, GPUs), agent registration and heartbeats."""

@@ -1,0 +1,4 @@
+from .gpus import Gpu, GpuState
+from .nodes import Node, NodeState
+
+__all__ = ["Gpu", "GpuState", "Node", "NodeState"]

@@ -1,0 +1,30 @@
+"""GPUs: one row per physical device, with the topology facts placement needs."""
+from django.db import models
+
+
+class GpuState(models.TextChoices):
+    HEALTHY = "healthy", "Healthy"
+    FAILED = "failed", "Failed"
+    DISABLED = "disabled", "Disabled by an operator"
+
+
+class Gpu(models.Model):
+    node = models.ForeignKey("telemetry.Node", on_delete=models.CASCADE, related_name="gpus")
+    index = models.PositiveSmallIntegerField(help_text="Device index on the node (NVML order).")
+    uuid = models.CharField(max_length=80, unique=True, help_text="NVML UUID, e.g. GPU-xxxxxxxx-....")
+    gpu_type = models.ForeignKey("catalog.GpuType", on_delete=models.PROTECT, related_name="gpus")
+    product_name = models.CharField(max_length=100, blank=True, help_text="NVML product name as reported.")
+    pci_bus_id = models.CharField(max_length=32, blank=True)
+    pcie_switch = models.CharField(
+        max_length=64, blank=True, help_text="Identifier of the PCIe switch the GPU sits behind."
+    )
+    numa_node = models.SmallIntegerField(null=True, blank=True)
+    memory_gb = models.FloatField(null=True, blank=True, help_text="Memory as reported; type default if empty.")
+    state = models.CharField(max_length=16, choices=GpuState.choices, default=GpuState.HEALTHY, db_index=True)
+
+    class Meta:
+        ordering = ["node__hostname", "index"]
+        constraints = [models.UniqueConstraint(fields=["node", "index"], name="gpu_unique_index_per_node")]
+
+    def __str__(self):
+        return f"{self.node.hostname}/gpu{self.index} ({self.gpu_type.name})"

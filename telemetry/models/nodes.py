@@ -1,0 +1,38 @@
+"""Nodes: machines with GPUs, registered by their agents and kept alive by heartbeats."""
+from django.conf import settings
+from django.db import models
+
+
+class NodeState(models.TextChoices):
+    READY = "ready", "Ready"
+    DRAINING = "draining", "Draining"
+    DOWN = "down", "Down"
+
+
+class Node(models.Model):
+    hostname = models.CharField(max_length=253, unique=True)
+    labels = models.JSONField(default=dict, blank=True, help_text="Free-form key/value labels.")
+    cell = models.CharField(
+        max_length=64, blank=True, db_index=True, help_text="Scheduling cell for hierarchical solving."
+    )
+    state = models.CharField(max_length=16, choices=NodeState.choices, default=NodeState.READY, db_index=True)
+    state_reason = models.CharField(max_length=200, blank=True)
+    agent = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="nodes",
+        help_text="The agent account that registered this node; only it may report for it.",
+    )
+    agent_version = models.CharField(max_length=40, blank=True)
+    last_heartbeat = models.DateTimeField(null=True, blank=True, db_index=True)
+    registered_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["hostname"]
+        permissions = [("act_as_agent", "Can register nodes and report telemetry as a node agent")]
+
+    def __str__(self):
+        return self.hostname
