@@ -9,6 +9,7 @@ import os
 import dj_database_url
 
 from . import env
+from .celery_config import EMBEDDED_BROKER, broker_config
 
 BASE_DIR = env.BASE_DIR
 VAR_DIR = env.var_dir()
@@ -30,6 +31,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "channels",
     "gogh_web",
     "catalog",
@@ -100,6 +102,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
@@ -135,26 +138,20 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # Swagger UI from our own static files: clusters often have no internet access.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Celery: a filesystem broker under var/ by default (a real worker process consumes it; no
 # server needed); CELERY_BROKER_URL=redis://... or amqp://... for several machines.
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
-_CELERY_QUEUE_DIR = VAR_DIR / "celery" / "queue"
-if CELERY_BROKER_URL.startswith("filesystem://"):
-    for folder in ("queue", "processed", "results"):
-        (VAR_DIR / "celery" / folder).mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(_CELERY_QUEUE_DIR),
-        "data_folder_out": str(_CELERY_QUEUE_DIR),
-        "processed_folder": str(VAR_DIR / "celery" / "processed"),
-        "store_processed": False,
-    }
-    CELERY_RESULT_BACKEND = os.environ.get(
-        "CELERY_RESULT_BACKEND", f"file://{VAR_DIR / 'celery' / 'results'}"
-    )
-else:
-    CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", CELERY_BROKER_URL)
+_celery = broker_config(
+    os.environ.get("CELERY_BROKER_URL", EMBEDDED_BROKER), VAR_DIR, os.environ.get("CELERY_RESULT_BACKEND")
+)
+CELERY_BROKER_URL = _celery["broker_url"]
+CELERY_RESULT_BACKEND = _celery["result_backend"]
+CELERY_BROKER_TRANSPORT_OPTIONS = _celery.get("broker_transport_options", {})
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

@@ -1,5 +1,8 @@
 from rest_framework.routers import SimpleRouter
 
+from .views import JobViewSet
+
 router = SimpleRouter()
+router.register("jobs", JobViewSet, basename="job")
 
 urlpatterns = router.urls

@@ -1,0 +1,44 @@
+# GOGH: two commands matter. `make demo` runs the control plane on embedded defaults;
+# `make test` runs the whole suite (unit on SQLite, integration on PostgreSQL + Redis + real
+# Celery workers; start those servers first with `make services`, as .ci/run does).
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+TEST_DATABASE_URL ?= postgres://gogh:gogh@127.0.0.1:5432/gogh
+TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
+PYTEST := $(PY) -m pytest -q
+
+.PHONY: demo test test-unit test-integration services venv clean-var
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $@
+
+demo: venv
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput -v0
+	$(PY) manage.py load_reference_catalog
+	$(PY) manage.py load_demo_cluster
+	$(PY) manage.py create_demo_admin
+	$(PY) manage.py run_stack
+
+test: test-unit test-integration
+
+test-unit: venv
+	$(PYTEST) tests/unit
+
+# Embedded defaults (SQLite file + filesystem broker) first, then PostgreSQL for everything.
+test-integration: venv
+	GOGH_TEST_REDIS_URL=$(TEST_REDIS_URL) $(PYTEST) tests/integration
+	DATABASE_URL=$(TEST_DATABASE_URL) GOGH_TEST_REDIS_URL=$(TEST_REDIS_URL) $(PYTEST) tests/unit tests/integration
+
+services:
+	bash .ci/services
+
+clean-var:
+	rm -rf var

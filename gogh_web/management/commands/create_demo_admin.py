@@ -1,0 +1,60 @@
+"""`manage.py create_demo_admin`: the demo's staff login and API token, printed every time."""
+import os
+import secrets
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from django.db import transaction
+from rest_framework.authtoken.models import Token
+
+from scheduler.models import Membership, Tenant
+
+
+class Command(BaseCommand):
+    help = (
+        "Create (once) the demo administrator, a member of tenant 'demo', and print its login and "
+        "API token. The password is generated on first run and kept in var/demo-admin-password."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--username", default="admin")
+        parser.add_argument("--host", default="http://127.0.0.1:8000", help="Base URL shown in the printed examples.")
+
+    def handle(self, *args, username, host, **options):
+        password = self._password()
+        with transaction.atomic():
+            tenant, _ = Tenant.objects.get_or_create(slug="demo", defaults={"name": "Demo"})
+            user, created = get_user_model().objects.get_or_create(
+                username=username, defaults={"is_staff": True, "is_superuser": True}
+            )
+            if created:
+                user.set_password(password)
+                user.save()
+            Membership.objects.get_or_create(user=user, defaults={"tenant": tenant})
+            token, _ = Token.objects.get_or_create(user=user)
+        shown = password if created or user.check_password(password) else "(changed since; not shown)"
+        self.stdout.write(
+            "\n".join(
+                [
+                    "",
+                    f"  Admin:    {host}/admin/   user {username}   password {shown}",
+                    f"  API docs: {host}/api/docs/",
+                    f"  Token:    {token.key}",
+                    "  Submit a job:",
+                    f"    curl -s -X POST {host}/api/jobs/ -H 'Authorization: Token {token.key}' \\",
+                    "         -H 'Content-Type: application/json' \\",
+                    "         -d '{\"workload\": \"ResNet-50 (batch size 64)\", \"min_throughput\": 5, \"max_gpus\": 2}'",
+                    "",
+                ]
+            )
+        )
+
+    @staticmethod
+    def _password() -> str:
+        path = settings.VAR_DIR / "demo-admin-password"
+        if not path.exists():
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as handle:
+                handle.write(secrets.token_urlsafe(12))
+        return path.read_text().strip()

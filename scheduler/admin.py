@@ -1,0 +1,94 @@
+"""Admin for tenants, jobs, allocations and solve runs. State changes go through services."""
+from django.contrib import admin, messages
+
+from . import services
+from .lifecycle import IllegalTransition
+from .models import Allocation, Job, Membership, SolveRun, Tenant
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    raw_id_fields = ["user"]
+
+
+@admin.register(Tenant)
+class TenantAdmin(admin.ModelAdmin):
+    list_display = ["name", "slug", "description", "created_at"]
+    search_fields = ["name", "slug"]
+    prepopulated_fields = {"slug": ["name"]}
+    inlines = [MembershipInline]
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["user", "tenant", "created_at"]
+    list_filter = ["tenant"]
+    search_fields = ["user__username", "tenant__name"]
+    raw_id_fields = ["user"]
+
+
+class AllocationInline(admin.TabularInline):
+    model = Allocation
+    fk_name = "job"
+    extra = 0
+    can_delete = False
+    fields = ["gpu", "partner", "start", "end", "predicted_throughput", "predicted_power_w", "solve_run"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Job)
+class JobAdmin(admin.ModelAdmin):
+    list_display = [
+        "id", "name", "workload", "tenant", "owner", "state", "pending_reason", "priority",
+        "min_throughput", "max_gpus", "submitted_at",
+    ]
+    list_filter = ["state", "tenant", "workload__family", "priority"]
+    search_fields = ["name", "workload__name", "owner__username", "tenant__name"]
+    list_select_related = ["workload", "tenant", "owner"]
+    date_hierarchy = "submitted_at"
+    raw_id_fields = ["owner"]
+    readonly_fields = [
+        "state", "pending_reason", "state_reason", "steps_done", "submitted_at", "placed_at",
+        "started_at", "finished_at", "idempotency_key", "request_fingerprint",
+    ]
+    inlines = [AllocationInline]
+    actions = ["cancel_jobs"]
+
+    @admin.action(description="Cancel selected jobs")
+    def cancel_jobs(self, request, queryset):
+        cancelled, refused = 0, []
+        for job in queryset:
+            try:
+                services.job_cancel(job=job, by=request.user)
+                cancelled += 1
+            except IllegalTransition as exc:
+                refused.append(f"job {job.pk}: {exc}")
+        if cancelled:
+            self.message_user(request, f"Cancelled {cancelled} job(s).", messages.SUCCESS)
+        if refused:
+            self.message_user(request, "Not cancelled: " + "; ".join(refused), messages.WARNING)
+
+
+@admin.register(Allocation)
+class AllocationAdmin(admin.ModelAdmin):
+    list_display = ["id", "job", "gpu", "partner", "start", "end", "predicted_throughput", "predicted_power_w"]
+    list_filter = ["gpu__gpu_type", "gpu__node"]
+    search_fields = ["job__name", "job__workload__name", "gpu__uuid", "gpu__node__hostname"]
+    list_select_related = ["job__workload", "gpu__node", "gpu__gpu_type"]
+    raw_id_fields = ["job", "gpu", "partner", "solve_run"]
+    date_hierarchy = "start"
+
+
+@admin.register(SolveRun)
+class SolveRunAdmin(admin.ModelAdmin):
+    list_display = [
+        "id", "started_at", "trigger", "solver", "status", "dry_run", "objective", "gap", "duration_s",
+        "num_jobs", "num_gpus", "num_variables", "num_constraints", "fallback_reason",
+    ]
+    list_filter = ["status", "solver", "trigger", "dry_run"]
+    search_fields = ["solver", "fallback_reason"]
+    date_hierarchy = "started_at"

@@ -1,0 +1,20 @@
+"""One FilterSet for jobs, used by the API (and the dashboard's lists later)."""
+import django_filters
+
+from ..lifecycle import JobState
+from ..models import Job
+
+
+class JobFilter(django_filters.FilterSet):
+    state = django_filters.MultipleChoiceFilter(choices=[(s.value, s.value) for s in JobState])
+    workload = django_filters.CharFilter(field_name="workload__name")
+    family = django_filters.CharFilter(field_name="workload__family")
+    tenant = django_filters.CharFilter(field_name="tenant__slug")
+    owner = django_filters.CharFilter(field_name="owner__username")
+    priority_min = django_filters.NumberFilter(field_name="priority", lookup_expr="gte")
+    submitted_after = django_filters.IsoDateTimeFilter(field_name="submitted_at", lookup_expr="gte")
+    submitted_before = django_filters.IsoDateTimeFilter(field_name="submitted_at", lookup_expr="lt")
+
+    class Meta:
+        model = Job
+        fields = ["state", "workload", "family", "tenant", "owner", "priority_min"]

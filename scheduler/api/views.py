@@ -1,0 +1,75 @@
+"""Job endpoints: declarations plus two actions; rules live in serializers and services."""
+from django.db.models import Prefetch
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.response import Response
+
+from .. import services
+from ..lifecycle import IllegalTransition
+from ..models import Allocation
+from ..selectors import jobs_visible_to
+from .filters import JobFilter
+from .serializers import JobSerializer, JobSubmitSerializer
+
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+
+
+class Conflict(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "conflict"
+
+
+class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Jobs of the caller's tenant (all jobs for staff). Another tenant's job answers 404."""
+
+    serializer_class = JobSerializer
+    filterset_class = JobFilter
+    ordering_fields = ["submitted_at", "priority", "state", "id"]
+
+    def get_queryset(self):
+        open_allocations = Allocation.objects.filter(end__isnull=True).select_related("gpu__node", "gpu__gpu_type")
+        return jobs_visible_to(self.request.user).prefetch_related(
+            Prefetch("allocations", queryset=open_allocations)
+        )
+
+    @extend_schema(
+        request=JobSubmitSerializer,
+        responses={201: JobSerializer},
+        parameters=[
+            OpenApiParameter(
+                IDEMPOTENCY_HEADER,
+                OpenApiTypes.STR,
+                OpenApiParameter.HEADER,
+                description="Retrying with the same key and body returns the same job instead of a second one.",
+            )
+        ],
+    )
+    def create(self, request):
+        key = request.headers.get(IDEMPOTENCY_HEADER, "").strip() or None
+        if key is not None and len(key) > 200:
+            raise ValidationError({"idempotency_key": ["At most 200 characters."]})
+        submit = JobSubmitSerializer(data=request.data)
+        submit.is_valid(raise_exception=True)
+        data = submit.validated_data
+        result = services.job_submit(
+            owner=request.user,
+            **data,
+            idempotency_key=key,
+            fingerprint=services.request_fingerprint({**data, "workload": data["workload"].name}),
+        )
+        headers = {} if result.created else {"Idempotent-Replayed": "true"}
+        job = self.get_queryset().get(pk=result.job.pk)
+        return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED, headers=headers)
+
+    @extend_schema(request=None, responses={200: JobSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        job = self.get_object()
+        try:
+            services.job_cancel(job=job, by=request.user)
+        except IllegalTransition as exc:
+            raise Conflict(str(exc)) from exc
+        return Response(JobSerializer(self.get_queryset().get(pk=job.pk)).data)

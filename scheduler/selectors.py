@@ -1,0 +1,25 @@
+"""Reads for the scheduler: what a user may see, and the facts submission checks against."""
+from django.db.models import QuerySet
+
+from telemetry.models import Gpu, GpuState
+
+from .models import Job, Tenant
+
+
+def tenant_of(user) -> Tenant | None:
+    membership = getattr(user, "membership", None)
+    return membership.tenant if membership is not None else None
+
+
+def jobs_visible_to(user) -> QuerySet[Job]:
+    """Staff see every job; everyone else only the jobs of their own tenant."""
+    jobs = Job.objects.select_related("workload", "tenant", "owner")
+    if user.is_staff:
+        return jobs
+    tenant = tenant_of(user)
+    return jobs.filter(tenant=tenant) if tenant is not None else jobs.none()
+
+
+def cluster_gpu_count() -> int:
+    """GPUs a job could ever be given: every registered GPU an operator has not disabled."""
+    return Gpu.objects.exclude(state=GpuState.DISABLED).count()

@@ -1,0 +1,128 @@
+"""Integration tier: real servers and real processes.
+
+PostgreSQL (when DATABASE_URL names it) and Redis must be running (`make services`); a missing
+server fails the run with the command that starts it, never a skip. Processes started here
+(Celery workers, daphne, the whole stack) point at the test database through DATABASE_URL and
+at their own var/ folder, and are stopped and reaped by the fixtures.
+"""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+import redis
+from celery import Celery
+from django.conf import settings
+from django.db import connection
+
+from gogh_web.celery_config import EMBEDDED_BROKER, broker_config
+
+ROOT = Path(settings.BASE_DIR)
+REDIS_URL = os.environ.get("GOGH_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+BROKERS = ["embedded", "redis"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def servers_are_up():
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
+    except redis.RedisError as exc:
+        pytest.fail(f"Redis is not reachable at {REDIS_URL} ({exc}); start it with `make services`.")
+
+
+def test_database_url() -> str:
+    """DATABASE_URL of the database pytest-django created, for processes we start."""
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{db['NAME']}"
+    auth = f"{quote(db['USER'])}:{quote(db['PASSWORD'])}@" if db["USER"] else ""
+    return f"postgres://{auth}{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+test_database_url.__test__ = False  # a helper, not a test
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_http(url: str, proc: subprocess.Popen, log: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"process exited with {proc.returncode} before serving {url}:\n{log.read_text()}")
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return
+        except urllib.error.HTTPError:
+            return  # it answered
+        except OSError:
+            time.sleep(0.2)
+    pytest.fail(f"{url} did not answer within {timeout} s:\n{log.read_text()}")
+
+
+@pytest.fixture
+def spawn(tmp_path):
+    """spawn(name, argv, **env) -> (Popen, log path); every process is stopped at teardown."""
+    started = []
+    var = tmp_path / "var"
+    var.mkdir()
+
+    def start(name, argv, **extra_env):
+        env = {
+            **os.environ,
+            "DATABASE_URL": test_database_url(),
+            "GOGH_VAR_DIR": str(var),
+            "PYTHONUNBUFFERED": "1",
+            **extra_env,
+        }
+        log = tmp_path / f"{name}.log"
+        proc = subprocess.Popen(
+            argv, cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True
+        )
+        started.append(proc)
+        return proc, log
+
+    start.var = var
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+    for proc in started:
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@pytest.fixture(params=BROKERS)
+def worker(request, spawn):
+    """A real `celery worker` process on the embedded broker or on Redis, and a client app
+    that sends it tasks and reads results the way any other process would."""
+    if request.param == "redis":
+        redis.Redis.from_url(REDIS_URL).flushdb()
+        config = broker_config(REDIS_URL, spawn.var)
+        env = {"CELERY_BROKER_URL": REDIS_URL}
+    else:
+        config = broker_config(EMBEDDED_BROKER, spawn.var)
+        env = {}
+    proc, log = spawn(
+        "worker",
+        [sys.executable, "-m", "celery", "-A", "gogh_web", "worker", "--pool", "solo", "-l", "INFO",
+         "-n", f"test-{request.param}@%h", "--without-gossip", "--without-mingle"],
+        **env,
+    )
+    client = Celery("test-client")
+    client.conf.update(config, task_serializer="json", accept_content=["json"], result_serializer="json")
+    client.worker_process, client.worker_log, client.broker_name = proc, log, request.param
+    yield client
+    client.close()

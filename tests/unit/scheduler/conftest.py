@@ -1,0 +1,24 @@
+import pytest
+
+from telemetry.models import Gpu, Node
+
+
+@pytest.fixture
+def cluster(v100, k80):
+    """Two nodes, 4 V100 + 2 K80 = 6 GPUs."""
+    big = Node.objects.create(hostname="v100-a")
+    small = Node.objects.create(hostname="k80-a")
+    gpus = [Gpu.objects.create(node=big, index=i, uuid=f"GPU-v{i}", gpu_type=v100) for i in range(4)]
+    gpus += [Gpu.objects.create(node=small, index=i, uuid=f"GPU-k{i}", gpu_type=k80) for i in range(2)]
+    return gpus
+
+
+@pytest.fixture
+def submit(client_for, resnet50, cluster):
+    """submit(user, **fields) -> response of POST /api/jobs/."""
+
+    def post(user, headers=None, **fields):
+        body = {"workload": resnet50.name, "min_throughput": 10.0, "max_gpus": 2, **fields}
+        return client_for(user).post("/api/jobs/", body, format="json", headers=headers or {})
+
+    return post
