@@ -21,5 +21,6 @@ def jobs_visible_to(user) -> QuerySet[Job]:
 
 
 def cluster_gpu_count() -> int:
-    """GPUs a job could ever be given: every registered GPU an operator has not disabled."""
-    return Gpu.objects.exclude(state=GpuState.DISABLED).count()
+    """GPUs a job could ever be given: registered, reported by their agent, not disabled.
+    Failed GPUs count: they come back when repaired."""
+    return Gpu.objects.exclude(state__in=[GpuState.DISABLED, GpuState.MISSING]).count()

@@ -9,6 +9,12 @@ from catalog.models import GpuType, Workload
 from scheduler.models import Membership, Tenant
 
 
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    """The user fixtures set passwords; the default hasher spends ~0.3 s on each."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def make_user(db):
     """make_user('alice', tenant='research', staff=False, agent=False) -> User."""

@@ -53,11 +53,20 @@ class GpuType(models.Model):
     class Meta:
         ordering = ["name"]
         constraints = [
-            models.CheckConstraint(condition=models.Q(memory_gb__gt=0), name="gputype_memory_positive"),
-            models.CheckConstraint(condition=models.Q(tdp_w__gt=0), name="gputype_tdp_positive"),
+            models.CheckConstraint(
+                condition=models.Q(memory_gb__gt=0),
+                name="gputype_memory_positive",
+                violation_error_message="Memory must be more than 0 GB.",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(tdp_w__gt=0),
+                name="gputype_tdp_positive",
+                violation_error_message="TDP must be more than 0 W.",
+            ),
             models.CheckConstraint(
                 condition=models.Q(idle_w__gte=0, idle_w__lte=models.F("tdp_w")),
                 name="gputype_idle_within_tdp",
+                violation_error_message="Idle power must lie between 0 W and the TDP.",
             ),
         ]
 

@@ -46,18 +46,30 @@ class Measurement(models.Model):
         ordering = ["-observed_at", "-id"]
         indexes = [models.Index(fields=["workload", "gpu_type", "partner", "-observed_at"], name="measurement_window")]
         constraints = [
-            models.CheckConstraint(condition=models.Q(num_gpus__gte=1), name="measurement_gpus_positive"),
-            models.CheckConstraint(condition=models.Q(throughput__gte=0), name="measurement_throughput_nonneg"),
+            models.CheckConstraint(
+                condition=models.Q(num_gpus__gte=1),
+                name="measurement_gpus_positive",
+                violation_error_message="A measurement needs at least 1 GPU.",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(throughput__gte=0),
+                name="measurement_throughput_nonneg",
+                violation_error_message="Throughput must be >= 0 (0: does not fit).",
+            ),
             models.CheckConstraint(
                 condition=models.Q(partner_throughput__isnull=True) | models.Q(partner_throughput__gte=0),
                 name="measurement_partner_throughput_nonneg",
+                violation_error_message="Partner throughput must be >= 0.",
             ),
             models.CheckConstraint(
-                condition=models.Q(power_w__isnull=True) | models.Q(power_w__gte=0), name="measurement_power_nonneg"
+                condition=models.Q(power_w__isnull=True) | models.Q(power_w__gte=0),
+                name="measurement_power_nonneg",
+                violation_error_message="Power must be >= 0 W.",
             ),
             models.CheckConstraint(
                 condition=models.Q(utilization__isnull=True) | models.Q(utilization__gte=0, utilization__lte=1),
                 name="measurement_utilization_unit",
+                violation_error_message="Utilisation must lie within 0..1.",
             ),
         ]
 

@@ -42,6 +42,9 @@ class Workload(models.Model):
                     )
                 ),
                 name="workload_features_in_unit_range",
+                violation_error_message=(
+                    "Compute density, memory intensity and communication overhead must lie within 0..1."
+                ),
             ),
         ]
 

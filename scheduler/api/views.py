@@ -4,8 +4,10 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
+
+from gogh_web.api.errors import Conflict
 
 from .. import services
 from ..lifecycle import IllegalTransition
@@ -15,11 +17,6 @@ from .filters import JobFilter
 from .serializers import JobSerializer, JobSubmitSerializer
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
-
-
-class Conflict(APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_code = "conflict"
 
 
 class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):

@@ -1,11 +1,18 @@
-"""GPUs: one row per physical device, with the topology facts placement needs."""
+"""GPUs: one row per physical device, with the topology facts placement needs.
+
+A row is never deleted by registration: allocations refer to it (PROTECT) and keep their
+history. A GPU its agent stops reporting becomes `missing`; missing rows stand outside the
+one-GPU-per-index rule, so the device that now sits at that index can be recorded.
+"""
 from django.db import models
+from django.db.models import Q
 
 
 class GpuState(models.TextChoices):
     HEALTHY = "healthy", "Healthy"
     FAILED = "failed", "Failed"
     DISABLED = "disabled", "Disabled by an operator"
+    MISSING = "missing", "Not reported by its agent"
 
 
 class Gpu(models.Model):
@@ -21,10 +28,17 @@ class Gpu(models.Model):
     numa_node = models.SmallIntegerField(null=True, blank=True)
     memory_gb = models.FloatField(null=True, blank=True, help_text="Memory as reported; type default if empty.")
     state = models.CharField(max_length=16, choices=GpuState.choices, default=GpuState.HEALTHY, db_index=True)
+    state_reason = models.CharField(max_length=200, blank=True, help_text="Why the GPU is in its state.")
 
     class Meta:
         ordering = ["node__hostname", "index"]
-        constraints = [models.UniqueConstraint(fields=["node", "index"], name="gpu_unique_index_per_node")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["node", "index"],
+                condition=~Q(state=GpuState.MISSING),
+                name="gpu_unique_index_per_node",
+            )
+        ]
 
     def __str__(self):
         return f"{self.node.hostname}/gpu{self.index} ({self.gpu_type.name})"

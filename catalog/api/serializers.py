@@ -1,0 +1,135 @@
+"""Catalog serializers: all validation of API input happens here; writes go to services."""
+from django.db import models
+from rest_framework import serializers
+
+from gogh_web.api.strict import StrictFieldsMixin
+
+from ..models import GpuType, Measurement, MeasurementSource, Workload
+from .fields import AwareDateTimeField, ByName, FiniteFloatField
+
+#: Most measurements one POST may carry.
+MAX_BATCH = 1000
+_UNIT_RANGE = {"min_value": 0, "max_value": 1}
+
+
+def _positive(value):
+    if value <= 0:
+        raise serializers.ValidationError("Must be greater than 0.")
+    return value
+
+
+def _check_provenance(value):
+    if not (isinstance(value, dict) and all(isinstance(v, str) for v in value.values())):
+        raise serializers.ValidationError('Give an object {"field": "source", ...}.')
+    return value
+
+
+class CatalogModelSerializer(StrictFieldsMixin, serializers.ModelSerializer):
+    """Strict about unknown fields, NaN/infinite numbers and timestamps without a timezone."""
+
+    serializer_field_mapping = {
+        **serializers.ModelSerializer.serializer_field_mapping,
+        models.FloatField: FiniteFloatField,
+        models.DateTimeField: AwareDateTimeField,
+    }
+
+
+class GpuTypeSerializer(CatalogModelSerializer):
+    class Meta:
+        model = GpuType
+        fields = [
+            "name", "description", "memory_gb", "tdp_w", "idle_w", "power_curve", "provenance",
+            "product_names", "created_at", "updated_at",
+        ]
+        read_only_fields = ["created_at", "updated_at"]
+        extra_kwargs = {"idle_w": {"min_value": 0}}
+
+    def validate_memory_gb(self, value):
+        return _positive(value)
+
+    def validate_tdp_w(self, value):
+        return _positive(value)
+
+    def validate(self, attrs):
+        # The model's check constraint again, so that the error names the field (and PATCH of
+        # either value is checked against the stored other one).
+        tdp_w = attrs.get("tdp_w", getattr(self.instance, "tdp_w", None))
+        idle_w = attrs.get("idle_w", getattr(self.instance, "idle_w", None))
+        if tdp_w is not None and idle_w is not None and idle_w > tdp_w:
+            raise serializers.ValidationError({"idle_w": ["Idle power must lie between 0 W and the TDP."]})
+        return attrs
+
+    def validate_product_names(self, value):
+        if not (isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value)):
+            raise serializers.ValidationError("Give a list of non-empty NVML product-name substrings.")
+        return value
+
+    def validate_provenance(self, value):
+        return _check_provenance(value)
+
+
+class WorkloadSerializer(CatalogModelSerializer):
+    class Meta:
+        model = Workload
+        fields = [
+            "id", "name", "family", "batch_size", "kind", "description", "parameters", "flops_per_sample",
+            "compute_density", "memory_intensity", "communication_overhead", "provenance", "created_at",
+        ]
+        read_only_fields = ["id", "created_at"]
+        extra_kwargs = {
+            "batch_size": {"min_value": 1},
+            "parameters": {"min_value": 0},
+            "flops_per_sample": {"min_value": 0},
+            "compute_density": _UNIT_RANGE,
+            "memory_intensity": _UNIT_RANGE,
+            "communication_overhead": _UNIT_RANGE,
+        }
+
+    def validate_provenance(self, value):
+        return _check_provenance(value)
+
+
+class MeasurementListSerializer(serializers.ListSerializer):
+    """A batch, all or nothing. Errors name the index of each bad item: {"3": {"throughput": [...]}}."""
+
+    def to_internal_value(self, data):
+        try:
+            return super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if isinstance(exc.detail, list) and all(isinstance(item, dict) for item in exc.detail):
+                raise serializers.ValidationError({str(i): item for i, item in enumerate(exc.detail) if item}) from None
+            raise
+
+
+class MeasurementSerializer(CatalogModelSerializer):
+    workload = ByName("workload", Workload.objects.all())
+    gpu_type = ByName("GPU type", GpuType.objects.all())
+    partner = ByName("partner workload", Workload.objects.all(), required=False, allow_null=True)
+
+    class Meta:
+        model = Measurement
+        fields = [
+            "id", "workload", "gpu_type", "num_gpus", "consolidated", "partner", "throughput",
+            "partner_throughput", "power_w", "utilization", "source", "reference", "observed_at", "created_at",
+        ]
+        read_only_fields = ["id", "created_at"]
+        extra_kwargs = {
+            "num_gpus": {"min_value": 1},
+            "throughput": {"min_value": 0},
+            "partner_throughput": {"min_value": 0},
+            "power_w": {"min_value": 0},
+            "utilization": _UNIT_RANGE,
+            "observed_at": {"required": False, "help_text": "When it was measured; default: when it arrives."},
+        }
+        list_serializer_class = MeasurementListSerializer
+
+    def validate_source(self, value):
+        request = self.context.get("request")
+        if value == MeasurementSource.REFERENCE and not (request and request.user.is_staff):
+            raise serializers.ValidationError("Only staff may write reference measurements.")
+        return value
+
+    def validate(self, attrs):
+        if attrs.get("partner_throughput") is not None and attrs.get("partner") is None:
+            raise serializers.ValidationError({"partner_throughput": ["Only a measurement with a partner has one."]})
+        return attrs

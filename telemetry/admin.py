@@ -1,0 +1,105 @@
+"""Admin for nodes and GPUs. Agents own what they report, so those fields are read-only here;
+state changes go through services, as they do from the API."""
+from django.contrib import admin, messages
+from django.db.models import Count
+
+from . import services
+from .lifecycle import IllegalTransition
+from .models import Gpu, GpuState, Node, NodeState
+
+_GPU_REPORTED = ["index", "uuid", "gpu_type", "product_name", "pci_bus_id", "pcie_switch", "numa_node", "memory_gb"]
+
+
+def _set_states(modeladmin, request, objects, set_state, state: str, reason: str, done: str) -> None:
+    """Move each selected object to `state` through the service `set_state`; report what was
+    done and what the rules refused."""
+    changed = 0
+    for obj in objects:
+        try:
+            set_state(obj, state=state, reason=reason)
+            changed += 1
+        except IllegalTransition as exc:
+            modeladmin.message_user(request, f"{obj}: {exc}", messages.WARNING)
+    if changed:
+        modeladmin.message_user(request, f"{changed} {done}.", messages.SUCCESS)
+
+
+def _node_set_state(node, **change):
+    services.node_set_state(node=node, **change)
+
+
+def _gpu_set_state(gpu, **change):
+    services.gpu_set_state(gpu=gpu, **change)
+
+
+class GpuInline(admin.TabularInline):
+    model = Gpu
+    extra = 0
+    can_delete = False
+    fields = [*_GPU_REPORTED, "state", "state_reason"]
+    readonly_fields = fields
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Node)
+class NodeAdmin(admin.ModelAdmin):
+    list_display = ["hostname", "state", "state_reason", "cell", "gpu_count", "last_heartbeat", "agent"]
+    list_filter = ["state", "cell"]
+    search_fields = ["hostname"]
+    list_select_related = ["agent"]
+    raw_id_fields = ["agent"]
+    readonly_fields = [
+        "hostname", "labels", "cell", "state", "state_reason", "agent_version", "last_heartbeat",
+        "registered_at", "updated_at",
+    ]
+    inlines = [GpuInline]
+    actions = ["drain", "undrain", "mark_down"]
+
+    def has_add_permission(self, request):
+        return False  # nodes come from their agents' registrations
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(gpu_count=Count("gpus"))
+
+    @admin.display(description="GPUs", ordering="gpu_count")
+    def gpu_count(self, node):
+        return node.gpu_count
+
+    @admin.action(description="Drain the selected nodes")
+    def drain(self, request, queryset):
+        reason = f"drained by {request.user.username}"
+        _set_states(self, request, queryset, _node_set_state, NodeState.DRAINING, reason, "drained")
+
+    @admin.action(description="Undrain the selected nodes")
+    def undrain(self, request, queryset):
+        _set_states(self, request, queryset, _node_set_state, NodeState.READY, "", "undrained")
+
+    @admin.action(description="Mark the selected nodes down")
+    def mark_down(self, request, queryset):
+        reason = f"marked down by {request.user.username}"
+        _set_states(self, request, queryset, _node_set_state, NodeState.DOWN, reason, "marked down")
+
+
+@admin.register(Gpu)
+class GpuAdmin(admin.ModelAdmin):
+    list_display = ["node", "index", "gpu_type", "state", "pcie_switch", "numa_node", "uuid"]
+    list_filter = ["gpu_type", "state"]
+    search_fields = ["uuid", "node__hostname"]
+    list_select_related = ["node", "gpu_type"]
+    readonly_fields = ["node", *_GPU_REPORTED, "state", "state_reason"]
+    actions = ["disable", "enable"]
+
+    def has_add_permission(self, request):
+        return False  # GPUs come from their agents' registrations
+
+    @admin.action(description="Disable the selected GPUs (no new work)")
+    def disable(self, request, queryset):
+        reason = f"disabled by {request.user.username}"
+        _set_states(self, request, queryset, _gpu_set_state, GpuState.DISABLED, reason, "disabled")
+
+    @admin.action(description="Enable the selected GPUs (healthy again)")
+    def enable(self, request, queryset):
+        _set_states(self, request, queryset, _gpu_set_state, GpuState.HEALTHY, "", "enabled")

@@ -1,0 +1,108 @@
+"""Inventory serializers: strict input for agents' reports, a full picture for output.
+
+Input serializers check the wire format only (types, lengths, unknown fields); the rules of
+the inventory (host name syntax, duplicate devices, GPU types) are the service's, so they hold
+for every caller.
+"""
+from rest_framework import serializers
+
+from catalog.models import GpuType
+from gogh_web.api.strict import StrictFieldsMixin
+
+from ..models import Gpu, Node
+from ..registration_rules import MAX_LABEL_LENGTH
+
+MAX_GPUS_PER_NODE = 256
+
+
+def _max_length(model, field: str) -> int:
+    """Input limits follow the columns, so no string reaches the database too long for it."""
+    return model._meta.get_field(field).max_length
+
+
+def _optional_text(model, field: str, **kwargs) -> serializers.CharField:
+    return serializers.CharField(
+        required=False, default="", allow_blank=True, max_length=_max_length(model, field), **kwargs
+    )
+
+
+class GpuReportSerializer(StrictFieldsMixin, serializers.Serializer):
+    """One device as an agent reports it."""
+
+    index = serializers.IntegerField(min_value=0, max_value=MAX_GPUS_PER_NODE - 1)
+    uuid = serializers.CharField(max_length=_max_length(Gpu, "uuid"), help_text="NVML UUID.")
+    gpu_type = _optional_text(GpuType, "name", help_text="GPU type name, e.g. v100.")
+    product_name = _optional_text(
+        Gpu, "product_name", help_text="NVML product name; mapped to a GPU type when gpu_type is not given."
+    )
+    pci_bus_id = _optional_text(Gpu, "pci_bus_id")
+    pcie_switch = _optional_text(Gpu, "pcie_switch", help_text="Identifier of the PCIe switch the GPU sits behind.")
+    numa_node = serializers.IntegerField(required=False, default=None, allow_null=True, min_value=0, max_value=1023)
+    memory_gb = serializers.FloatField(required=False, default=None, allow_null=True, max_value=4096)
+
+    def validate_memory_gb(self, value):
+        if value is not None and value <= 0:
+            raise serializers.ValidationError("Memory must be greater than 0 GB.")
+        return value
+
+
+class NodeRegistrationSerializer(StrictFieldsMixin, serializers.Serializer):
+    hostname = serializers.CharField(max_length=_max_length(Node, "hostname"), help_text="RFC 1123 host name.")
+    labels = serializers.DictField(
+        child=serializers.CharField(allow_blank=True, max_length=MAX_LABEL_LENGTH), required=False, default=dict
+    )
+    cell = _optional_text(Node, "cell")
+    agent_version = _optional_text(Node, "agent_version")
+    gpus = GpuReportSerializer(many=True, max_length=MAX_GPUS_PER_NODE)
+
+
+class EmptyBodySerializer(StrictFieldsMixin, serializers.Serializer):
+    """Actions that take no input still refuse fields, so a client's mistake is not silent."""
+
+
+class NodeStateChangeSerializer(StrictFieldsMixin, serializers.Serializer):
+    reason = _optional_text(Node, "state_reason")
+
+
+class GpuSerializer(serializers.ModelSerializer):
+    node = serializers.SlugRelatedField(slug_field="hostname", read_only=True)
+    gpu_type = serializers.SlugRelatedField(slug_field="name", read_only=True)
+
+    class Meta:
+        model = Gpu
+        fields = [
+            "id", "node", "index", "uuid", "gpu_type", "product_name", "pci_bus_id", "pcie_switch",
+            "numa_node", "memory_gb", "state", "state_reason",
+        ]
+        read_only_fields = fields
+
+
+class NodeGpuSerializer(GpuSerializer):
+    """A GPU inside its node: the node is the enclosing object."""
+
+    class Meta(GpuSerializer.Meta):
+        fields = [name for name in GpuSerializer.Meta.fields if name != "node"]
+        read_only_fields = fields
+
+
+class NodeSerializer(serializers.ModelSerializer):
+    agent = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    gpu_count = serializers.IntegerField(read_only=True)
+    gpus = NodeGpuSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Node
+        fields = [
+            "id", "hostname", "labels", "cell", "state", "state_reason", "agent", "agent_version",
+            "last_heartbeat", "registered_at", "updated_at", "gpu_count", "gpus",
+        ]
+        read_only_fields = fields
+
+
+class HeartbeatSerializer(serializers.ModelSerializer):
+    """What an agent learns from a heartbeat: whether it should keep taking work."""
+
+    class Meta:
+        model = Node
+        fields = ["state", "state_reason", "last_heartbeat"]
+        read_only_fields = fields

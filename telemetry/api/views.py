@@ -1,0 +1,88 @@
+"""Inventory endpoints: declarations plus the agents' and operators' actions; rules live in
+serializers and services."""
+from drf_spectacular.utils import extend_schema
+from rest_framework import status, viewsets
+from rest_framework.decorators import action
+from rest_framework.permissions import IsAdminUser
+from rest_framework.response import Response
+
+from gogh_web.api.errors import Conflict
+from gogh_web.api.permissions import IsAgentOrStaff
+
+from .. import selectors, services
+from ..lifecycle import IllegalTransition
+from ..models import NodeState
+from .filters import GpuFilter, NodeFilter
+from .serializers import (
+    EmptyBodySerializer,
+    GpuSerializer,
+    HeartbeatSerializer,
+    NodeRegistrationSerializer,
+    NodeSerializer,
+    NodeStateChangeSerializer,
+)
+
+
+class NodeViewSet(viewsets.ReadOnlyModelViewSet):
+    """Nodes with their GPUs, for every signed-in user; agents register and heartbeat, staff drain."""
+
+    serializer_class = NodeSerializer
+    filterset_class = NodeFilter
+    ordering_fields = ["hostname", "state", "cell", "last_heartbeat", "registered_at"]
+    lookup_value_regex = r"\d+"
+
+    def get_queryset(self):
+        return selectors.nodes_with_gpus() if self.action in ("list", "retrieve") else selectors.nodes()
+
+    def _detail(self, node, status_code=status.HTTP_200_OK):
+        return Response(NodeSerializer(selectors.nodes_with_gpus().get(pk=node.pk)).data, status=status_code)
+
+    @extend_schema(request=NodeRegistrationSerializer, responses={200: NodeSerializer, 201: NodeSerializer})
+    @action(detail=False, methods=["post"], permission_classes=[IsAgentOrStaff])
+    def register(self, request):
+        """Create (201) or update (200) the node and its GPUs from the agent's report."""
+        report = NodeRegistrationSerializer(data=request.data)
+        report.is_valid(raise_exception=True)
+        node, created = services.node_register(agent_user=request.user, **report.validated_data)
+        return self._detail(node, status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+    @extend_schema(request=None, responses={200: HeartbeatSerializer})
+    @action(detail=True, methods=["post"], permission_classes=[IsAgentOrStaff])
+    def heartbeat(self, request, pk=None):
+        """The node's agent is alive; the answer says whether the node takes work."""
+        EmptyBodySerializer(data=request.data).is_valid(raise_exception=True)
+        node = services.node_heartbeat(node=self.get_object(), agent_user=request.user)
+        return Response(HeartbeatSerializer(node).data)
+
+    @extend_schema(request=NodeStateChangeSerializer, responses={200: NodeSerializer})
+    @action(detail=True, methods=["post"], permission_classes=[IsAdminUser])
+    def drain(self, request, pk=None):
+        """Stop placing work on the node (staff)."""
+        return self._set_state(request, NodeState.DRAINING, default_reason=f"drained by {request.user.username}")
+
+    @extend_schema(request=NodeStateChangeSerializer, responses={200: NodeSerializer})
+    @action(detail=True, methods=["post"], permission_classes=[IsAdminUser])
+    def undrain(self, request, pk=None):
+        """Place work on the node again (staff)."""
+        return self._set_state(request, NodeState.READY, default_reason="")
+
+    def _set_state(self, request, state, default_reason):
+        change = NodeStateChangeSerializer(data=request.data)
+        change.is_valid(raise_exception=True)
+        try:
+            node = services.node_set_state(
+                node=self.get_object(), state=state, reason=change.validated_data["reason"] or default_reason
+            )
+        except IllegalTransition as exc:
+            raise Conflict(str(exc)) from exc
+        return self._detail(node)
+
+
+class GpuViewSet(viewsets.ReadOnlyModelViewSet):
+    """Every GPU of the cluster, for every signed-in user."""
+
+    queryset = selectors.gpus()
+    serializer_class = GpuSerializer
+    filterset_class = GpuFilter
+    ordering_fields = ["node__hostname", "index", "state"]
+    lookup_value_regex = r"\d+"

@@ -1,0 +1,263 @@
+"""Writes of the inventory. Only these functions change nodes and GPUs, so the rules of
+telemetry.lifecycle and telemetry.registration_rules hold whoever calls (API, admin, Celery
+beat, management commands, simulated agents).
+
+Errors: django ValidationError keyed by field path (the API turns it into 400), PermissionDenied
+for an account acting on a node that is not its own (403), lifecycle.IllegalTransition for a
+state move the rules forbid (the API answers 409).
+"""
+from datetime import timedelta
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from gogh_web.api.permissions import AGENT_PERMISSION
+
+from . import lifecycle, selectors
+from .models import Gpu, GpuState, Node, NodeState
+from .product_names import AmbiguousProductName, gpu_type_for_product
+from .registration_rules import normalize_hostname, registration_errors
+
+REASON_LENGTH = 200
+
+_GPU_REPORTED_FIELDS = [
+    "node", "index", "gpu_type", "product_name", "pci_bus_id", "pcie_switch", "numa_node", "memory_gb",
+]
+
+
+@transaction.atomic
+def node_register(
+    *, agent_user, hostname: str, labels: dict, cell: str, agent_version: str, gpus: list[dict]
+) -> tuple[Node, bool]:
+    """Create or update the node `hostname` and its GPUs from its agent's report; (node, created).
+
+    Idempotent: the same report twice leaves the same rows. The report is the truth about the
+    node: labels, cell and version are replaced, GPUs are added, updated or marked missing.
+    Each GPU: index, uuid, gpu_type (a type name) or product_name (mapped through the types'
+    product names), and optionally pci_bus_id, pcie_switch, numa_node, memory_gb.
+    The registering account becomes the node's agent; a node held by another agent account
+    is refused unless the caller is staff (see _check_may_register). All or nothing.
+    """
+    _check_is_agent(agent_user)
+    hostname = normalize_hostname(hostname)
+    errors = registration_errors(hostname=hostname, labels=labels, gpus=gpus)
+    if errors:
+        raise ValidationError(errors)
+
+    node, created = Node.objects.select_for_update().get_or_create(hostname=hostname, defaults={"agent": agent_user})
+    if not created:
+        _check_may_register(node, agent_user)
+    rows = {
+        row.uuid: row
+        for row in Gpu.objects.select_for_update().filter(Q(node=node) | Q(uuid__in=[gpu["uuid"] for gpu in gpus]))
+    }
+    gpu_types, errors = _gpu_types_of(gpus)
+    errors.update(_uuid_conflicts(node=node, gpus=gpus, rows=rows))
+    if errors:
+        raise ValidationError(errors)
+
+    now = timezone.now()
+    node.labels, node.cell, node.agent_version = dict(labels), cell, agent_version
+    node.agent = agent_user
+    node.last_heartbeat = now
+    _note_report(node)
+    node.save()
+    _gpus_sync(node=node, gpus=gpus, gpu_types=gpu_types, rows=rows, now=now)
+    return node, created
+
+
+@transaction.atomic
+def node_heartbeat(*, node: Node, agent_user) -> Node:
+    """Record that the node's agent is alive; a down node becomes ready again."""
+    node = Node.objects.select_for_update().get(pk=node.pk)
+    _check_may_report(node, agent_user)
+    node.last_heartbeat = timezone.now()
+    _note_report(node)
+    node.save(update_fields=["last_heartbeat", "state", "state_reason", "updated_at"])
+    return node
+
+
+@transaction.atomic
+def node_set_state(*, node: Node, state: str, reason: str = "") -> Node:
+    """An operator's move: drain (draining), undrain (ready) or mark down (down).
+
+    Setting the state a node already has only updates the reason.
+    """
+    node = Node.objects.select_for_update().get(pk=node.pk)
+    lifecycle.check_node_operator_move(node.state, state)
+    if state == NodeState.DOWN and node.state != NodeState.DOWN:
+        _nodes_go_down(node_ids=[node.pk], reason=reason)
+        node.refresh_from_db()
+        return node
+    node.state, node.state_reason = state, _clip(reason)
+    node.save(update_fields=["state", "state_reason", "updated_at"])
+    return node
+
+
+@transaction.atomic
+def nodes_mark_silent_down(*, timeout_s: float, now=None) -> int:
+    """Nodes (ready or draining) not heard from for `timeout_s` seconds go down; how many did.
+
+    A node that never heartbeated counts as silent. Run periodically by Celery beat.
+    """
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=timeout_s)
+    silent = (
+        Node.objects.select_for_update()
+        .filter(state__in=lifecycle.NODE_STATES_WATCHED)
+        .filter(Q(last_heartbeat__lt=cutoff) | Q(last_heartbeat__isnull=True))
+    )
+    silent_ids = list(silent.values_list("pk", flat=True))
+    return _nodes_go_down(node_ids=silent_ids, reason=f"no heartbeat for {timeout_s:g} s")
+
+
+@transaction.atomic
+def gpu_set_state(*, gpu: Gpu, state: str, reason: str = "") -> Gpu:
+    """An operator's move on one GPU: disable, mark failed, or make healthy again."""
+    gpu = Gpu.objects.select_for_update().get(pk=gpu.pk)
+    lifecycle.check_gpu_operator_move(gpu.state, state)
+    gpu.state, gpu.state_reason = state, _clip(reason)
+    gpu.save(update_fields=["state", "state_reason"])
+    return gpu
+
+
+@transaction.atomic
+def agent_account_ensure(*, username: str):
+    """The agent account `username`, created without a password if missing, holding the agent
+    permission. Agents sign in with a token, never a password."""
+    user, created = get_user_model().objects.get_or_create(username=username)
+    if created:
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+    app_label, codename = AGENT_PERMISSION.split(".")
+    user.user_permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
+    return user
+
+
+def _nodes_go_down(*, node_ids: list[int], reason: str) -> int:
+    """The one place where nodes go down, for the silence detector and operators alike.
+
+    Jobs on a down node make no progress: putting them back to pending belongs here, in the
+    same transaction, once the scheduler offers a service for it (a later issue).
+    """
+    return Node.objects.filter(pk__in=node_ids).update(
+        state=NodeState.DOWN, state_reason=_clip(reason), updated_at=timezone.now()
+    )
+
+
+def _note_report(node: Node) -> None:
+    """Apply what an agent's report means for the node's state (down -> ready)."""
+    state = lifecycle.node_state_after_report(node.state)
+    if state != node.state:
+        node.state, node.state_reason = state, ""
+
+
+def _check_is_agent(user) -> None:
+    if not (user.is_staff or user.has_perm(AGENT_PERMISSION)):
+        raise PermissionDenied(f"Only node agents (permission {AGENT_PERMISSION}) and staff report for nodes.")
+
+
+def _check_may_register(node: Node, user) -> None:
+    """A node belongs to the agent account that registered it; another agent account may not
+    take it over, or one leaked agent token could hijack every node. Staff may, and a node
+    without an agent (an operator cleared it, or the account was deleted) is free to claim:
+    that is how an agent's credentials are rotated."""
+    if not (user.is_staff or node.agent_id is None or node.agent_id == user.pk):
+        raise PermissionDenied(
+            f"Node {node.hostname} is registered by another agent account; an operator must release it "
+            "(clear its agent) before this account can register it."
+        )
+
+
+def _check_may_report(node: Node, user) -> None:
+    _check_is_agent(user)
+    if not (user.is_staff or node.agent_id == user.pk):
+        raise PermissionDenied(
+            f"Only the agent account that registered node {node.hostname} (or staff) reports for it."
+        )
+
+
+def _gpu_types_of(gpus: list[dict]) -> tuple[list, dict[str, list[str]]]:
+    """The GpuType of each reported GPU (None where unknown) and the errors, by field path."""
+    known = selectors.gpu_types_by_name()
+    patterns = [
+        (name, gpu_type.product_names if isinstance(gpu_type.product_names, list) else [])
+        for name, gpu_type in known.items()
+    ]
+    resolved, errors = [], {}
+    for position, gpu in enumerate(gpus):
+        name = (gpu.get("gpu_type") or "").strip().lower()
+        product = gpu.get("product_name") or ""
+        if name and name not in known:
+            names = ", ".join(sorted(known)) or "none yet (run manage.py load_reference_catalog)"
+            errors[f"gpus[{position}].gpu_type"] = [f"Unknown GPU type {name!r}; known types: {names}."]
+        elif not name:
+            try:
+                name = gpu_type_for_product(product, patterns)
+            except AmbiguousProductName as exc:
+                errors[f"gpus[{position}].product_name"] = [str(exc)]
+            else:
+                if name is None:
+                    errors[f"gpus[{position}].product_name"] = [
+                        f"No GPU type's product names match {product!r}; send gpu_type, or add a product "
+                        "name to the GPU type (admin or API)."
+                    ]
+        resolved.append(known.get(name) if name else None)
+    return resolved, errors
+
+
+def _uuid_conflicts(*, node: Node, gpus: list[dict], rows: dict[str, Gpu]) -> dict[str, list[str]]:
+    """A device present on another node cannot be reported here. A missing one can: the card
+    was moved, and its row (with its allocation history) moves along."""
+    errors = {}
+    for position, gpu in enumerate(gpus):
+        row = rows.get(gpu["uuid"])
+        if row is not None and row.node_id != node.pk and row.state != GpuState.MISSING:
+            errors[f"gpus[{position}].uuid"] = [f"GPU {row.uuid} is registered on node {row.node.hostname}."]
+    return errors
+
+
+def _gpus_sync(*, node: Node, gpus: list[dict], gpu_types: list, rows: dict[str, Gpu], now) -> None:
+    """Make the GPU rows match the report.
+
+    Reported GPUs are created or updated (a missing one becomes healthy; failed and disabled
+    stay, as they are operator or health decisions). Rows of this node the report lacks become
+    missing, never deleted: allocations refer to them. All existing rows are first parked as
+    missing, outside the (node, index) uniqueness, so indexes may move in any order, swaps
+    included; the final write restores each row's state.
+    """
+    Gpu.objects.filter(pk__in=[row.pk for row in rows.values()]).update(state=GpuState.MISSING)
+    reported = {gpu["uuid"] for gpu in gpus}
+    to_update, to_create = [], []
+    for gpu, gpu_type in zip(gpus, gpu_types):
+        row = rows.get(gpu["uuid"])
+        if row is None:
+            row = Gpu(uuid=gpu["uuid"])
+            to_create.append(row)
+        else:
+            to_update.append(row)
+            if row.state == GpuState.MISSING:
+                row.state, row.state_reason = GpuState.HEALTHY, ""
+        row.node, row.index, row.gpu_type = node, gpu["index"], gpu_type
+        row.product_name = gpu.get("product_name") or ""
+        row.pci_bus_id = gpu.get("pci_bus_id") or ""
+        row.pcie_switch = gpu.get("pcie_switch") or ""
+        row.numa_node = gpu.get("numa_node")
+        row.memory_gb = gpu.get("memory_gb")
+    for row in rows.values():
+        if row.uuid not in reported and row.state != GpuState.MISSING:
+            was = f"{row.state}: {row.state_reason}" if row.state_reason else row.state
+            row.state = GpuState.MISSING
+            row.state_reason = _clip(f"Not reported at registration on {now:%Y-%m-%d %H:%M:%S} UTC (was {was}).")
+            to_update.append(row)
+    Gpu.objects.bulk_update(to_update, [*_GPU_REPORTED_FIELDS, "state", "state_reason"])
+    Gpu.objects.bulk_create(to_create)
+
+
+def _clip(reason: str) -> str:
+    """Reasons are for people; one that does not fit the column is cut rather than refused."""
+    return reason[:REASON_LENGTH]

@@ -1,0 +1,11 @@
+"""Celery tasks of the telemetry app: one more way in to its services, nothing else."""
+from celery import shared_task
+from django.conf import settings
+
+from . import services
+
+
+@shared_task(name="telemetry.tasks.nodes_mark_silent_down")
+def nodes_mark_silent_down() -> int:
+    """Run by Celery beat (settings.CELERY_BEAT_SCHEDULE): how many nodes went down."""
+    return services.nodes_mark_silent_down(timeout_s=settings.GOGH_NODE_HEARTBEAT_TIMEOUT_S)

@@ -1,0 +1,161 @@
+"""/api/measurements/: everyone signed in reads and filters; agents and staff report, all or none."""
+from datetime import UTC, datetime
+
+import pytest
+
+from catalog.api.fields import AwareDateTimeField
+from catalog.api.serializers import MAX_BATCH
+from catalog.models import Measurement
+
+URL = "/api/measurements/"
+
+
+@pytest.fixture
+def report(v100, k80, resnet50, lm):
+    """report(**changes) -> a valid measurement body."""
+
+    def make(**changes):
+        return {"workload": resnet50.name, "gpu_type": "v100", "throughput": 12.5, "source": "telemetry", **changes}
+
+    return make
+
+
+@pytest.fixture
+def stored(v100, k80, resnet50, lm):
+    """Four measurements: alone and with a partner, on two types, from two sources and times."""
+
+    def add(workload, gpu_type, partner=None, num_gpus=1, source="telemetry", day=1):
+        return Measurement.objects.create(
+            workload=workload, gpu_type=gpu_type, partner=partner, num_gpus=num_gpus, throughput=1.0,
+            source=source, observed_at=datetime(2024, 5, day, tzinfo=UTC),
+        )
+
+    return [
+        add(resnet50, v100, day=1),
+        add(resnet50, v100, partner=lm, day=2),
+        add(lm, k80, num_gpus=2, source="profiling", day=3),
+        add(lm, v100, partner=resnet50, source="reference", day=4),
+    ]
+
+
+def test_anonymous_gets_401(client_for, report):
+    assert client_for(None).get(URL).status_code == 401
+    assert client_for(None).post(URL, report(), format="json").status_code == 401
+
+
+def test_users_read_but_cannot_write(client_for, alice, stored, report):
+    client = client_for(alice)
+    body = client.get(URL).json()
+    assert body["count"] == 4
+    first = client.get(f"{URL}{stored[1].pk}/").json()
+    assert (first["workload"], first["gpu_type"], first["partner"]) == (
+        "ResNet-50 (batch size 64)", "v100", "LM (batch size 20)"
+    )
+    assert client.post(URL, report(), format="json").status_code == 403
+    assert Measurement.objects.count() == 4
+
+
+def test_no_edits_through_the_api(client_for, staff, stored):
+    client = client_for(staff)
+    assert client.patch(f"{URL}{stored[0].pk}/", {"throughput": 2}, format="json").status_code == 405
+    assert client.delete(f"{URL}{stored[0].pk}/").status_code == 405
+
+
+def test_agent_reports_one(client_for, agent, report):
+    response = client_for(agent).post(
+        URL, report(partner="LM (batch size 20)", partner_throughput=3, power_w=240.5, utilization=0.8), format="json"
+    )
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert (body["workload"], body["partner"], body["throughput"], body["source"]) == (
+        "ResNet-50 (batch size 64)", "LM (batch size 20)", 12.5, "telemetry"
+    )
+    stored = Measurement.objects.get()
+    assert (stored.partner.name, stored.partner_throughput, stored.power_w, stored.num_gpus, stored.consolidated) == (
+        "LM (batch size 20)", 3, 240.5, 1, True
+    )
+    assert stored.observed_at is not None
+
+
+def test_agent_reports_a_batch(client_for, agent, report):
+    items = [report(), report(gpu_type="k80", throughput=0, observed_at="2024-05-01T12:00:00+02:00")] * 3
+    response = client_for(agent).post(URL, items, format="json")
+    assert response.status_code == 201, response.json()
+    assert len(response.json()) == 6
+    assert Measurement.objects.filter(gpu_type__name="k80", throughput=0).count() == 3
+    assert Measurement.objects.filter(observed_at=datetime(2024, 5, 1, 10, tzinfo=UTC)).count() == 3
+
+
+def test_a_bad_item_fails_the_whole_batch_and_is_named_by_index(client_for, agent, report):
+    items = [report(), report(throughput=-1), report(), report(workload="BERT", gpu_type="a40")]
+    response = client_for(agent).post(URL, items, format="json")
+    assert response.status_code == 400
+    assert response.json() == {
+        "1": {"throughput": ["Ensure this value is greater than or equal to 0."]},
+        "3": {"workload": ["Unknown workload 'BERT'."], "gpu_type": ["Unknown GPU type 'a40'."]},
+    }
+    assert Measurement.objects.count() == 0
+
+
+def test_batch_limits(client_for, agent, report):
+    client = client_for(agent)
+    assert client.post(URL, [], format="json").status_code == 400
+    too_many = client.post(URL, [report()] * (MAX_BATCH + 1), format="json")
+    assert too_many.status_code == 400
+    assert "non_field_errors" in too_many.json()
+    assert Measurement.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    "changes, field, message",
+    [
+        ({"througput": 3}, "througput", "Unknown field."),
+        ({"observed_at": "2024-05-01T12:00:00"}, "observed_at", AwareDateTimeField.default_error_messages["naive"]),
+        ({"throughput": "NaN"}, "throughput", "A finite number is required."),
+        ({"utilization": 1.5}, "utilization", "Ensure this value is less than or equal to 1."),
+        ({"num_gpus": 0}, "num_gpus", "Ensure this value is greater than or equal to 1."),
+        ({"partner_throughput": 1}, "partner_throughput", "Only a measurement with a partner has one."),
+        ({"source": "reference"}, "source", "Only staff may write reference measurements."),
+        ({"partner": "BERT"}, "partner", "Unknown partner workload 'BERT'."),
+    ],
+    ids=["unknown field", "naive time", "NaN", "utilization", "num_gpus", "partner_throughput", "reference", "partner"],
+)
+def test_invalid_reports(client_for, agent, report, changes, field, message):
+    response = client_for(agent).post(URL, report(**changes), format="json")
+    assert response.status_code == 400
+    assert response.json() == {field: [message]}
+    assert Measurement.objects.count() == 0
+
+
+def test_staff_may_write_reference_rows(client_for, staff, report):
+    response = client_for(staff).post(URL, report(source="reference", reference="vendor sheet"), format="json")
+    assert response.status_code == 201, response.json()
+    assert Measurement.objects.get().source == "reference"
+
+
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("workload=ResNet-50 (batch size 64)", [0, 1]),
+        ("gpu_type=k80", [2]),
+        ("partner=none", [0, 2]),
+        ("partner=ResNet-50 (batch size 64)", [3]),
+        ("source=profiling", [2]),
+        ("num_gpus=2", [2]),
+        ("observed_after=2024-05-02T00:00:00Z", [1, 2, 3]),
+        ("observed_before=2024-05-02T00:00:00Z", [0]),
+        ("observed_after=2024-05-02T00:00:00Z&observed_before=2024-05-04T00:00:00Z&gpu_type=v100", [1]),
+        ("ordering=observed_at", [0, 1, 2, 3]),
+    ],
+)
+def test_filters(client_for, alice, stored, query, expected):
+    response = client_for(alice).get(f"{URL}?{query}")
+    assert response.status_code == 200
+    ids = [item["id"] for item in response.json()["results"]]
+    wanted = [stored[i].pk for i in expected]
+    assert ids == wanted if "ordering" in query else sorted(ids) == sorted(wanted)
+
+
+def test_a_bad_filter_value_is_a_400(client_for, alice, stored):
+    assert client_for(alice).get(f"{URL}?source=guess").status_code == 400
+    assert client_for(alice).get(f"{URL}?observed_after=yesterday").status_code == 400

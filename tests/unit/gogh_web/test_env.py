@@ -1,0 +1,44 @@
+"""Settings inputs: the secret key is made once and kept; flags and lists parse as documented."""
+from gogh_web import env
+from gogh_web.celery_config import broker_config
+
+
+def test_secret_key_is_generated_once_and_private(tmp_path, monkeypatch):
+    monkeypatch.delenv("DJANGO_SECRET_KEY", raising=False)
+    first = env.secret_key(tmp_path)
+    assert len(first) >= 50
+    assert env.secret_key(tmp_path) == first
+    assert (tmp_path / "secret_key").stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["secret_key"]
+
+
+def test_secret_key_from_environment_wins(tmp_path, monkeypatch):
+    monkeypatch.setenv("DJANGO_SECRET_KEY", "given")
+    assert env.secret_key(tmp_path) == "given"
+    assert not (tmp_path / "secret_key").exists()
+
+
+def test_flags_and_lists(monkeypatch):
+    for word, expected in [("1", True), ("TRUE", True), ("on", True), ("0", False), ("no", False)]:
+        monkeypatch.setenv("GOGH_X", word)
+        assert env.flag("GOGH_X") is expected
+    monkeypatch.setenv("GOGH_X", "")
+    assert env.flag("GOGH_X", default=True) is True
+    monkeypatch.setenv("GOGH_HOSTS", " a.example , b ,,")
+    assert env.csv_list("GOGH_HOSTS", "x") == ["a.example", "b"]
+
+
+def test_embedded_broker_keeps_everything_under_var(tmp_path):
+    config = broker_config("filesystem://", tmp_path)
+    options = config["broker_transport_options"]
+    for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
+        assert options[key].startswith(str(tmp_path))
+    assert config["result_backend"] == f"file://{tmp_path / 'celery' / 'results'}"
+
+
+def test_server_broker_keeps_its_url_for_results(tmp_path):
+    assert broker_config("redis://h:6379/0", tmp_path) == {
+        "broker_url": "redis://h:6379/0",
+        "result_backend": "redis://h:6379/0",
+    }
+    assert not (tmp_path / "celery").exists()
