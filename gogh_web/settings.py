@@ -142,6 +142,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "JobStateEnum": "scheduler.models.jobs.JOB_STATE_CHOICES",
+        "NodeStateEnum": "telemetry.models.nodes.NodeState",
+        "GpuStateEnum": "telemetry.models.gpus.GpuState",
+    },
 }
 
 # --- Celery: a filesystem broker under var/ by default (a real worker process consumes it; no
