@@ -24,7 +24,7 @@ demo: venv
 	$(PY) manage.py load_reference_catalog
 	$(PY) manage.py load_demo_cluster
 	$(PY) manage.py create_demo_admin
-	$(PY) manage.py run_stack
+	$(PY) manage.py run_stack --demo-agents
 
 test: test-unit test-integration
 

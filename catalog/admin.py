@@ -3,9 +3,10 @@
 The measurements table holds ~11k reference rows and grows with telemetry, so foreign keys use
 autocomplete widgets (no select box of every workload) and the list skips the full count.
 """
-from django.contrib import admin
+from django.contrib import admin, messages
 
-from .models import GpuType, Measurement, Workload
+from .models import GpuType, Measurement, PredictionRecord, PredictorVersion, Workload
+from .services.predictors import predictor_rollback
 
 
 @admin.register(GpuType)
@@ -36,3 +37,35 @@ class MeasurementAdmin(admin.ModelAdmin):
     date_hierarchy = "observed_at"
     readonly_fields = ["created_at"]
     show_full_result_count = False
+
+
+@admin.register(PredictorVersion)
+class PredictorVersionAdmin(admin.ModelAdmin):
+    """Versions are made by training and import (services); the admin reads them and rolls back."""
+
+    list_display = ["id", "name", "architecture", "status", "val_mae", "created_at", "note"]
+    list_filter = ["name", "status", "architecture"]
+    readonly_fields = [f.name for f in PredictorVersion._meta.fields]
+    actions = ["roll_back"]
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.action(description="Roll back to the selected version (make it active)")
+    def roll_back(self, request, queryset):
+        if queryset.count() != 1:
+            self.message_user(request, "Select exactly one version to roll back to.", messages.ERROR)
+            return
+        version = predictor_rollback(version=queryset.get())
+        self.message_user(request, f"{version} is now active.", messages.SUCCESS)
+
+
+@admin.register(PredictionRecord)
+class PredictionRecordAdmin(admin.ModelAdmin):
+    list_display = ["id", "workload", "job_id", "version", "shadow", "created_at"]
+    list_filter = ["shadow"]
+    list_select_related = ["workload", "version"]
+    readonly_fields = [f.name for f in PredictionRecord._meta.fields]
+
+    def has_add_permission(self, request):
+        return False

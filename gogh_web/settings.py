@@ -7,6 +7,7 @@ var/, a filesystem Celery broker consumed by a real worker process, an in-proces
 import os
 
 import dj_database_url
+from celery.schedules import crontab
 
 from . import env
 from .celery_config import EMBEDDED_BROKER, broker_config
@@ -166,10 +167,47 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 GOGH_NODE_HEARTBEAT_TIMEOUT_S = float(os.environ.get("GOGH_NODE_HEARTBEAT_TIMEOUT_S", "60"))
+# Telemetry (docs/telemetry.md): raw GPU samples older than the retention are folded into
+# per-minute aggregates every GOGH_TELEMETRY_DOWNSAMPLE_EVERY_S; a job's observed throughput
+# becomes a catalog measurement at most once per GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S;
+# /metrics shows a GPU's latest sample if it is newer than GOGH_TELEMETRY_METRICS_STALE_S.
+GOGH_TELEMETRY_RAW_RETENTION_S = float(os.environ.get("GOGH_TELEMETRY_RAW_RETENTION_S", str(24 * 3600)))
+GOGH_TELEMETRY_DOWNSAMPLE_EVERY_S = float(os.environ.get("GOGH_TELEMETRY_DOWNSAMPLE_EVERY_S", "300"))
+GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S = float(os.environ.get("GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S", "300"))
+GOGH_TELEMETRY_METRICS_STALE_S = float(os.environ.get("GOGH_TELEMETRY_METRICS_STALE_S", "120"))
+# Scheduling rounds (docs/optimization.md): one every GOGH_SCHEDULING_INTERVAL_S, and one after
+# submissions, cancellations, finished jobs and node changes, bursts within
+# GOGH_ROUND_DEBOUNCE_S folded into one.
+GOGH_SCHEDULING_INTERVAL_S = max(5.0, float(os.environ.get("GOGH_SCHEDULING_INTERVAL_S", "30")))
+GOGH_ROUND_DEBOUNCE_S = float(os.environ.get("GOGH_ROUND_DEBOUNCE_S", "2"))
+# Predictors (docs/predictors.md): default architecture, catalog policy, retraining.
+GOGH_PREDICTOR_ARCHITECTURE = os.environ.get("GOGH_PREDICTOR_ARCHITECTURE", "feedforward")
+GOGH_PREDICTOR_WINDOW = int(os.environ.get("GOGH_PREDICTOR_WINDOW", "1000"))
+GOGH_PREDICTOR_MIN_SAMPLES = int(os.environ.get("GOGH_PREDICTOR_MIN_SAMPLES", "3"))
+GOGH_PREDICTOR_RETRAIN_AFTER_RECORDS = int(os.environ.get("GOGH_PREDICTOR_RETRAIN_AFTER_RECORDS", "1000"))
+GOGH_PREDICTOR_RETRAIN_HOUR = int(os.environ.get("GOGH_PREDICTOR_RETRAIN_HOUR", "3"))
+GOGH_PREDICTOR_RETRAIN_CHECK_S = float(os.environ.get("GOGH_PREDICTOR_RETRAIN_CHECK_S", "900"))
 CELERY_BEAT_SCHEDULE = {
+    "predictor-retrain-nightly": {
+        "task": "catalog.tasks.predictor_retrain",
+        "schedule": crontab(hour=GOGH_PREDICTOR_RETRAIN_HOUR, minute=0),
+    },
+    "predictor-retrain-if-due": {
+        "task": "catalog.tasks.predictor_retrain_if_due",
+        "schedule": GOGH_PREDICTOR_RETRAIN_CHECK_S,
+    },
+    "downsample-gpu-samples": {
+        "task": "telemetry.tasks.gpu_samples_downsample",
+        "schedule": GOGH_TELEMETRY_DOWNSAMPLE_EVERY_S,
+    },
     "mark-silent-nodes-down": {
         "task": "telemetry.tasks.nodes_mark_silent_down",
         "schedule": max(5.0, GOGH_NODE_HEARTBEAT_TIMEOUT_S / 4),
+    },
+    "scheduling-round": {
+        "task": "scheduler.tasks.scheduling_round",
+        "schedule": GOGH_SCHEDULING_INTERVAL_S,
+        "kwargs": {"trigger": "periodic"},
     },
 }
 

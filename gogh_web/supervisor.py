@@ -2,8 +2,8 @@
 them cleanly when any exits or when we are told to stop (Ctrl-C, SIGTERM).
 
 Children get their own sessions so a terminal's Ctrl-C reaches only us; we then send each
-main process a SIGTERM (warm shutdown for Celery, which stops its own pool), wait a grace
-period and SIGKILL the whole process group of what is left.
+main process, last started first, a SIGTERM (warm shutdown for Celery, which stops its own
+pool), wait a grace period and SIGKILL the whole process group if it is still there.
 """
 import os
 import signal
@@ -11,13 +11,20 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
 class Service:
+    """A process to run. `env` adds to the environment; `after_url`, when set, delays the start
+    until that URL answers (node agents need the web tier up to register)."""
+
     name: str
     argv: list[str]
+    env: dict = field(default_factory=dict)
+    after_url: str | None = None
 
 
 class Supervisor:
@@ -34,9 +41,10 @@ class Supervisor:
         """Start every service and block until one exits or a stop signal arrives."""
         previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
-            for service in self.services:
-                self._start(service)
+            waiting = list(self.services)
             while not self._stop.is_set():
+                while waiting and self._may_start(waiting[0]):
+                    self._start(waiting.pop(0))
                 exited = [(name, p.returncode) for name, p in self.procs.items() if p.poll() is not None]
                 if exited:
                     name, code = exited[0]
@@ -51,26 +59,40 @@ class Supervisor:
                 signal.signal(sig, handler)
 
     def stop(self) -> None:
-        for name, proc in self.procs.items():
-            if proc.poll() is None:
-                self._say(f"[stack] stopping {name} (pid {proc.pid})")
-                proc.terminate()
-        deadline = time.monotonic() + self.grace_s
-        for name, proc in self.procs.items():
+        """Stop in reverse start order, each given the grace period: agents leave while the web
+        tier still answers them, the worker finishes its task before the broker's users go."""
+        for name, proc in reversed(self.procs.items()):
+            if proc.poll() is not None:
+                continue
+            self._say(f"[stack] stopping {name} (pid {proc.pid})")
+            proc.terminate()
             try:
-                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+                proc.wait(timeout=self.grace_s)
             except subprocess.TimeoutExpired:
                 self._say(f"[stack] {name} ignored SIGTERM for {self.grace_s:.0f} s; killing it")
                 self._kill_group(proc)
                 proc.wait()
         self._say("[stack] all stopped")
 
+    @staticmethod
+    def _may_start(service: Service) -> bool:
+        if service.after_url is None:
+            return True
+        try:
+            urllib.request.urlopen(service.after_url, timeout=1)
+        except urllib.error.HTTPError:
+            return True  # it answered
+        except OSError:
+            return False
+        return True
+
     def _start(self, service: Service) -> None:
+        base = self.env if self.env is not None else os.environ
         proc = subprocess.Popen(
             service.argv,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            env=self.env,
+            env={**base, **service.env},
             start_new_session=True,
             text=True,
             bufsize=1,

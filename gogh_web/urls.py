@@ -3,6 +3,8 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from telemetry.api.telemetry_views import MetricsView
+
 from .views import landing
 
 api_patterns = [
@@ -17,6 +19,7 @@ urlpatterns = [
     path("", landing, name="landing"),
     path("admin/", admin.site.urls),
     path("api/", include(api_patterns)),
+    path("metrics", MetricsView.as_view(), name="metrics"),
 ]
 
 admin.site.site_header = "GOGH control plane"

@@ -1,9 +1,9 @@
-"""Admin for tenants, jobs, allocations and solve runs. State changes go through services."""
+"""Admin for tenants, jobs, allocations, solve runs and solver settings. State changes go through services."""
 from django.contrib import admin, messages
 
 from . import services
 from .lifecycle import IllegalTransition
-from .models import Allocation, Job, Membership, SolveRun, Tenant
+from .models import Allocation, Job, Membership, SolveRun, SolverConfig, SolverConfigChange, Tenant
 
 
 class MembershipInline(admin.TabularInline):
@@ -87,8 +87,55 @@ class AllocationAdmin(admin.ModelAdmin):
 class SolveRunAdmin(admin.ModelAdmin):
     list_display = [
         "id", "started_at", "trigger", "solver", "status", "dry_run", "objective", "gap", "duration_s",
-        "num_jobs", "num_gpus", "num_variables", "num_constraints", "fallback_reason",
+        "num_jobs", "num_placed", "num_gpus", "power_w", "energy_weight", "num_variables", "num_constraints",
+        "fallback_reason",
     ]
     list_filter = ["status", "solver", "trigger", "dry_run"]
     search_fields = ["solver", "fallback_reason"]
     date_hierarchy = "started_at"
+
+
+class SolverConfigChangeInline(admin.TabularInline):
+    model = SolverConfigChange
+    extra = 0
+    can_delete = False
+    fields = ["changed_at", "changed_by", "field", "old_value", "new_value"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(SolverConfig)
+class SolverConfigAdmin(admin.ModelAdmin):
+    """The one settings row; saving goes through the service, which writes the audit trail."""
+
+    inlines = [SolverConfigChangeInline]
+    readonly_fields = ["updated_at"]
+
+    def has_add_permission(self, request):
+        return not SolverConfig.objects.exists()
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def save_model(self, request, obj, form, change):
+        values = {name: form.cleaned_data[name] for name in form.changed_data}
+        saved = services.solver_config_update(by=request.user, values=values)
+        obj.pk = saved.pk
+
+
+@admin.register(SolverConfigChange)
+class SolverConfigChangeAdmin(admin.ModelAdmin):
+    list_display = ["changed_at", "changed_by", "field", "old_value", "new_value"]
+    list_filter = ["field", "changed_by"]
+    date_hierarchy = "changed_at"
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

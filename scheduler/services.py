@@ -3,16 +3,28 @@ checked against the state machine in scheduler.lifecycle and stamped in one plac
 import hashlib
 import json
 from dataclasses import dataclass
+from functools import partial
 
+from django.conf import settings
+from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from .lifecycle import TERMINAL, JobState, check_transition
-from .models import Job
+from telemetry.models import Gpu, GpuState, NodeState
+
+from . import optimizer
+from .cell_runner import solve_cells
+from .lifecycle import TERMINAL, IllegalTransition, JobState, check_transition
+from .models import Allocation, Job, SolveRun, SolverConfig, SolverConfigChange, SolveStatus, SolveTrigger
+from .optimizer.cells import CellsSolver
+from .optimizer.ilp import IlpSolver
+from .optimizer.serialization import allocation_to_dict, problem_from_dict
+from .problem_source import problem_from_database
 from .selectors import tenant_of
 
 WAITING_FOR_ROUND = "Waiting for the next scheduling round."
+ROUND_REQUESTED_KEY = "scheduler:round-requested"
 
 
 @dataclass(frozen=True)
@@ -77,6 +89,7 @@ def job_submit(
         if existing is None:
             raise
         return Submission(job=existing, created=False)
+    scheduling_round_request(trigger=SolveTrigger.SUBMIT)
     return Submission(job=job, created=True)
 
 
@@ -119,4 +132,147 @@ def job_transition(*, job: Job, to: str, reason: str = "", now=None) -> Job:
 
 def job_cancel(*, job: Job, by, reason: str = "") -> Job:
     """Cancel a job that has not ended; raises lifecycle.IllegalTransition for one that has."""
-    return job_transition(job=job, to=JobState.CANCELLED.value, reason=reason or f"Cancelled by {by.get_username()}.")
+    job = job_transition(job=job, to=JobState.CANCELLED.value, reason=reason or f"Cancelled by {by.get_username()}.")
+    scheduling_round_request(trigger=SolveTrigger.CANCEL)
+    return job
+
+
+def scheduling_round_request(*, trigger: str) -> None:
+    """Ask for a scheduling round once the current transaction commits, debounced: a burst of
+    submissions within GOGH_ROUND_DEBOUNCE_S seconds (default 2) leads to one round, run by a
+    worker that long after the first of them. A broker that cannot be reached is logged, not
+    raised: the periodic round picks the change up."""
+    transaction.on_commit(partial(_send_round, trigger), robust=True)
+
+
+def _send_round(trigger: str) -> None:
+    from .tasks import scheduling_round  # tasks import this module
+
+    debounce = settings.GOGH_ROUND_DEBOUNCE_S
+    if cache.add(ROUND_REQUESTED_KEY, trigger, timeout=debounce):
+        scheduling_round.apply_async(kwargs={"trigger": trigger}, countdown=debounce)
+
+
+@dataclass(frozen=True)
+class RoundResult:
+    solve_run: SolveRun
+    allocation: optimizer.Allocation
+
+
+def scheduling_round_run(*, trigger: str, dry_run: bool = False, solver: str | None = None) -> RoundResult:
+    """One scheduling round: build the problem from the database, solve it, and (unless a dry
+    run) apply the decision in one transaction: allocations opened and closed, jobs moved
+    through the state machine, pending jobs given the solver's reason, and a SolveRun that
+    records how the decision was reached. A dry run records its SolveRun and changes nothing else.
+    """
+    config = SolverConfig.load()
+    snapshot_at = timezone.now()
+    problem = problem_from_database(config, solver=solver)
+    if problem.settings.solver == CellsSolver.name:
+        allocation = CellsSolver(run_cells=solve_cells).solve(problem)
+    else:
+        allocation = optimizer.get_solver(problem.settings.solver).solve(problem)
+    now = timezone.now()
+    with transaction.atomic():
+        SolverConfig.objects.select_for_update().get(pk=config.pk)  # one round applies at a time
+        # Rounds solve outside the lock, so two can overlap. A decision taken on a snapshot that
+        # another round has since changed could overfill a GPU, and one that uses a node gone
+        # down since would strand jobs: it is recorded but not applied, and a fresh round is
+        # asked for. (Capacity freed since the snapshot is harmless: the next round uses it.)
+        superseded = not dry_run and _decision_is_stale(allocation, snapshot_at)
+        run = SolveRun.objects.create(
+            trigger=trigger,
+            solver=allocation.solver,
+            status=SolveStatus.SUPERSEDED if superseded else allocation.status,
+            dry_run=dry_run,
+            objective=allocation.objective,
+            gap=allocation.gap,
+            duration_s=allocation.seconds,
+            num_jobs=len(problem.jobs),
+            num_gpus=len(problem.gpus),
+            num_variables=allocation.variables,
+            num_constraints=allocation.constraints,
+            fallback_reason=allocation.fallback_reason[:300],
+            power_w=allocation.power_w,
+            num_placed=len(allocation.placements),
+            load=allocation.load,
+            energy_weight=allocation.energy_weight,
+            notes="\n".join(allocation.notes),
+            finished_at=now,
+        )
+        if superseded:
+            scheduling_round_request(trigger=trigger)
+        elif not dry_run:
+            _apply(allocation, run, now)
+    return RoundResult(solve_run=run, allocation=allocation)
+
+
+def _decision_is_stale(allocation: optimizer.Allocation, snapshot_at) -> bool:
+    if Allocation.objects.filter(start__gte=snapshot_at).exists():
+        return True
+    gpu_ids = {int(gpu_id) for placement in allocation.placements.values() for gpu_id in placement.gpu_ids}
+    usable = Gpu.objects.filter(pk__in=gpu_ids, state=GpuState.HEALTHY, node__state=NodeState.READY).count()
+    return usable != len(gpu_ids)
+
+
+def _apply(allocation: optimizer.Allocation, run: SolveRun, now) -> None:
+    jobs = {str(job.pk): job for job in Job.objects.filter(pk__in=[int(i) for i in {*allocation.placements, *allocation.reasons}])}
+    open_allocs: dict[int, set[tuple[int, int | None]]] = {}
+    for job_id, gpu_id, partner_id in Allocation.objects.filter(end__isnull=True, job__in=jobs.values()).values_list(
+        "job_id", "gpu_id", "partner_id"
+    ):
+        open_allocs.setdefault(job_id, set()).add((gpu_id, partner_id))
+    for job_id, reason in allocation.reasons.items():
+        job = jobs[job_id]
+        try:
+            if job.state == JobState.PENDING.value:
+                Job.objects.filter(pk=job.pk, state=JobState.PENDING.value).update(pending_reason=reason[:300])
+            else:
+                job_transition(job=job, to=JobState.PENDING.value, reason=f"Preempted by solve {run.pk}: {reason}"[:300], now=now)
+        except IllegalTransition:
+            continue  # the job ended while the round was solving
+    for job_id, placement in allocation.placements.items():
+        job = jobs[job_id]
+        partner = int(placement.partner) if placement.partner else None
+        wanted = {(int(g), partner) for g in placement.gpu_ids}
+        if open_allocs.get(job.pk) == wanted:
+            continue  # stays where it is
+        try:
+            if job.state != JobState.PENDING.value:
+                job = job_transition(job=job, to=JobState.PENDING.value, reason=f"Migrated by solve {run.pk}.", now=now)
+            job = job_transition(job=job, to=JobState.PLACED.value, reason=f"Placed by solve {run.pk}.", now=now)
+        except IllegalTransition:
+            continue
+        Allocation.objects.bulk_create(
+            Allocation(
+                job=job,
+                gpu_id=int(gpu_id),
+                solve_run=run,
+                partner_id=partner,
+                start=now,
+                predicted_throughput=placement.predicted_throughput,
+                predicted_power_w=placement.predicted_power_w / placement.num_gpus,
+            )
+            for gpu_id in placement.gpu_ids
+        )
+
+
+def cell_solve(*, problem: dict) -> dict:
+    """Solve one cell sent by scheduler.cell_runner (plain dicts in and out; no database)."""
+    allocation = IlpSolver().solve(problem_from_dict(problem))
+    return allocation_to_dict(allocation)
+
+
+def solver_config_update(*, by, values: dict) -> SolverConfig:
+    """Change solver settings, recording every changed field (old and new value, who, when)."""
+    with transaction.atomic():
+        config = SolverConfig.objects.select_for_update().get(pk=SolverConfig.load().pk)
+        for field, value in values.items():
+            old = getattr(config, field)
+            if old == value:
+                continue
+            setattr(config, field, value)
+            SolverConfigChange.objects.create(config=config, changed_by=by, field=field, old_value=str(old)[:200], new_value=str(value)[:200])
+        config.full_clean()
+        config.save()
+    return config

@@ -5,7 +5,7 @@ from django.db.models import Count
 
 from . import services
 from .lifecycle import IllegalTransition
-from .models import Gpu, GpuState, Node, NodeState
+from .models import Gpu, GpuSample, GpuSampleMinute, GpuState, Node, NodeState
 
 _GPU_REPORTED = ["index", "uuid", "gpu_type", "product_name", "pci_bus_id", "pcie_switch", "numa_node", "memory_gb"]
 
@@ -53,7 +53,7 @@ class NodeAdmin(admin.ModelAdmin):
     raw_id_fields = ["agent"]
     readonly_fields = [
         "hostname", "labels", "cell", "state", "state_reason", "agent_version", "last_heartbeat",
-        "registered_at", "updated_at",
+        "registered_at", "updated_at", "samples_dropped",
     ]
     inlines = [GpuInline]
     actions = ["drain", "undrain", "mark_down"]
@@ -103,3 +103,29 @@ class GpuAdmin(admin.ModelAdmin):
     @admin.action(description="Enable the selected GPUs (healthy again)")
     def enable(self, request, queryset):
         _set_states(self, request, queryset, _gpu_set_state, GpuState.HEALTHY, "", "enabled")
+
+
+class _ReadOnlyAdmin(admin.ModelAdmin):
+    """Samples come from agents and the downsampling task; operators only look."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(GpuSample)
+class GpuSampleAdmin(_ReadOnlyAdmin):
+    list_display = ["gpu", "ts", "power_w", "utilization", "temperature_c", "sm_clock_mhz", "memory_used_mb"]
+    list_filter = ["gpu__node"]
+    list_select_related = ["gpu__node", "gpu__gpu_type"]
+    date_hierarchy = "ts"
+
+
+@admin.register(GpuSampleMinute)
+class GpuSampleMinuteAdmin(_ReadOnlyAdmin):
+    list_display = ["gpu", "minute", "samples", "power_w_mean", "power_w_max", "utilization_mean", "temperature_c_max"]
+    list_filter = ["gpu__node"]
+    list_select_related = ["gpu__node", "gpu__gpu_type"]
+    date_hierarchy = "minute"

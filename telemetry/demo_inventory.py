@@ -81,6 +81,16 @@ DEMO_NODES: tuple[DemoNode, ...] = (
 )
 
 
+def simulated_agent_args(node: DemoNode, seed: int) -> list[str]:
+    """Flags of `python -m telemetry.agent --simulate` that make an agent report exactly this node."""
+    counts: dict[str, int] = {}
+    for gpu in node.gpus:
+        counts[gpu.gpu_type] = counts.get(gpu.gpu_type, 0) + 1
+    labels = [arg for key, value in sorted(node.labels.items()) for arg in ("--label", f"{key}={value}")]
+    gpus = ",".join(f"{name}:{count}" for name, count in counts.items())
+    return ["--simulate", "--hostname", node.hostname, "--cell", node.cell, "--gpus", gpus, "--seed", str(seed), *labels]
+
+
 def demo_gpu_types() -> list[str]:
     """The GPU types the demo cluster needs, by name."""
     return sorted({gpu.gpu_type for node in DEMO_NODES for gpu in node.gpus})

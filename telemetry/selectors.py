@@ -1,4 +1,5 @@
-"""Reads of the inventory, shaped for the callers that need them (API lists, registration)."""
+"""Reads of the inventory, shaped for the callers that need them (API lists, registration,
+agents' assignments)."""
 from django.db.models import Count, Prefetch, QuerySet
 
 from catalog.models import GpuType
@@ -28,3 +29,34 @@ def gpus() -> QuerySet[Gpu]:
 def gpu_types_by_name() -> dict[str, GpuType]:
     """Every GPU type (a short table), to resolve the types of a registration in one query."""
     return {gpu_type.name: gpu_type for gpu_type in GpuType.objects.all()}
+
+
+def node_assignments(node: Node) -> list[dict]:
+    """What the node's agent must run: each placed or running job with open allocations on the
+    node's GPUs, with the GPU indexes, its command and environment (the agent's only read of jobs)."""
+    from scheduler.lifecycle import JobState
+    from scheduler.models import Allocation
+
+    allocations = (
+        Allocation.objects.filter(
+            end__isnull=True, gpu__node=node, job__state__in=[JobState.PLACED.value, JobState.RUNNING.value]
+        )
+        .select_related("job__workload", "gpu__gpu_type", "partner__workload")
+        .order_by("job_id", "gpu__index")
+    )
+    by_job: dict[int, dict] = {}
+    for allocation in allocations:
+        job = allocation.job
+        entry = by_job.setdefault(
+            job.pk,
+            {
+                "job": job.pk, "state": job.state, "allocations": [], "gpu_indexes": [],
+                "gpu_type": allocation.gpu.gpu_type.name, "workload": job.workload.name,
+                "partner": allocation.partner.workload.name if allocation.partner_id else None,
+                "command": job.command, "environment": job.environment, "total_steps": job.total_steps,
+                "steps_done": job.steps_done,
+            },
+        )
+        entry["allocations"].append(allocation.pk)
+        entry["gpu_indexes"].append(allocation.gpu.index)
+    return list(by_job.values())

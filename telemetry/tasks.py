@@ -9,3 +9,9 @@ from . import services
 def nodes_mark_silent_down() -> int:
     """Run by Celery beat (settings.CELERY_BEAT_SCHEDULE): how many nodes went down."""
     return services.nodes_mark_silent_down(timeout_s=settings.GOGH_NODE_HEARTBEAT_TIMEOUT_S)
+
+
+@shared_task(name="telemetry.tasks.gpu_samples_downsample")
+def gpu_samples_downsample() -> int:
+    """Run by Celery beat: fold raw samples past the retention into per-minute aggregates."""
+    return services.gpu_samples_downsample(retention_s=settings.GOGH_TELEMETRY_RAW_RETENTION_S)

@@ -1,6 +1,7 @@
 from .allocations import Allocation
 from .jobs import Job
 from .solve_runs import SolveRun, SolveStatus, SolveTrigger
+from .solver_config import SolverConfig, SolverConfigChange
 from .tenancy import Membership, Tenant
 
-__all__ = ["Allocation", "Job", "Membership", "SolveRun", "SolveStatus", "SolveTrigger", "Tenant"]
+__all__ = ["Allocation", "Job", "Membership", "SolveRun", "SolveStatus", "SolveTrigger", "SolverConfig", "SolverConfigChange", "Tenant"]

@@ -17,6 +17,7 @@ class SolveStatus(models.TextChoices):
     FEASIBLE = "feasible", "Feasible (time limit or gap)"
     FALLBACK = "fallback", "Fell back to another solver"
     FAILED = "failed", "Failed"
+    SUPERSEDED = "superseded", "Not applied: placements changed while it solved"
 
 
 class SolveRun(models.Model):
@@ -32,6 +33,11 @@ class SolveRun(models.Model):
     num_variables = models.PositiveIntegerField(default=0)
     num_constraints = models.PositiveIntegerField(default=0)
     fallback_reason = models.CharField(max_length=300, blank=True)
+    power_w = models.FloatField(null=True, blank=True, help_text="Predicted power of the decision.")
+    num_placed = models.PositiveIntegerField(default=0)
+    load = models.FloatField(null=True, blank=True, help_text="Cluster load this round (adaptive weight history).")
+    energy_weight = models.FloatField(null=True, blank=True)
+    notes = models.TextField(blank=True)
     started_at = models.DateTimeField(auto_now_add=True, db_index=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -12,6 +12,7 @@ from gogh_web.api.permissions import IsAgentOrStaff
 from .. import selectors, services
 from ..lifecycle import IllegalTransition
 from ..models import NodeState
+from ..services.access import check_may_report
 from .filters import GpuFilter, NodeFilter
 from .serializers import (
     EmptyBodySerializer,
@@ -21,10 +22,12 @@ from .serializers import (
     NodeSerializer,
     NodeStateChangeSerializer,
 )
+from .telemetry_serializers import AssignmentSerializer
 
 
 class NodeViewSet(viewsets.ReadOnlyModelViewSet):
-    """Nodes with their GPUs, for every signed-in user; agents register and heartbeat, staff drain."""
+    """Nodes with their GPUs, for every signed-in user; agents register, heartbeat, read their
+    assignments and leave; staff drain."""
 
     serializer_class = NodeSerializer
     filterset_class = NodeFilter
@@ -53,6 +56,23 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
         EmptyBodySerializer(data=request.data).is_valid(raise_exception=True)
         node = services.node_heartbeat(node=self.get_object(), agent_user=request.user)
         return Response(HeartbeatSerializer(node).data)
+
+    @extend_schema(request=None, responses={200: HeartbeatSerializer})
+    @action(detail=True, methods=["post"], permission_classes=[IsAgentOrStaff])
+    def leave(self, request, pk=None):
+        """The node's agent is shutting down: the node goes down now, its jobs back to pending."""
+        EmptyBodySerializer(data=request.data).is_valid(raise_exception=True)
+        node = services.node_leave(node=self.get_object(), agent_user=request.user)
+        return Response(HeartbeatSerializer(node).data)
+
+    @extend_schema(responses={200: AssignmentSerializer(many=True)})
+    @action(detail=True, methods=["get"], permission_classes=[IsAgentOrStaff], pagination_class=None,
+            filterset_class=None, filter_backends=[])
+    def assignments(self, request, pk=None):
+        """The jobs the node's agent must run (only that agent, or staff, may read them)."""
+        node = self.get_object()
+        check_may_report(node, request.user)
+        return Response(AssignmentSerializer(selectors.node_assignments(node), many=True).data)
 
     @extend_schema(request=NodeStateChangeSerializer, responses={200: NodeSerializer})
     @action(detail=True, methods=["post"], permission_classes=[IsAdminUser])

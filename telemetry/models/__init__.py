@@ -1,4 +1,5 @@
 from .gpus import Gpu, GpuState
 from .nodes import Node, NodeState
+from .samples import GpuSample, GpuSampleMinute
 
-__all__ = ["Gpu", "GpuState", "Node", "NodeState"]
+__all__ = ["Gpu", "GpuSample", "GpuSampleMinute", "GpuState", "Node", "NodeState"]

@@ -26,6 +26,9 @@ class Node(models.Model):
         help_text="The agent account that registered this node; only it may report for it.",
     )
     agent_version = models.CharField(max_length=40, blank=True)
+    samples_dropped = models.BigIntegerField(
+        default=0, help_text="Samples the agent dropped from its full buffer since it started, as it last reported."
+    )
     last_heartbeat = models.DateTimeField(null=True, blank=True, db_index=True)
     registered_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

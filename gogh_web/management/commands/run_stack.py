@@ -1,15 +1,20 @@
-"""`manage.py run_stack`: daphne, a Celery worker and Celery beat in the foreground."""
+"""`manage.py run_stack`: daphne, a Celery worker and Celery beat in the foreground, and with
+--demo-agents one simulated node agent per demo node, so the demo cluster runs jobs."""
 import sys
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from gogh_web.supervisor import Service, Supervisor
+from telemetry.demo_inventory import DEMO_AGENT_USERNAME, DEMO_NODES, simulated_agent_args
+from telemetry.services import agent_token_ensure
 
 
 class Command(BaseCommand):
     help = (
         "Run the control plane in the foreground: daphne (HTTP + WebSockets), one Celery worker "
-        "and Celery beat. Ctrl-C (or SIGTERM) stops all three cleanly; if one dies the others stop too."
+        "and Celery beat (and with --demo-agents a simulated agent for each demo node). Ctrl-C "
+        "(or SIGTERM) stops all of them cleanly; if one dies the others stop too."
     )
 
     def add_arguments(self, parser):
@@ -18,11 +23,22 @@ class Command(BaseCommand):
         parser.add_argument("--concurrency", type=int, default=2, help="Celery worker processes (default 2).")
         parser.add_argument("--no-beat", action="store_true", help="Do not run Celery beat (another machine does).")
         parser.add_argument("--grace", type=float, default=15.0, help="Seconds to wait after SIGTERM before SIGKILL.")
+        parser.add_argument(
+            "--demo-agents", action="store_true",
+            help="Also run a simulated node agent for each node of load_demo_cluster (make demo does).",
+        )
+        parser.add_argument(
+            "--speedup", type=float, default=1.0, help="With --demo-agents: simulated jobs run this much faster."
+        )
 
-    def handle(self, *args, host, port, concurrency, no_beat, grace, **options):
+    def handle(self, *args, host, port, concurrency, no_beat, grace, demo_agents, speedup, **options):
         python = sys.executable
         services = [
-            Service("daphne", [python, "-m", "daphne", "-b", host, "-p", str(port), "gogh_web.asgi:application"]),
+            Service(
+                "daphne",
+                [python, "-m", "daphne", "-b", host, "-p", str(port), "--access-log", str(settings.VAR_DIR / "access.log"),
+                 "gogh_web.asgi:application"],
+            ),
             Service(
                 "worker",
                 [python, "-m", "celery", "-A", "gogh_web", "worker", "-l", "INFO", "--concurrency", str(concurrency)],
@@ -30,7 +46,25 @@ class Command(BaseCommand):
         ]
         if not no_beat:
             services.append(Service("beat", [python, "-m", "celery", "-A", "gogh_web", "beat", "-l", "INFO"]))
-        self.stdout.write(f"GOGH control plane on http://{host}:{port}/ (Ctrl-C stops everything)")
+        url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
+        if demo_agents:
+            services += self._demo_agents(python, url, speedup)
+        self.stdout.write(f"GOGH control plane on {url}/ (Ctrl-C stops everything)")
         code = Supervisor(services, grace_s=grace, out=self.stdout).run()
         if code:
             sys.exit(code)
+
+    @staticmethod
+    def _demo_agents(python: str, url: str, speedup: float) -> list[Service]:
+        token = agent_token_ensure(username=DEMO_AGENT_USERNAME)
+        logs = settings.VAR_DIR / "agent-logs"
+        return [
+            Service(
+                node.hostname.removeprefix("demo-"),
+                [python, "-m", "telemetry.agent", "--url", url, *simulated_agent_args(node, seed=number),
+                 "--speedup", str(speedup), "--log-dir", str(logs / node.hostname)],
+                env={"GOGH_AGENT_TOKEN": token},
+                after_url=f"{url}/api/",
+            )
+            for number, node in enumerate(DEMO_NODES)
+        ]

@@ -14,13 +14,18 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from rest_framework.authtoken.models import Token
 
 from gogh_web.api.permissions import AGENT_PERMISSION
+from scheduler.models import SolveTrigger
+from scheduler.services import scheduling_round_request
 
-from . import lifecycle, selectors
-from .models import Gpu, GpuState, Node, NodeState
-from .product_names import AmbiguousProductName, gpu_type_for_product
-from .registration_rules import normalize_hostname, registration_errors
+from .. import lifecycle, selectors
+from ..models import Gpu, GpuState, Node, NodeState
+from ..product_names import AmbiguousProductName, gpu_type_for_product
+from ..registration_rules import normalize_hostname, registration_errors
+from .access import check_is_agent, check_may_report
+from .requeue import jobs_requeue_from_nodes
 
 REASON_LENGTH = 200
 
@@ -42,7 +47,7 @@ def node_register(
     The registering account becomes the node's agent; a node held by another agent account
     is refused unless the caller is staff (see _check_may_register). All or nothing.
     """
-    _check_is_agent(agent_user)
+    check_is_agent(agent_user)
     hostname = normalize_hostname(hostname)
     errors = registration_errors(hostname=hostname, labels=labels, gpus=gpus)
     if errors:
@@ -67,6 +72,7 @@ def node_register(
     _note_report(node)
     node.save()
     _gpus_sync(node=node, gpus=gpus, gpu_types=gpu_types, rows=rows, now=now)
+    scheduling_round_request(trigger=SolveTrigger.NODE)  # new or changed capacity
     return node, created
 
 
@@ -74,7 +80,7 @@ def node_register(
 def node_heartbeat(*, node: Node, agent_user) -> Node:
     """Record that the node's agent is alive; a down node becomes ready again."""
     node = Node.objects.select_for_update().get(pk=node.pk)
-    _check_may_report(node, agent_user)
+    check_may_report(node, agent_user)
     node.last_heartbeat = timezone.now()
     _note_report(node)
     node.save(update_fields=["last_heartbeat", "state", "state_reason", "updated_at"])
@@ -116,6 +122,17 @@ def nodes_mark_silent_down(*, timeout_s: float, now=None) -> int:
 
 
 @transaction.atomic
+def node_leave(*, node: Node, agent_user) -> Node:
+    """The node's agent is shutting down (SIGTERM): the node goes down now and its jobs go
+    back to pending, rather than after the heartbeat timeout. Its next report brings it back."""
+    node = Node.objects.select_for_update().get(pk=node.pk)
+    check_may_report(node, agent_user)
+    _nodes_go_down(node_ids=[node.pk], reason=f"agent left ({agent_user.get_username()})")
+    node.refresh_from_db()
+    return node
+
+
+@transaction.atomic
 def gpu_set_state(*, gpu: Gpu, state: str, reason: str = "") -> Gpu:
     """An operator's move on one GPU: disable, mark failed, or make healthy again."""
     gpu = Gpu.objects.select_for_update().get(pk=gpu.pk)
@@ -138,15 +155,23 @@ def agent_account_ensure(*, username: str):
     return user
 
 
-def _nodes_go_down(*, node_ids: list[int], reason: str) -> int:
-    """The one place where nodes go down, for the silence detector and operators alike.
+def agent_token_ensure(*, username: str) -> str:
+    """The API token of agent account `username` (account and token made if missing)."""
+    user = agent_account_ensure(username=username)
+    return Token.objects.get_or_create(user=user)[0].key
 
-    Jobs on a down node make no progress: putting them back to pending belongs here, in the
-    same transaction, once the scheduler offers a service for it (a later issue).
-    """
-    return Node.objects.filter(pk__in=node_ids).update(
+
+def _nodes_go_down(*, node_ids: list[int], reason: str) -> int:
+    """The one place where nodes go down, for the silence detector, operators and agents that
+    leave. Their placed and running jobs go back to pending in the same transaction (see
+    services.requeue), so a node is never down while the scheduler believes work runs on it.
+    Nodes already down are left alone, which keeps the requeue to exactly once."""
+    going = list(Node.objects.filter(pk__in=node_ids).exclude(state=NodeState.DOWN).values_list("pk", flat=True))
+    count = Node.objects.filter(pk__in=going).update(
         state=NodeState.DOWN, state_reason=_clip(reason), updated_at=timezone.now()
     )
+    jobs_requeue_from_nodes(node_ids=going, reason=reason)
+    return count
 
 
 def _note_report(node: Node) -> None:
@@ -154,11 +179,6 @@ def _note_report(node: Node) -> None:
     state = lifecycle.node_state_after_report(node.state)
     if state != node.state:
         node.state, node.state_reason = state, ""
-
-
-def _check_is_agent(user) -> None:
-    if not (user.is_staff or user.has_perm(AGENT_PERMISSION)):
-        raise PermissionDenied(f"Only node agents (permission {AGENT_PERMISSION}) and staff report for nodes.")
 
 
 def _check_may_register(node: Node, user) -> None:
@@ -170,14 +190,6 @@ def _check_may_register(node: Node, user) -> None:
         raise PermissionDenied(
             f"Node {node.hostname} is registered by another agent account; an operator must release it "
             "(clear its agent) before this account can register it."
-        )
-
-
-def _check_may_report(node: Node, user) -> None:
-    _check_is_agent(user)
-    if not (user.is_staff or node.agent_id == user.pk):
-        raise PermissionDenied(
-            f"Only the agent account that registered node {node.hostname} (or staff) reports for it."
         )
 
 

@@ -1,0 +1,187 @@
+"""Lifecycle of the predictors: train, promote, roll back, export, import, predict, refine.
+
+Training runs outside a transaction (it takes seconds to minutes and must not hold the
+database); every write it ends with is one atomic service call. A candidate becomes active
+only if its validation MAE is no worse than the active version's (PredictorPromotionRefused
+otherwise); rolling back is the operator's decision and skips that check.
+"""
+import io
+import math
+
+import torch
+from django.conf import settings
+from django.db import transaction
+
+from catalog.predictors import Observation, PerformancePredictor
+from catalog.predictors.bench import score_p1
+
+from ..models import Measurement, PredictionRecord, PredictorStatus, PredictorVersion, Workload
+from .predictors_store import catalog_snapshot, weights_load, weights_save, workload_features
+
+EXPORT_FORMAT = "gogh-predictor/1"
+#: Every VALIDATION_STRIDE-th workload is held out to score a candidate (at least one).
+VALIDATION_STRIDE = 6
+
+
+class PredictorPromotionRefused(Exception):
+    """The candidate scores worse than the active version."""
+
+
+class NoActivePredictor(LookupError):
+    """No version of the predictor is active yet: train one (train_predictor)."""
+
+
+def predictor_train(*, name: str = "p1", architecture: str | None = None, hyperparameters: dict | None = None,
+                    parent: PredictorVersion | None = None, note: str = "") -> PredictorVersion:
+    """Train on the catalog, score on held-out workloads, store a candidate and try to promote it.
+
+    The score comes from a model fitted without the held-out workloads (every record involving
+    them hidden); the stored model is then fitted on the whole catalog, starting from
+    `parent`'s weights when given (transfer learning).
+    """
+    catalog, snapshot = catalog_snapshot()
+    params = {"architecture": architecture or settings.GOGH_PREDICTOR_ARCHITECTURE, **(hyperparameters or {})}
+    held = catalog.workloads[VALIDATION_STRIDE // 2::VALIDATION_STRIDE] or catalog.workloads[-1:]
+    init = weights_load(parent) if parent else None
+    scorer = PerformancePredictor(**params).fit(catalog.without(held), init=init)
+    metrics = score_p1(scorer, catalog, held)
+    model = PerformancePredictor(**params).fit(catalog, init=init)
+    metrics["validation_workloads"] = held
+    return _version_store(model=model, name=name, metrics=metrics, snapshot=snapshot, parent=parent, note=note)
+
+
+@transaction.atomic
+def _version_store(*, model, name, metrics, snapshot, parent, note) -> PredictorVersion:
+    file_name, sha256 = weights_save(model, name)
+    version = PredictorVersion.objects.create(
+        name=name, architecture=model.architecture, hyperparameters=model.get_params(), training_data=snapshot,
+        metrics=metrics, weights_file=file_name, weights_sha256=sha256, parent=parent, note=note,
+    )
+    try:
+        predictor_promote(version=version)
+    except PredictorPromotionRefused:
+        pass  # stays a candidate; the refusal is in its status
+    return version
+
+
+@transaction.atomic
+def predictor_promote(*, version: PredictorVersion) -> PredictorVersion:
+    active = PredictorVersion.objects.select_for_update().filter(name=version.name, status=PredictorStatus.ACTIVE)
+    active = active.exclude(pk=version.pk).first()
+    if active is not None:
+        new, old = version.val_mae, active.val_mae
+        if new is None or (old is not None and new > old):
+            raise PredictorPromotionRefused(
+                f"{version} has validation MAE {new}, worse than the active {active} ({old}); not promoted"
+            )
+        active.status = PredictorStatus.RETIRED
+        active.save(update_fields=["status"])
+    version.status = PredictorStatus.ACTIVE
+    version.save(update_fields=["status"])
+    return version
+
+
+@transaction.atomic
+def predictor_rollback(*, version: PredictorVersion) -> PredictorVersion:
+    """Make an earlier version active again, whatever its score (the admin's action)."""
+    PredictorVersion.objects.select_for_update().filter(name=version.name, status=PredictorStatus.ACTIVE).exclude(
+        pk=version.pk
+    ).update(status=PredictorStatus.RETIRED)
+    version.status = PredictorStatus.ACTIVE
+    version.save(update_fields=["status"])
+    return version
+
+
+def predictor_export(*, version: PredictorVersion) -> bytes:
+    """The version's weights and metadata as one file another cluster can import."""
+    buffer = io.BytesIO()
+    torch.save({
+        "format": EXPORT_FORMAT, "name": version.name, "architecture": version.architecture,
+        "hyperparameters": version.hyperparameters, "metrics": _plain(version.metrics),
+        "state": weights_load(version).state_dict(),
+    }, buffer)
+    return buffer.getvalue()
+
+
+def predictor_import(*, data: bytes, fine_tune: bool = True, source: str = "") -> PredictorVersion:
+    """Store imported weights as a candidate; with fine_tune, first train them on local records."""
+    payload = torch.load(io.BytesIO(data), weights_only=True)
+    if payload.get("format") != EXPORT_FORMAT:
+        raise ValueError(f"not a GOGH predictor export (format {payload.get('format')!r})")
+    imported = PerformancePredictor.from_state_dict(payload["state"])
+    if not fine_tune:
+        return _version_store(model=imported, name=payload["name"], metrics=dict(payload["metrics"]),
+                              snapshot={"imported": source}, parent=None, note=f"imported from {source}"[:200])
+    catalog, snapshot = catalog_snapshot()
+    params = imported.get_params()
+    held = catalog.workloads[VALIDATION_STRIDE // 2::VALIDATION_STRIDE] or catalog.workloads[-1:]
+    metrics = score_p1(PerformancePredictor(**params).fit(catalog.without(held), init=imported), catalog, held)
+    model = PerformancePredictor(**params).fit(catalog, init=imported)
+    metrics["validation_workloads"] = held
+    return _version_store(model=model, name=payload["name"], metrics=metrics, snapshot=snapshot, parent=None,
+                          note=f"fine-tuned from import {source}"[:200])
+
+
+def predictor_retrain_if_due(*, name: str = "p1", after_records: int | None = None,
+                             hyperparameters: dict | None = None) -> PredictorVersion | None:
+    """Retrain when `after_records` measurements arrived since the newest version was trained."""
+    threshold = settings.GOGH_PREDICTOR_RETRAIN_AFTER_RECORDS if after_records is None else after_records
+    newest = PredictorVersion.objects.filter(name=name).first()
+    seen = (newest.training_data.get("measurements_max_id") or 0) if newest else 0
+    if newest is not None and Measurement.objects.filter(id__gt=seen).count() < threshold:
+        return None
+    return predictor_train(name=name, hyperparameters=hyperparameters)
+
+
+def active_version(name: str) -> PredictorVersion:
+    version = PredictorVersion.objects.filter(name=name, status=PredictorStatus.ACTIVE).first()
+    if version is None:
+        raise NoActivePredictor(f"no active {name} predictor; run `manage.py train_predictor --name {name}`")
+    return version
+
+
+@transaction.atomic
+def prediction_create(*, workload: Workload, job_id: int | None = None, shadow: bool = False,
+                      observations: list[dict] | None = None) -> PredictionRecord:
+    """P1 (no observations) or P2 (replaying `observations`) estimates for a job, stored."""
+    name = "p2" if observations else "p1"
+    try:
+        version = active_version(name)
+    except NoActivePredictor:
+        version = active_version("p1")  # one network serves both until a separate P2 is trained
+    job = weights_load(version).job(workload_features(workload))
+    for fields in observations or []:
+        job.observe(Observation(**fields))
+    return PredictionRecord.objects.create(workload=workload, job_id=job_id, version=version, shadow=shadow,
+                                           observations=observations or [], estimates=_estimates(job.prediction()))
+
+
+@transaction.atomic
+def prediction_refine(*, measurement: Measurement) -> PredictionRecord | None:
+    """P2 on new telemetry: the workload's latest prediction, updated with this observation."""
+    latest = PredictionRecord.objects.filter(workload=measurement.workload, shadow=False).first()
+    if latest is None:
+        return None
+    observation = {
+        "gpu_type": measurement.gpu_type.name, "throughput": measurement.throughput,
+        "partner": measurement.partner.name if measurement.partner else None,
+        "partner_throughput": measurement.partner_throughput, "num_gpus": measurement.num_gpus,
+        "consolidated": measurement.consolidated,
+    }
+    return prediction_create(workload=measurement.workload, job_id=latest.job_id,
+                             observations=[*latest.observations, observation])
+
+
+def _estimates(prediction) -> dict:
+    return {
+        "partners": prediction.partners, "gpu_types": prediction.gpu_types,
+        "configs": [list(c) for c in prediction.configs],
+        "rho": prediction.rho.round(4).tolist(), "rho_std": prediction.rho_std.round(4).tolist(),
+        "tau": prediction.tau.round(4).tolist(), "tau_std": prediction.tau_std.round(4).tolist(),
+        "low_confidence": prediction.low_confidence,
+    }
+
+
+def _plain(metrics: dict) -> dict:
+    """Metrics without lists of names, so torch.load(weights_only=True) reads the export."""
+    return {k: v for k, v in metrics.items() if isinstance(v, (int, float)) and math.isfinite(v)}

@@ -1,0 +1,37 @@
+"""Celery tasks of the catalog's predictors: fetch by id, call a service, return ids.
+
+Retraining runs nightly and when enough new records arrived (settings.CELERY_BEAT_SCHEDULE,
+GOGH_PREDICTOR_*); inference for a new job and P2 refinement on new telemetry are sent by
+whoever creates the job or stores the measurement.
+"""
+from celery import shared_task
+
+from .models import Measurement, Workload
+from .services.predictors import prediction_create, prediction_refine, predictor_retrain_if_due, predictor_train
+
+
+@shared_task(name="catalog.tasks.predictor_retrain")
+def predictor_retrain(name: str = "p1", architecture: str | None = None, hyperparameters: dict | None = None) -> int:
+    """Nightly (beat) or on demand: train a candidate; returns its id (active if it scored no worse)."""
+    return predictor_train(name=name, architecture=architecture, hyperparameters=hyperparameters).pk
+
+
+@shared_task(name="catalog.tasks.predictor_retrain_if_due")
+def predictor_retrain_if_due_task(name: str = "p1") -> int | None:
+    """Beat, frequently: retrain once GOGH_PREDICTOR_RETRAIN_AFTER_RECORDS new records are in."""
+    version = predictor_retrain_if_due(name=name)
+    return version.pk if version else None
+
+
+@shared_task(name="catalog.tasks.prediction_for_job")
+def prediction_for_job(workload_id: int, job_id: int | None = None, shadow: bool = False) -> int:
+    """P1 for a new job (or a shadow-mode one); returns the PredictionRecord id."""
+    return prediction_create(workload=Workload.objects.get(pk=workload_id), job_id=job_id, shadow=shadow).pk
+
+
+@shared_task(name="catalog.tasks.prediction_refine")
+def prediction_refine_task(measurement_id: int) -> int | None:
+    """P2 on a new telemetry measurement; None when the workload has no prediction to refine."""
+    record = prediction_refine(measurement=Measurement.objects.select_related("workload", "gpu_type", "partner").get(
+        pk=measurement_id))
+    return record.pk if record else None

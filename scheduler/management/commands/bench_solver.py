@@ -1,0 +1,38 @@
+"""bench_solver --json OUT [--sizes 64,256,1024,6144]: every solver on the same reference
+instances; the logic lives in scheduler.optimizer.bench, this command only parses and writes."""
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from scheduler.optimizer import bench
+
+
+def sizes(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise CommandError(f"--sizes takes comma-separated GPU counts, not {text!r}.") from None
+    if not values or min(values) < 12:
+        raise CommandError("Every size must be at least 12 GPUs (a 4-GPU node of each of three types).")
+    return values
+
+
+class Command(BaseCommand):
+    help = "Benchmark the solvers on instances built from the reference data; print a table, write a JSON report."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--json", required=True, type=Path, help="Where to write the JSON report.")
+        parser.add_argument("--sizes", default=",".join(map(str, bench.DEFAULT_SIZES)), help="Cluster sizes in GPUs.")
+        parser.add_argument("--seed", type=int, default=7)
+        parser.add_argument("--time-limit", type=float, default=10.0, help="Seconds per solve (cells, genetic: own).")
+        parser.add_argument("--ilp-time-limit", type=float, default=bench.GLOBAL_ILP_LIMIT_S, help="Seconds for the global ILP.")
+
+    def handle(self, *args, **options):
+        report = bench.run(
+            sizes(options["sizes"]), seed=options["seed"], time_limit_s=options["time_limit"],
+            ilp_limit_s=options["ilp_time_limit"], log=lambda line: self.stderr.write(line),
+        )
+        options["json"].write_text(json.dumps(report, indent=2))
+        self.stdout.write(bench.format_table(report))
+        self.stdout.write(f"\nReport written to {options['json']}")

@@ -1,0 +1,67 @@
+"""Solver settings: one row (a singleton) that operators edit in the admin, and the audit
+trail of every change to it (who, what, from which value to which, when)."""
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+SOLVER_CHOICES = [
+    ("ilp", "Integer program (ilp)"),
+    ("genetic", "Genetic algorithm"),
+    ("cells", "Hierarchical cells"),
+    ("greedy", "Greedy, least power"),
+    ("greedy_efficient", "Greedy, most throughput per watt"),
+    ("greedy_fastest", "Greedy, fastest"),
+    ("round_robin", "Round robin"),
+    ("random", "Random"),
+]
+BACKEND_CHOICES = [("highs", "HiGHS (highspy)"), ("cbc", "CBC (bundled with PuLP)")]
+
+
+class SolverConfig(models.Model):
+    SINGLETON_PK = 1
+
+    solver = models.CharField(max_length=40, choices=SOLVER_CHOICES, default="ilp")
+    backend = models.CharField(max_length=16, choices=BACKEND_CHOICES, default="highs", help_text="MILP backend of ilp and cells.")
+    time_limit_s = models.FloatField(default=10.0, validators=[MinValueValidator(0.1), MaxValueValidator(3600)])
+    gap = models.FloatField(default=0.01, validators=[MinValueValidator(0), MaxValueValidator(1)], help_text="Relative MIP gap.")
+    base_energy_weight = models.FloatField(default=1.0, validators=[MinValueValidator(0)])
+    adaptive_weight = models.BooleanField(default=True, help_text="weight = base * (1 + (load - mean) / std), clipped.")
+    load_window = models.PositiveIntegerField(default=20, help_text="Rounds of load history for the adaptive weight.")
+    throughput_value_w = models.FloatField(
+        default=0.0, validators=[MinValueValidator(0)], help_text="W-equivalent of one unit of relative surplus over T_min."
+    )
+    fairness = models.BooleanField(default=False, help_text="Within a priority level, favour tenants with fewer jobs.")
+    theta = models.PositiveSmallIntegerField(default=2, validators=[MinValueValidator(1)], help_text="Jobs per GPU at most.")
+    migration_cost_w = models.FloatField(default=50.0, validators=[MinValueValidator(0)], help_text="Cost of moving a placed job.")
+    idle_gpus_powered_down = models.BooleanField(default=True)
+    topology_isolation = models.BooleanField(default=False, help_text="Tenants never share a PCIe switch.")
+    cell_size_gpus = models.PositiveIntegerField(default=1024)
+    seed = models.IntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "solver settings"
+        verbose_name_plural = "solver settings"
+
+    def __str__(self):
+        return "Solver settings"
+
+    @classmethod
+    def load(cls) -> "SolverConfig":
+        config, _ = cls.objects.get_or_create(pk=cls.SINGLETON_PK)
+        return config
+
+
+class SolverConfigChange(models.Model):
+    config = models.ForeignKey(SolverConfig, on_delete=models.CASCADE, related_name="changes")
+    changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    field = models.CharField(max_length=40)
+    old_value = models.CharField(max_length=200)
+    new_value = models.CharField(max_length=200)
+    changed_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-changed_at", "-id"]
+
+    def __str__(self):
+        return f"{self.field}: {self.old_value} -> {self.new_value}"

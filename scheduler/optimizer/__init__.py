@@ -1,0 +1,23 @@
+"""The optimisation core of GOGH: problem, power model, adaptive weight, aggregation,
+co-location candidates, and the solvers behind one interface (`solve(problem) ->
+Allocation`), registered by name. Pure Python: no Django import anywhere in this package
+(tests check it), so it is tested and benchmarked alone. See docs/optimization.md.
+"""
+from .power import PowerCurve
+from .problem import (
+    Allocation,
+    CurrentPlacement,
+    GpuSpec,
+    GpuTypeSpec,
+    JobSpec,
+    Placement,
+    Predictions,
+    Problem,
+    SolverSettings,
+)
+from .registry import SOLVERS, get_solver
+
+__all__ = [
+    "Allocation", "CurrentPlacement", "GpuSpec", "GpuTypeSpec", "JobSpec", "Placement", "PowerCurve",
+    "Predictions", "Problem", "SOLVERS", "SolverSettings", "get_solver",
+]

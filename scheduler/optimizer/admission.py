@@ -1,0 +1,35 @@
+"""Admission values: how much admitting each job is worth, so that maximising the admitted
+value admits by priority first (lexicographically) and, with fairness on, prefers within a
+priority level the tenants with fewer jobs in that level.
+
+A job of a priority level is worth more than every job of all lower levels together (twice
+their sum plus one, an integer, so without fairness the admitted value is integral and the
+solver can stop as soon as its bound is less than one lowest-priority job away), so no number
+of low-priority jobs outweighs one of higher priority. Fairness adds at most half a job's
+worth to a level, so it only breaks ties between equally many admitted jobs.
+"""
+from collections import Counter, defaultdict
+
+from .problem import JobSpec
+
+FAIRNESS_SHARE = 0.5
+
+
+def admission_values(jobs: tuple[JobSpec, ...], fairness: bool, placeable: list[bool]) -> list[float]:
+    by_level: dict[int, list[int]] = defaultdict(list)
+    for j, job in enumerate(jobs):
+        if placeable[j]:
+            by_level[job.priority].append(j)
+    level_value: dict[int, float] = {}
+    below = 0.0
+    for level in sorted(by_level):
+        level_value[level] = 1.0 + 2.0 * below
+        below += len(by_level[level]) * level_value[level]
+    values = [0.0] * len(jobs)
+    for level, members in by_level.items():
+        tenants = Counter(jobs[j].tenant for j in members)
+        for j in members:
+            bonus = FAIRNESS_SHARE / (len(members) * tenants[jobs[j].tenant]) if fairness else 0.0
+            values[j] = level_value[level] * (1.0 + bonus)
+    return values
+

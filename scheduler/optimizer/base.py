@@ -1,0 +1,75 @@
+"""Shared plumbing of every solver and policy: compile the problem into the aggregated
+instance, let the subclass decide, place onto concrete GPUs, explain every pending job, and
+time it all. A subclass implements only `decide(instance) -> Outcome`."""
+import time
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from .choices import Choice
+from .instance import Instance, compile_instance
+from .placement import place
+from .problem import Allocation, Problem
+from .reasons import pending_reason
+
+
+@dataclass
+class Outcome:
+    choices: list[Choice]
+    status: str = "feasible"
+    gap: float | None = None
+    bound: float | None = None
+    variables: int = 0
+    constraints: int = 0
+    fallback_reason: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+class Solver:
+    """solve(problem) -> Allocation. `optimising` solvers only pick configurations that meet
+    T_min and admit by priority; baselines follow their own rule."""
+
+    name: ClassVar[str] = ""
+    optimising: ClassVar[bool] = True
+
+    def solve(self, problem: Problem) -> Allocation:
+        started = time.perf_counter()
+        inst = compile_instance(problem)
+        outcome = self.decide(inst)
+        return finish(inst, outcome, self.name, self.optimising, started)
+
+    def decide(self, inst: Instance) -> Outcome:
+        raise NotImplementedError
+
+
+def finish(inst: Instance, outcome: Outcome, name: str, optimising: bool, started: float) -> Allocation:
+    placements, failed = place(inst, outcome.choices)
+    reasons = {}
+    power = objective = 0.0
+    used_gpus = set()
+    for j, job in enumerate(inst.jobs):
+        placement = placements.get(job.id)
+        if placement is None:
+            reasons[job.id] = failed.get(j) or pending_reason(inst, j, name, optimising)
+            continue
+        power += placement.predicted_power_w
+        objective += inst.cost(j, outcome.choices[j])
+        used_gpus.update(placement.gpu_ids)
+    if not inst.problem.settings.idle_gpus_powered_down:
+        power += sum(inst.problem.gpu_types[g.gpu_type].idle_w for g in inst.problem.gpus if g.id not in used_gpus)
+    return Allocation(
+        solver=name,
+        placements=placements,
+        reasons=reasons,
+        power_w=power,
+        objective=objective,
+        status=outcome.status,
+        energy_weight=inst.weight,
+        load=inst.load,
+        seconds=time.perf_counter() - started,
+        gap=outcome.gap,
+        bound=outcome.bound,
+        variables=outcome.variables,
+        constraints=outcome.constraints,
+        fallback_reason=outcome.fallback_reason,
+        notes=outcome.notes,
+    )

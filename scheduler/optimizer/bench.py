@@ -1,0 +1,239 @@
+"""The solver benchmark (`manage.py bench_solver`): instances from the reference data, every
+solver on the same instances, a JSON report and a human table.
+
+Instance of size N: K80, P100 and V100 in equal thirds (each a multiple of 4 GPUs), on nodes
+of 8 and 4 GPUs alternately; about 0.75 x N jobs drawn from Gavel's 26 workloads over four
+tenants and three priority levels, D_j from {1, 2, 4, 8}, T_min a random fraction
+(0.2..0.8) of the job's best isolated throughput within D_j. Seed: seed + N. Idle GPUs are
+powered down, the energy weight is the base weight (no history) and surplus throughput is
+worth nothing, so the objective is the power of the GPUs that host work.
+"""
+import random
+import time
+from dataclasses import replace
+
+import pulp
+
+from .catalog_predictions import CatalogPredictions
+from .ilp_model import build, level_units
+from .instance import compile_instance
+from .power import PowerCurve
+from .problem import GpuSpec, GpuTypeSpec, JobSpec, Problem, SolverSettings
+from .registry import get_solver
+
+DEFAULT_SIZES = (64, 256, 1024, 6144)
+GPU_TYPES = {  # per GPU, from catalog.gpu_type_defaults (datasheet TDP, idle placeholders)
+    "k80": (12.0, 18.0, 150.0),
+    "p100": (16.0, 33.0, 250.0),
+    "v100": (16.0, 35.0, 300.0),
+}
+TENANTS = ("research", "vision", "speech", "ads")
+GPU_CHOICES = (1, 1, 1, 1, 1, 2, 2, 4, 8)
+GLOBAL_ILP_LIMIT_S = 60.0
+GENETIC_LIMIT_S = 2.0
+
+
+def gpu_types() -> dict[str, GpuTypeSpec]:
+    return {
+        name: GpuTypeSpec(name, mem, idle, tdp, PowerCurve.from_points([], idle, tdp))
+        for name, (mem, idle, tdp) in GPU_TYPES.items()
+    }
+
+
+def make_instance(size: int, predictions: CatalogPredictions, seed: int, settings: SolverSettings) -> Problem:
+    rng = random.Random(seed + size)
+    per_type = {t: (size // 3) // 4 * 4 for t in GPU_TYPES}
+    per_type["v100"] += size - sum(per_type.values())
+    gpus = []
+    for gpu_type, count in per_type.items():
+        node, left = 0, count
+        while left > 0:
+            width = 8 if node % 2 == 0 and left >= 8 else 4
+            gpus += [GpuSpec(f"{gpu_type}-n{node}-g{i}", f"{gpu_type}-n{node}", gpu_type, f"sw{i // 4}") for i in range(width)]
+            node, left = node + 1, left - width
+    workloads = [w for w in predictions.workloads() if any(predictions.tau(w, t, 1, True) for t in GPU_TYPES)]
+    jobs = []
+    for n in range(round(0.75 * size)):
+        workload = rng.choice(workloads)
+        max_gpus = rng.choice(GPU_CHOICES)
+        best = max(
+            (predictions.tau(workload, t, k, True) or 0.0) for t in GPU_TYPES for k in (1, 2, 4, 8) if k <= max_gpus
+        )
+        jobs.append(JobSpec(
+            id=f"job-{n}", workload=workload, tenant=rng.choice(TENANTS),
+            min_throughput=round(best * rng.uniform(0.2, 0.8), 4), max_gpus=max_gpus, priority=rng.choice((0, 0, 1, 2)),
+        ))
+    return Problem(jobs=tuple(jobs), gpus=tuple(gpus), gpu_types=gpu_types(), predictions=predictions, settings=settings)
+
+
+def lp_bound(inst, admit_floors: dict[int, float]) -> float | None:
+    """Objective of the LP relaxation of the power phase at the given admitted values."""
+    model = build(inst, phase="power", admit_floors=admit_floors, relaxed=True)
+    model.lp.solve(pulp.HiGHS(msg=False, timeLimit=120))
+    return pulp.value(model.lp.objective) if model.lp.status == pulp.LpStatusOptimal else None
+
+
+def slo_met(problem: Problem, allocation) -> set[str]:
+    """Placed jobs whose throughput by the catalog's numbers reaches T_min."""
+    jobs = {j.id: j for j in problem.jobs}
+    met = set()
+    for placement in allocation.placements.values():
+        job = jobs[placement.job_id]
+        pred = problem.predictions
+        if placement.partner is None:
+            tau = pred.tau(job.workload, placement.gpu_type, placement.num_gpus, placement.consolidated)
+        else:
+            partner = jobs[placement.partner].workload
+            alone, rho = pred.tau(job.workload, placement.gpu_type, 1, True), pred.rho(job.workload, partner, placement.gpu_type)
+            tau = alone * rho if alone and rho else None
+        if tau and tau >= job.min_throughput - 1e-9:
+            met.add(job.id)
+    return met
+
+
+def solver_runs(size: int) -> list[tuple[str, str, dict]]:
+    """(report key, registry name, settings overrides) for one size."""
+    runs = [
+        ("ilp", "ilp", {"backend": "highs"}),
+        ("ilp_cbc", "ilp", {"backend": "cbc"}),
+        ("genetic", "genetic", {"time_limit_s": GENETIC_LIMIT_S}),
+        ("cells", "cells", {}),
+        ("greedy", "greedy", {}),
+        ("greedy_efficient", "greedy_efficient", {}),
+        ("greedy_fastest", "greedy_fastest", {}),
+        ("round_robin", "round_robin", {}),
+        ("random", "random", {}),
+    ]
+    return runs
+
+
+def run(sizes=DEFAULT_SIZES, *, seed: int = 7, time_limit_s: float = 10.0, ilp_limit_s: float = GLOBAL_ILP_LIMIT_S,
+        log=print) -> dict:
+    from catalog.gavel import read_throughputs  # plain reader, no Django
+
+    predictions = CatalogPredictions.from_gavel(read_throughputs())
+    base = SolverSettings(adaptive_weight=False, throughput_value_w=0.0, time_limit_s=time_limit_s, gap=0.01, seed=seed,
+                          migration_cost_w=0.0)
+    report = {"seed": seed, "time_limit_s": time_limit_s, "ilp_time_limit_s": ilp_limit_s, "sizes": {}}
+    for size in sizes:
+        problem = make_instance(size, predictions, seed, base)
+        rows = {}
+        for key, name, overrides in solver_runs(size):
+            limit = ilp_limit_s if name == "ilp" else time_limit_s
+            settings = replace(base, **{"time_limit_s": limit, **overrides})
+            started = time.perf_counter()
+            allocation = get_solver(name).solve(replace(problem, settings=settings))
+            elapsed = time.perf_counter() - started
+            rows[key] = {
+                "seconds": round(elapsed, 3),
+                "power_w": round(allocation.power_w, 1),
+                "placed": len(allocation.placements),
+                "slo_met": len(slo_met(problem, allocation)),
+                "status": allocation.status,
+                "gap": None,
+                "fallback_reason": allocation.fallback_reason,
+            }
+            if name == "ilp":
+                rows[key].update(variables=allocation.variables, constraints=allocation.constraints, solver_gap=allocation.gap)
+            log(f"  {size:>5} {key:<17} {elapsed:8.2f} s  {allocation.power_w:10.0f} W  placed {len(allocation.placements)}")
+            rows[key]["_met"] = slo_met(problem, allocation)
+        _add_gaps(problem, rows)
+        report["sizes"][str(size)] = {
+            "gpus": len(problem.gpus),
+            "jobs": len(problem.jobs),
+            **{k: {kk: vv for kk, vv in v.items() if not kk.startswith("_")} for k, v in rows.items()},
+        }
+        if rows["ilp"]["seconds"] and rows["ilp_cbc"]["seconds"]:
+            report["sizes"][str(size)]["cbc_over_highs_time"] = round(rows["ilp_cbc"]["seconds"] / rows["ilp"]["seconds"], 2)
+    return report
+
+
+def _add_gaps(problem: Problem, rows: dict) -> None:
+    """Comparisons, on jobs meeting T_min by the catalog's numbers:
+    - same_admission: as many jobs admitted per priority level as the ILP (then `vs_ilp` and
+      `gap`, to the LP-relaxation bound at that admission, are meaningful);
+    - same_jobs_as_ilp: exactly the ILP's jobs;
+    - for the approximate solvers (genetic, cells) that admit differently, the global
+      optimum at their own admission (`global_power_same_admission_w`, the ILP's power phase
+      with their per-level counts as floors) and `vs_global_same_admission`, their loss of
+      global optimality.
+    """
+    inst = compile_instance(problem)
+    index = {job.id: j for j, job in enumerate(inst.jobs)}
+    units = level_units(inst)
+
+    def floors_of(met: set[str]) -> dict[int, float]:
+        floors: dict[int, float] = {}
+        for job_id in met:
+            level = inst.jobs[index[job_id]].priority
+            floors[level] = floors.get(level, 0.0) + inst.values[index[job_id]] / units[level]
+        return {level: round(v, 6) for level, v in floors.items()}
+
+    ilp_jobs = rows["ilp"]["_met"]
+    ilp_floors = floors_of(ilp_jobs)
+    bound = lp_bound(inst, ilp_floors)
+    for key, row in rows.items():
+        met = row.pop("_met")
+        floors = floors_of(met)
+        row["same_admission"] = floors == ilp_floors and row["placed"] == len(met)
+        row["same_jobs_as_ilp"] = met == ilp_jobs and row["placed"] == len(met)
+        row["admitted_per_priority"] = {str(k): round(v) for k, v in sorted(floors.items(), reverse=True)}
+        row["lp_bound_w"] = round(bound, 1) if bound is not None else None
+        if row["same_admission"] and bound is not None and row["power_w"] > 0:
+            row["gap"] = round(max(0.0, (row["power_w"] - bound) / row["power_w"]), 5)
+            row["vs_ilp"] = round(row["power_w"] / rows["ilp"]["power_w"] - 1, 5)
+        if key in ("genetic", "cells") and not row["same_admission"] and row["placed"] == len(met):
+            reference = global_power_at(inst, floors)
+            row["global_power_same_admission_w"] = round(reference, 1) if reference else None
+            if reference:
+                row["vs_global_same_admission"] = round(row["power_w"] / reference - 1, 5)
+
+
+def global_power_at(inst, floors: dict[int, float], time_limit_s: float = GLOBAL_ILP_LIMIT_S) -> float | None:
+    """The global ILP's least power admitting at least `floors` per priority level."""
+    model = build(inst, phase="power", admit_floors=floors)
+    model.lp.solve(pulp.HiGHS(msg=False, timeLimit=time_limit_s, gapRel=0.001, threads=1))
+    return pulp.value(model.lp.objective) if model.lp.sol_status in (1, 2) else None
+
+
+TABLE_SOLVERS = ("ilp", "ilp_cbc", "genetic", "cells", "greedy", "greedy_efficient", "greedy_fastest", "round_robin", "random")
+
+
+def format_table(report: dict) -> str:
+    """The human table: one row per size and solver. 'vs ilp' and 'gap' (to the LP bound) only
+    where the solver admitted as many jobs per priority as the ILP; 'vs global' compares
+    genetic and cells with the global optimum at their own admission."""
+    lines = [
+        f"{'GPUs':>5} {'jobs':>5} {'solver':<17} {'seconds':>8} {'power W':>9} {'placed':>6} {'slo_met':>7} "
+        f"{'gap':>6} {'vs ilp':>7} {'vs global':>9}  note",
+    ]
+    for size, block in report["sizes"].items():
+        for key in TABLE_SOLVERS:
+            row = block.get(key)
+            if row is None:
+                continue
+            gap = f"{row['gap']:.2%}" if row.get("gap") is not None else "-"
+            vs_ilp = f"{row['vs_ilp']:+.2%}" if row.get("vs_ilp") is not None else "-"
+            vs_global = f"{row['vs_global_same_admission']:+.2%}" if row.get("vs_global_same_admission") is not None else "-"
+            notes = []
+            if not row["same_admission"]:
+                ilp = block["ilp"]["admitted_per_priority"]
+                notes.append(f"admitted {_levels(row['admitted_per_priority'])} vs ilp {_levels(ilp)}: power not comparable")
+            if key.startswith("ilp"):
+                notes.append(f"{row['status']}, {row['variables']} vars, {row['constraints']} cons")
+            elif row["status"] == "fallback":
+                notes.append("fallback")
+            if row.get("fallback_reason"):
+                notes.append(row["fallback_reason"])
+            lines.append(
+                f"{size:>5} {block['jobs']:>5} {key:<17} {row['seconds']:>8.2f} {row['power_w']:>9.0f} {row['placed']:>6} "
+                f"{row['slo_met']:>7} {gap:>6} {vs_ilp:>7} {vs_global:>9}  {'; '.join(notes)}"
+            )
+        if "cbc_over_highs_time" in block:
+            lines.append(f"{size:>5} {'':>5} CBC / HiGHS time: {block['cbc_over_highs_time']:.2f}")
+    return "\n".join(lines)
+
+
+def _levels(per_priority: dict) -> str:
+    """'p2/p1/p0' counts, e.g. 120/118/480."""
+    return "/".join(str(v) for v in per_priority.values())

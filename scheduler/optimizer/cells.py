@@ -1,0 +1,141 @@
+"""`cells`: hierarchical scheduling for large clusters.
+
+Nodes are partitioned into cells, by their cell label when they have one, otherwise
+automatically: the nodes, type by type, are dealt round-robin over ceil(GPUs / cell size)
+cells, so every cell holds a slice of every type (when there are enough nodes of it). An upper coordinator routes jobs to cells: a
+placed or running job to the cell it runs in, any other job (by priority) to the cell with
+the most room left of the GPU type its cheapest configuration uses. Each cell is then solved
+alone with the ILP; jobs a cell could not admit get a second chance, in one more (small) ILP
+over the GPUs all cells left free. `run_cells` maps the per-cell solve: in turn by default, or as a Celery
+group from the Django shell.
+"""
+import math
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import replace
+
+from .aggregation import block_sizes
+from .base import Solver
+from .ilp import IlpSolver
+from .problem import Allocation, JobSpec, Problem
+
+CellRunner = Callable[[list[Problem]], list[Allocation]]
+
+
+def solve_in_turn(problems: list[Problem]) -> list[Allocation]:
+    return [IlpSolver().solve(p) for p in problems]
+
+
+def partition(problem: Problem) -> dict[str, list]:
+    """Cell name -> GPUs."""
+    settings = problem.settings
+    if all(g.cell for g in problem.gpus) and problem.gpus:
+        cells = defaultdict(list)
+        for gpu in problem.gpus:
+            cells[gpu.cell].append(gpu)
+        return dict(cells)
+    count = max(1, math.ceil(len(problem.gpus) / max(1, settings.cell_size_gpus)))
+    nodes_by_type: dict[str, list[str]] = defaultdict(list)
+    for gpu in problem.gpus:
+        if gpu.node not in nodes_by_type[gpu.gpu_type]:
+            nodes_by_type[gpu.gpu_type].append(gpu.node)
+    cell_of, dealt = {}, 0
+    for gpu_type in sorted(nodes_by_type):
+        for node in sorted(nodes_by_type[gpu_type]):
+            cell_of[node] = f"cell-{dealt % count}"
+            dealt += 1
+    cells = defaultdict(list)
+    for gpu in problem.gpus:
+        cells[cell_of[gpu.node]].append(gpu)
+    return dict(cells)
+
+
+class CellsSolver(Solver):
+    name = "cells"
+
+    def __init__(self, run_cells: CellRunner = solve_in_turn):
+        self.run_cells = run_cells
+
+    def solve(self, problem: Problem) -> Allocation:
+        started = time.perf_counter()
+        cells = partition(problem)
+        if len(cells) <= 1:
+            allocation = IlpSolver().solve(problem)
+            allocation.solver = self.name
+            return allocation
+        routed = route(problem, cells)
+        sub_settings = replace(problem.settings, time_limit_s=max(0.5, problem.settings.time_limit_s / len(cells)))
+        names = sorted(cells)
+        results = self.run_cells([
+            replace(problem, jobs=tuple(routed[name]), gpus=tuple(cells[name]), settings=sub_settings) for name in names
+        ])
+        placements, reasons, used = {}, {}, set()
+        for result in results:
+            placements.update(result.placements)
+            reasons.update(result.reasons)
+            for placement in result.placements.values():
+                used.update(placement.gpu_ids)
+        leftovers = tuple(job for job in problem.jobs if job.id not in placements)
+        second = None
+        if leftovers:
+            rest = replace(problem, jobs=leftovers, gpus=tuple(g for g in problem.gpus if g.id not in used))
+            second = IlpSolver().solve(rest)
+            placements.update(second.placements)
+            reasons = {job_id: why for job_id, why in {**reasons, **second.reasons}.items() if job_id not in placements}
+            used.update(g for p in second.placements.values() for g in p.gpu_ids)
+        power = sum(p.predicted_power_w for p in placements.values())
+        if not problem.settings.idle_gpus_powered_down:
+            power += sum(problem.gpu_types[g.gpu_type].idle_w for g in problem.gpus if g.id not in used)
+        fallbacks = [r.fallback_reason for r in results if r.fallback_reason]
+        statuses = {r.status for r in results}
+        return Allocation(
+            solver=self.name,
+            placements=placements,
+            reasons=reasons,
+            power_w=power,
+            objective=sum(r.objective for r in results) + (second.objective if second else 0.0),
+            status="fallback" if fallbacks else ("optimal" if statuses == {"optimal"} else "feasible"),
+            energy_weight=results[0].energy_weight,
+            load=results[0].load,
+            seconds=time.perf_counter() - started,
+            variables=sum(r.variables for r in results),
+            constraints=sum(r.constraints for r in results),
+            fallback_reason="; ".join(fallbacks[:3]),
+            notes=[f"{len(cells)} cells of {', '.join(str(len(cells[n])) for n in names)} GPUs"],
+        )
+
+
+def _cheapest_type(problem: Problem, job: JobSpec, types: list[str]) -> tuple[str | None, int]:
+    """GPU type and GPU count of the job's cheapest (in power) configuration meeting T_min."""
+    best = (float("inf"), None, 1)
+    for gpu_type in types:
+        spec = problem.gpu_types[gpu_type]
+        for k in block_sizes(job.max_gpus):
+            tau = problem.predictions.tau(job.workload, gpu_type, k, True)
+            if tau and tau >= job.min_throughput:
+                best = min(best, (k * spec.power_curve(1.0), gpu_type, k))
+                break
+    return best[1], best[2]
+
+
+def route(problem: Problem, cells: dict[str, list]) -> dict[str, list[JobSpec]]:
+    """Cell name -> jobs: a placed job stays in its cell, any other goes where its cheapest
+    GPU type has the most room left (by priority, so the important jobs pick first)."""
+    cell_of_gpu = {g.id: name for name, gpus in cells.items() for g in gpus}
+    room = {name: defaultdict(float) for name in cells}
+    for name, gpus in cells.items():
+        for gpu in gpus:
+            room[name][gpu.gpu_type] += 1
+    routed: dict[str, list[JobSpec]] = {name: [] for name in cells}
+    types = sorted({g.gpu_type for g in problem.gpus})
+    for job in sorted(problem.jobs, key=lambda j: (-j.priority, j.current is None, j.id)):
+        if job.current is not None and job.current.gpu_ids and job.current.gpu_ids[0] in cell_of_gpu:
+            routed[cell_of_gpu[job.current.gpu_ids[0]]].append(job)
+            continue
+        gpu_type, need = _cheapest_type(problem, job, types)
+        name = max(sorted(cells), key=lambda c: room[c][gpu_type] if gpu_type else sum(room[c].values()))
+        if gpu_type:
+            room[name][gpu_type] -= need
+        routed[name].append(job)
+    return routed

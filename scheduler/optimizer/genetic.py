@@ -1,0 +1,471 @@
+"""`genetic`: a seeded genetic algorithm over one gene per job (its option, its pair, or
+nothing), with admission-aware repair and local search.
+
+fitness = 1 / (1 + power_weight * energy + latency_weight * slo_violation), with energy the
+decision's cost relative to the greedy decision's and slo_violation the admission value left
+out, in units of one lowest-priority job (jobs that could have run at their T_min but wait;
+a job of a higher priority counts for more than all jobs below it together, see
+admission.py). With latency_weight 10^4 one job left out outweighs any power saving, so
+admission comes first here too.
+
+Every individual is a feasible decision:
+- decode: genes in admission order against the capacity ledger; a gene that does not fit, or
+  a pair its partner did not also choose, is replaced by the job's cheapest fitting option;
+- repair (admission-aware), jobs left out in admission order: the cheapest option or pair that
+  fits, or joining a partner that runs alone on one GPU of the pair's type; when some still
+  wait (deep repair), room is made: running multi-GPU jobs shrink to fewer GPUs of another
+  type (single-GPU jobs or pairs of that type moving over to make space), and the GPU types
+  no waiting job can use are flooded with running jobs from the types they need; then a job
+  of a higher priority evicts the least valuable jobs of lower levels in its way, which get
+  their own turn; finally one running job makes way for waiting jobs worth
+  more than it (swap);
+- local search (power, admission unchanged): each placed job moves to a cheaper configuration
+  that fits, and two co-location partners running alone share one GPU where that is cheaper.
+Crossover takes each gene from either parent (uniform) and decode + repair make the child
+feasible; mutation redraws a few genes. The first population holds the greedy decision and
+the pair-first one (greedy.pair_first_choices), repaired, and mutants of both; the elite is
+kept, so the answer is never worse by the fitness than either.
+
+Stop criterion: a generation budget, so that the same seed gives the same allocation on any
+machine: settings.genetic_generations, lowered for large instances so that the work
+(population x generations x jobs) stays below WORK_BUDGET gene decodes. The round's time limit
+remains a safety net only: a run that reaches it stops early and says so in its notes (its
+answer may then depend on the machine's speed).
+"""
+import random
+import time
+
+from .base import Outcome, Solver
+from .capacity import CapacityLedger
+from .choices import Choice
+from .greedy import cheapest, greedy_choices, pair_first_choices
+from .ilp_model import admitted_value, total_cost
+from .instance import Instance
+
+POWER_WEIGHT = 1.0
+LATENCY_WEIGHT = 1e4
+TOURNAMENT = 3
+ELITE = 2
+WORK_BUDGET = 100_000  # gene decodes (population x generations x jobs) per run, at most
+MIN_GENERATIONS = 1
+POLISH_ROUNDS = 3  # deep repair + descent rounds, at most, on the seeds and the answer
+
+
+class _State:
+    """A decision with its capacity ledger, changed job by job."""
+
+    def __init__(self, inst: Instance, choices: list[Choice], usage: dict):
+        self.inst = inst
+        self.usage = usage  # choice -> ((type, block size), GPUs) pairs, computed once
+        self.choices = list(choices)
+        self.ledger = CapacityLedger(inst)
+        seen = set()
+        for choice in self.choices:
+            if choice is not None and choice not in seen:
+                seen.add(choice)
+                self.ledger.take(choice)
+
+    def fits(self, choice: Choice) -> bool:
+        free = self.ledger.free
+        return all(free.get(key, 0) >= n for key, n in self.usage[choice])
+
+    def take(self, j: int, choice: Choice) -> None:
+        free = self.ledger.free
+        for key, n in self.usage[choice]:
+            free[key] -= n
+        self.choices[j] = choice
+        if choice[0] == "p":
+            self.choices[self.inst.pairs[choice[1]].partner_of(j)] = choice
+
+    def drop(self, j: int) -> list[int]:
+        """Release job j's choice (a pair releases both jobs); the jobs released."""
+        choice = self.choices[j]
+        if choice is None:
+            return []
+        free = self.ledger.free
+        for key, n in self.usage[choice]:
+            free[key] += n
+        jobs = [j]
+        if choice[0] == "p":
+            jobs.append(self.inst.pairs[choice[1]].partner_of(j))
+        for x in jobs:
+            self.choices[x] = None
+        return jobs
+
+
+class GeneticSolver(Solver):
+    name = "genetic"
+
+    def decide(self, inst: Instance) -> Outcome:
+        settings = inst.problem.settings
+        rng = random.Random(settings.seed)
+        deadline = time.perf_counter() + settings.time_limit_s
+        order = inst.admission_order()
+        rank = {j: r for r, j in enumerate(order)}
+        n_jobs = len(inst.jobs)
+        opts = [sorted(inst.job_options[j], key=lambda i: (inst.all_options[i].cost, i)) for j in range(n_jobs)]
+        genes = [[("o", i) for i in opts[j]] + [("p", p) for p in inst.job_pairs[j]] for j in range(n_jobs)]
+        mutable = [j for j in range(n_jobs) if len(genes[j]) > 1 or inst.job_pairs[j]]
+        placeable = [j for j in order if genes[j]]
+        by_type: dict[str, list[int]] = {}  # GPU type -> jobs with an option there (for making room)
+        for j in placeable:
+            for t in {inst.all_options[i].gpu_type for i in opts[j]} | {inst.pairs[p].gpu_type for p in inst.job_pairs[j]}:
+                by_type.setdefault(t, []).append(j)
+        cheapest_first = {t: sorted(js, key=lambda w: (inst.values[w], -rank[w])) for t, js in by_type.items()}
+        types_of = [{_type_of(inst, c) for c in genes[j]} for j in range(n_jobs)]
+        same_jobs: dict[tuple[int, int], list[int]] = {}
+        for p, pair in enumerate(inst.pairs):
+            same_jobs.setdefault((pair.a, pair.b), []).append(p)
+        siblings = [same_jobs[(pair.a, pair.b)] for pair in inst.pairs]  # pairs of the same jobs, any type
+        singles: dict[tuple[str, str], list[int]] = {}  # (from type, to type) -> jobs with one GPU on each
+        for j in reversed(order):
+            one = {inst.all_options[i].gpu_type for i in opts[j] if inst.all_options[i].num_gpus == 1}
+            for a in one:
+                for b in one - {a}:
+                    singles.setdefault((a, b), []).append(j)
+        pair_moves: dict[tuple[str, str], list[tuple[int, int]]] = {}  # (from, to type) -> (pair, same pair there)
+        for p, pair in enumerate(inst.pairs):
+            for q in siblings[p]:
+                if inst.pairs[q].gpu_type != pair.gpu_type:
+                    pair_moves.setdefault((pair.gpu_type, inst.pairs[q].gpu_type), []).append((p, q))
+        usage = {c: tuple(((t, s), n) for t, s, n in inst.usage(c)) for row in genes for c in row}
+        greedy = greedy_choices(inst, order, cheapest)
+        reference = max(abs(total_cost(inst, greedy)), 1.0)
+        best_value = sum(inst.values)
+
+        share = {c: inst.cost(0, c) for c in usage}  # a job's share of its choice's cost
+        values = inst.values
+
+        def fitness(choices: list[Choice]) -> float:
+            cost = admitted = 0.0
+            for j, c in enumerate(choices):
+                if c is not None:
+                    cost += share[c]
+                    admitted += values[j]
+            energy = cost / reference
+            violation = best_value - admitted
+            return 1.0 / (1.0 + POWER_WEIGHT * energy + LATENCY_WEIGHT * violation)
+
+        def cost_of(choice: Choice) -> float:
+            return inst.pairs[choice[1]].cost if choice[0] == "p" else inst.all_options[choice[1]].cost
+
+        def insert(state: _State, j: int) -> bool:
+            """Admit waiting job j into free capacity: cheapest option or new pair that fits,
+            or joining a partner that runs alone on one GPU of the pair's type."""
+            best = None
+            for i in opts[j]:
+                if state.fits(("o", i)):
+                    best = ("o", i)
+                    break
+            for p in inst.job_pairs[j]:
+                pair = inst.pairs[p]
+                other = pair.partner_of(j)
+                held = state.choices[other]
+                if held is None:
+                    if state.fits(("p", p)) and (best is None or pair.cost < cost_of(best) + min_cost[other]):
+                        best = ("p", p)
+                elif held[0] == "o":
+                    opt = inst.all_options[held[1]]
+                    if opt.num_gpus == 1 and opt.gpu_type == pair.gpu_type:
+                        state.drop(other)
+                        state.take(j, ("p", p))
+                        return True
+            if best is None:
+                return False
+            state.take(j, best)
+            return True
+
+        def relocate(state: _State, w: int, t: str, onto: set | None = None) -> bool:
+            """Move running job w (and its partner, when it shares) off GPU type t, onto their
+            configurations elsewhere (only types in `onto`, if given) that fit, the roomiest
+            type first; False (nothing changed) when they do not fit."""
+            held = state.choices[w]
+            moved = state.drop(w)
+            if held[0] == "p":  # the same two jobs sharing a GPU of another type
+                for p in siblings[held[1]]:
+                    u = inst.pairs[p].gpu_type
+                    if u != t and (onto is None or u in onto) and state.fits(("p", p)):
+                        state.take(w, ("p", p))
+                        return True
+            placed = []
+            for x in moved:  # the roomiest other type first: it is the least contested
+                for i in sorted(opts[x], key=lambda i: (-state.ledger.free.get((inst.all_options[i].gpu_type, 1), 0), i)):
+                    u = inst.all_options[i].gpu_type
+                    if u != t and (onto is None or u in onto) and state.fits(("o", i)):
+                        state.take(x, ("o", i))
+                        placed.append(x)
+                        break
+                else:
+                    for x2 in placed:
+                        state.drop(x2)
+                    state.take(w, held)
+                    return False
+            return True
+
+        def evict(state: _State, j: int) -> list[int]:
+            """Admit job j by evicting the least valuable running jobs of lower priority levels
+            (not of its own: trading one job for another of the level for a fairness bonus
+            would cost room that more jobs could use) on a GPU type of one of its
+            configurations, if together they are worth less than j; the evicted."""
+            value = inst.values[j]
+            level = inst.jobs[j].priority
+            for choice in [("o", i) for i in opts[j]] + [("p", p) for p in inst.job_pairs[j]
+                                                         if state.choices[inst.pairs[p].partner_of(j)] is None]:
+                t = inst.pairs[choice[1]].gpu_type if choice[0] == "p" else inst.all_options[choice[1]].gpu_type
+                victims = []
+                for w in cheapest_first.get(t, ()):
+                    if inst.values[w] >= value:
+                        break
+                    if state.choices[w] is not None and inst.jobs[w].priority < level:
+                        victims.append(w)
+                if not victims:
+                    continue
+                removed, lost = [], 0.0
+                snapshot = list(state.choices), dict(state.ledger.free)
+                for w in victims:
+                    if state.fits(choice):
+                        break
+                    if state.choices[w] is None:
+                        continue
+                    released = state.drop(w)
+                    removed += released
+                    lost += sum(inst.values[x] for x in released)
+                if state.fits(choice) and lost < value + (inst.values[inst.pairs[choice[1]].partner_of(j)] if choice[0] == "p" else 0.0):
+                    state.take(j, choice)
+                    return removed
+                state.choices, state.ledger.free = snapshot
+            return []
+
+        def repair(choices: list[Choice] | _State, deep: bool) -> list[Choice]:
+            state = choices if isinstance(choices, _State) else _State(inst, choices, usage)
+            waiting = [j for j in placeable if state.choices[j] is None]
+            if deep:
+                offload(state, waiting)
+            k = 0
+            while k < len(waiting):
+                j = waiting[k]
+                k += 1
+                if state.choices[j] is not None or insert(state, j):
+                    continue
+                if deep:
+                    evicted = evict(state, j)
+                    if evicted:
+                        waiting = waiting[:k] + sorted(set(waiting[k:]) | set(evicted), key=rank.get)
+            if deep:
+                swap(state)
+            return state.choices
+
+        def exchange(state: _State, choice: Choice, t: str, k: int, tried: set) -> bool:
+            """Room for `choice` (on type u) by moving up to k single-GPU jobs from u onto
+            type t, where k GPUs were just released; False (nothing changed) if that fails."""
+            u = _type_of(inst, choice)
+            key = (usage[choice], t, k, tuple(sorted(state.ledger.free.items())))
+            if u == t or key in tried:
+                return False
+            snapshot = list(state.choices), dict(state.ledger.free)
+            moved = 0
+            for v in singles.get((u, t), ()):
+                held = state.choices[v]
+                if held is None or held[0] != "o" or inst.all_options[held[1]].gpu_type != u:
+                    continue
+                target = next((("o", i) for i in opts[v] if inst.all_options[i].gpu_type == t
+                               and inst.all_options[i].num_gpus == 1 and state.fits(("o", i))), None)
+                if target is None:
+                    continue
+                state.drop(v)
+                state.take(v, target)
+                moved += 1
+                if state.fits(choice):
+                    return True
+                if moved >= k:
+                    break
+            for p, q in pair_moves.get((u, t), ()) if moved < k else ():  # the same pair on type t
+                if state.choices[inst.pairs[p].a] != ("p", p) or not state.fits(("p", q)):
+                    continue
+                state.drop(inst.pairs[p].a)
+                state.take(inst.pairs[q].a, ("p", q))
+                moved += 1
+                if state.fits(choice):
+                    return True
+                if moved >= k:
+                    break
+            state.choices, state.ledger.free = snapshot
+            tried.add(key)
+            return False
+
+        def offload(state: _State, waiting: list[int]) -> None:
+            """Make room for waiting jobs: running multi-GPU jobs (least valuable first) shrink
+            to a configuration on fewer GPUs where one fits; then the GPU types no waiting
+            job can use are flooded with running jobs from the types the waiting jobs need.
+            The power descent afterwards moves back whoever still fits where it was cheaper."""
+            waiting = [j for j in waiting if not insert(state, j)]
+            if not waiting:
+                return
+            tried: set = set()
+            for w in reversed(order):  # shrink: the same job on fewer GPUs (of another type)
+                held = state.choices[w]
+                if held is None or held[0] != "o" or inst.all_options[held[1]].num_gpus == 1:
+                    continue
+                k = inst.all_options[held[1]].num_gpus
+                t = inst.all_options[held[1]].gpu_type
+                state.drop(w)
+                for i in opts[w]:
+                    opt = inst.all_options[i]
+                    if opt.num_gpus < k and (state.fits(("o", i)) or exchange(state, ("o", i), t, k, tried)):
+                        state.take(w, ("o", i))
+                        break
+                else:
+                    state.take(w, held)
+            waiting = [j for j in waiting if not insert(state, j)]
+            if not waiting:
+                return
+            needed = set().union(*(types_of[j] for j in waiting))
+            spare = {t for t in inst.capacity if t not in needed and state.ledger.free.get((t, 1), 0) > 0}
+            if not spare:
+                return
+            for w in reversed(order):
+                held = state.choices[w]
+                if held is None or _type_of(inst, held) not in needed or not (types_of[w] & spare):
+                    continue
+                relocate(state, w, _type_of(inst, held), spare)
+
+        def swap(state: _State) -> None:
+            """One out, more in: a running job whose GPUs admit waiting jobs worth more than it
+            (two jobs of its level on two GPUs each instead of it on four), or admit some and
+            it then finds room elsewhere."""
+            waiting = [j for j in placeable if state.choices[j] is None]
+            if not waiting:
+                return
+            top = max(inst.jobs[j].priority for j in waiting)
+            tried: set = set()  # (freed GPUs, value) that admitted nothing better since the last swap
+            for w in reversed(order):
+                held = state.choices[w]
+                if held is None or held[0] != "o" or inst.jobs[w].priority > top:
+                    continue
+                if (usage[held], inst.values[w]) in tried:
+                    continue
+                snapshot = list(state.choices), dict(state.ledger.free)
+                state.drop(w)
+                t = inst.all_options[held[1]].gpu_type
+                gained = sum(inst.values[j] for j in waiting
+                             if j != w and state.choices[j] is None and t in types_of[j] and insert(state, j))
+                if gained > 0 and insert(state, w):
+                    gained += inst.values[w]  # it found room elsewhere
+                if gained > inst.values[w] + 1e-9:
+                    waiting = sorted([j for j in waiting if state.choices[j] is None] + [w] * (state.choices[w] is None), key=rank.get)
+                    tried.clear()
+                else:
+                    state.choices, state.ledger.free = snapshot
+                    tried.add((usage[held], inst.values[w]))
+
+        def descend(choices: list[Choice]) -> list[Choice]:
+            """Power local search at unchanged admission."""
+            state = _State(inst, choices, usage)
+            for j in order:
+                held = state.choices[j]
+                if held is None:
+                    continue
+                if held[0] == "o":
+                    for p in inst.job_pairs[j]:  # two partners alone -> one shared GPU
+                        pair = inst.pairs[p]
+                        other = pair.partner_of(j)
+                        oh = state.choices[other]
+                        if oh is None or oh[0] != "o" or pair.cost >= cost_of(held) + cost_of(oh) - 1e-9:
+                            continue
+                        state.drop(j)
+                        state.drop(other)
+                        if state.fits(("p", p)):
+                            state.take(j, ("p", p))
+                            break
+                        state.take(j, held)
+                        state.take(other, oh)
+                    if state.choices[j] != held:
+                        continue
+                    state.drop(j)
+                    for i in opts[j]:
+                        if inst.all_options[i].cost < cost_of(held) - 1e-9 and state.fits(("o", i)):
+                            state.take(j, ("o", i))
+                            break
+                    else:
+                        state.take(j, held)
+            return state.choices
+
+        min_cost = [cost_of(("o", opts[j][0])) if opts[j] else 0.0 for j in range(n_jobs)]
+
+        def decode(genome: list[Choice]) -> list[Choice]:
+            state = _State(inst, [None] * len(genome), usage)
+            out = state.choices
+            for j in order:
+                if out[j] is not None:
+                    continue
+                want = genome[j]
+                if want is not None and want[0] == "p":
+                    other = inst.pairs[want[1]].partner_of(j)
+                    if genome[other] == want and out[other] is None and state.fits(want):
+                        state.take(j, want)
+                        continue
+                    want = None
+                if want is not None and state.fits(want):
+                    state.take(j, want)
+                    continue
+                for i in opts[j]:
+                    if state.fits(("o", i)):
+                        state.take(j, ("o", i))
+                        break
+            return repair(state, deep=False)
+
+        def mutate(genome: list[Choice], rate: float) -> list[Choice]:
+            child = list(genome)
+            for j in mutable:
+                if rng.random() < rate:
+                    gene = rng.choice(genes[j])
+                    child[j] = gene
+                    if gene[0] == "p":
+                        child[inst.pairs[gene[1]].partner_of(j)] = gene
+            return child
+
+        population_size = max(ELITE + 1, settings.genetic_population)
+        budget = min(settings.genetic_generations, max(MIN_GENERATIONS, WORK_BUDGET // max(1, population_size * n_jobs)))
+        rate = min(0.5, 3.0 / max(1, len(mutable)))
+        def polish(choices: list[Choice]) -> list[Choice]:
+            """Deep repair and power descent, again while the admitted value grows."""
+            for _ in range(POLISH_ROUNDS):
+                before = admitted_value(inst, choices)
+                choices = descend(repair(choices, deep=True))
+                if admitted_value(inst, choices) <= before + 1e-9:
+                    break
+            return choices
+
+        seeds = [polish(greedy), polish(pair_first_choices(inst, order))]
+        population = seeds + [decode(mutate(seeds[k % 2], rate)) for k in range(population_size - 2)]
+        scored = sorted(((fitness(g), k, g) for k, g in enumerate(population)), reverse=True)
+        generations = 0
+        counter = len(population)
+        timed_out = False
+        while generations < budget and mutable:
+            if time.perf_counter() >= deadline:
+                timed_out = True
+                break
+            generations += 1
+            nxt = [g for _, _, g in scored[:ELITE]]
+            while len(nxt) < population_size:
+                a, b = (max(rng.sample(scored, min(TOURNAMENT, len(scored))))[2] for _ in range(2))
+                child = [a[j] if rng.random() < 0.5 else b[j] for j in range(len(a))]
+                nxt.append(decode(mutate(child, rate)))
+            scored = []
+            for g in nxt:
+                counter += 1
+                scored.append((fitness(g), counter, g))
+            scored.sort(reverse=True)
+        best = polish(scored[0][2])
+        if fitness(best) < scored[0][0]:
+            best = scored[0][2]
+        notes = [f"{generations} generations of {budget}"]
+        if timed_out:
+            notes.append("Stopped at the time limit before the generation budget (the answer may depend on the machine's speed).")
+        return Outcome(best, status="feasible", notes=notes)
+
+
+
+def _type_of(inst: Instance, choice: Choice) -> str:
+    return inst.pairs[choice[1]].gpu_type if choice[0] == "p" else inst.all_options[choice[1]].gpu_type

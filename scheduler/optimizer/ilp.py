@@ -1,0 +1,137 @@
+"""`ilp`: the integer program on HiGHS (through highspy) or CBC, lexicographically: first the
+most admitted jobs, priority level by priority level from the highest, then the least power
+among placements admitting that much.
+
+Admission is solved one priority level at a time (docs/optimization.md, "Solving"): each
+level's integer program maximises that level's admitted jobs (in units of its plain job, so
+the objective's coefficients are near 1) with the higher levels held at their optimum by
+floor constraints. One program over all levels at once needs values spanning many orders of
+magnitude (admission.py) and an exact optimum (relative gap 0) on an objective near 10^8,
+which HiGHS proves slowly (about 2 s at 1024 GPUs against a tenth of one per level).
+
+The greedy decision is computed first: a level it fills completely, with every higher level
+at the greedy's count, needs no program (its optimum is known). On a solver error, or a time
+limit without an incumbent, the greedy decision stands and the outcome says why; the
+cluster is never left without a decision.
+"""
+import time
+
+import highspy
+import pulp
+
+from .base import Outcome, Solver
+from .capacity import is_feasible
+from .greedy import cheapest, greedy_choices
+from .choices import Choice
+from .ilp_model import admitted_by_level, admitted_value, build, level_maxima, total_cost
+from .instance import Instance
+
+
+ADMISSION_SHARE = 0.5  # of the time limit, at most, for the admission phase (all levels)
+# Absolute gap of a level's program, in units of the level's plain job: with integral counts
+# (no fairness) a gap below 1 proves the optimum; with fairness (values 1..1.5) 0.5 still
+# proves the most jobs admitted.
+ADMISSION_ABS_GAP = 0.99
+ADMISSION_ABS_GAP_FAIRNESS = 0.5
+
+
+class SolveFailed(Exception):
+    """The backend gave no usable solution; the message says why."""
+
+
+def backend(name: str, *, time_limit: float, gap: float, abs_gap: float | None = None):
+    extra = {} if abs_gap is None else {"mip_abs_gap": abs_gap}
+    if name == "highs":
+        return pulp.HiGHS(msg=False, timeLimit=max(time_limit, 0.0), gapRel=gap, threads=1, **extra)
+    if name == "cbc":
+        return pulp.PULP_CBC_CMD(
+            msg=False, timeLimit=max(time_limit, 0.0), gapRel=gap, gapAbs=abs_gap, threads=1
+        )
+    raise SolveFailed("is not an ILP backend (use 'highs' or 'cbc')")
+
+
+class IlpSolver(Solver):
+    name = "ilp"
+
+    def decide(self, inst: Instance) -> Outcome:
+        settings = inst.problem.settings
+        greedy = greedy_choices(inst, inst.admission_order(), cheapest)
+        started = time.perf_counter()
+        deadline = started + settings.time_limit_s
+        outcome = Outcome(greedy, status="fallback")
+        notes = outcome.notes
+        if not any(inst.job_options) and not inst.pairs:
+            return Outcome(greedy, status="optimal", gap=0.0)  # nothing can be placed: nothing to decide
+        try:
+            floors = self._admission(inst, greedy, started + ADMISSION_SHARE * settings.time_limit_s, notes)
+            model = build(inst, phase="power", admit_floors=floors)
+            status, gap, bound = self._run(model, settings.backend, deadline, settings.gap, "power")
+            if notes:
+                status = "feasible"
+            choices = model.choices(inst)
+            outcome.variables, outcome.constraints = model.size
+            if not is_feasible(inst, choices):
+                raise SolveFailed("the solver's answer broke a capacity or pairing constraint")
+        except (SolveFailed, pulp.PulpSolverError, OSError) as exc:
+            outcome.fallback_reason = f"{settings.backend} {exc}; fell back to the greedy decision."
+            return outcome
+        if admitted_value(inst, greedy) >= admitted_value(inst, choices) - 1e-9 and total_cost(inst, greedy) < total_cost(inst, choices):
+            outcome.notes.append("The greedy decision was cheaper than the solver's incumbent at the time limit.")
+            outcome.status = status
+            return outcome
+        return Outcome(
+            choices, status=status, gap=gap, bound=bound, variables=outcome.variables, constraints=outcome.constraints,
+            notes=notes,
+        )
+
+    def _admission(self, inst: Instance, greedy: list[Choice], deadline: float, notes: list[str]) -> dict[int, float]:
+        """Per priority level, the most admitted (in units of the level's plain job), highest
+        level first, each level's program holding the higher levels at their optimum."""
+        settings = inst.problem.settings
+        best = level_maxima(inst)
+        floors_greedy = admitted_by_level(inst, greedy)
+        abs_gap = ADMISSION_ABS_GAP_FAIRNESS if settings.fairness else ADMISSION_ABS_GAP
+        floors: dict[int, float] = {}
+        greedy_ok = True  # the greedy decision meets every floor set so far
+        levels = sorted(best, reverse=True)
+        for n, level in enumerate(levels):
+            own = floors_greedy.get(level, 0.0)
+            if greedy_ok and own >= best[level] - 1e-9:
+                floors[level] = own  # the greedy admits the whole level: its optimum
+                continue
+            model = build(inst, phase="admit", level=level, admit_floors=floors)
+            status, _, bound = self._run(
+                model, settings.backend, deadline, 0.0, f"admission (priority {level})", abs_gap=abs_gap,
+            )
+            found = model.choices(inst)
+            got = admitted_by_level(inst, found)
+            if greedy_ok and own >= got.get(level, 0.0) - 1e-9:
+                found, got = greedy, floors_greedy  # no better than the greedy: keep its counts
+            floors[level] = got.get(level, 0.0)
+            greedy_ok = greedy_ok and found is greedy
+            if status != "optimal":
+                notes.append(
+                    f"Admission phase stopped at its time share at priority {level}: admitted {floors[level]:g}"
+                    + (f", bound {bound:g}." if bound is not None else ".")
+                )
+                for lower in levels[n + 1:]:  # the incumbent's counts: feasible with the floors above
+                    floors[lower] = got.get(lower, 0.0)
+                break
+        return floors
+
+    @staticmethod
+    def _run(model, backend_name: str, deadline: float, gap: float, phase: str, abs_gap: float | None = None):
+        """Solve one phase before the deadline: (status, relative gap, bound) or SolveFailed."""
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0:
+            raise SolveFailed(f"had no time left for the {phase} phase")
+        model.lp.solve(backend(backend_name, time_limit=remaining, gap=gap, abs_gap=abs_gap))
+        if model.lp.sol_status not in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
+            raise SolveFailed(f"found no solution in the {phase} phase ({pulp.LpStatus[model.lp.status]})")
+        optimal = model.lp.sol_status == pulp.LpSolutionOptimal
+        highs = getattr(model.lp, "solverModel", None)
+        if backend_name == "highs" and highs is not None:
+            info = highs.getInfo()
+            optimal = highs.getModelStatus() == highspy.HighsModelStatus.kOptimal
+            return ("optimal" if optimal else "feasible"), max(0.0, info.mip_gap), info.mip_dual_bound
+        return ("optimal" if optimal else "feasible"), None, None

@@ -1,0 +1,181 @@
+"""The aggregated model every solver works on: per job the options that meet its T_min,
+co-location pairs worth considering, capacity per GPU type, costs and admission values."""
+from dataclasses import dataclass, field
+
+from .admission import admission_values
+from .aggregation import TypeCapacity, aggregate, block_sizes, usage_levels
+from .candidates import pair_candidates
+from .choices import Choice, Option, Pair
+from .problem import JobSpec, Problem
+from .weights import cluster_load, energy_weight
+
+
+@dataclass
+class Instance:
+    problem: Problem
+    jobs: tuple[JobSpec, ...]
+    capacity: dict[str, TypeCapacity]
+    sizes: tuple[int, ...]
+    all_options: list[Option]  # every known configuration, also below T_min (for baselines)
+    pairs: list[Pair]
+    job_options: list[list[int]] = field(default_factory=list)  # meeting T_min, for optimising solvers
+    job_all_options: list[list[int]] = field(default_factory=list)
+    job_pairs: list[list[int]] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
+    weight: float = 1.0
+    load: float = 0.0
+
+    def usage(self, choice: Choice) -> list[tuple[str, int, int]]:
+        """(gpu type, block size, GPUs) that a choice takes from capacity."""
+        if choice is None:
+            return []
+        kind, i = choice
+        if kind == "p":
+            return [(self.pairs[i].gpu_type, 1, 1)]
+        opt = self.all_options[i]
+        return [(opt.gpu_type, s, opt.num_gpus) for s in usage_levels(opt.num_gpus, opt.consolidated, self.sizes)]
+
+    def admission_order(self) -> list[int]:
+        """Jobs by decreasing admission value; among equals, running/placed jobs first, then
+        those needing the fewest GPUs (a shared GPU counts half), so that greedy fills admit
+        as many jobs as they can; then by id, for determinism."""
+        def need(j: int) -> float:
+            sizes = [self.all_options[i].num_gpus for i in self.job_options[j]] + [0.5] * bool(self.job_pairs[j])
+            return min(sizes, default=float("inf"))
+
+        return sorted(range(len(self.jobs)), key=lambda j: (-self.values[j], self.jobs[j].current is None, need(j), self.jobs[j].id))
+
+    def free(self) -> dict[tuple[str, int], int]:
+        return {(t, s): n for t, cap in self.capacity.items() for s, n in cap.levels.items()}
+
+    def cost(self, job: int, choice: Choice) -> float:
+        """Objective share of a job's choice (a pair's cost is split evenly between its jobs)."""
+        if choice is None:
+            return 0.0
+        kind, i = choice
+        return self.pairs[i].cost / 2 if kind == "p" else self.all_options[i].cost
+
+
+def compile_instance(problem: Problem) -> Instance:
+    settings = problem.settings
+    jobs = tuple(problem.jobs)
+    capacity = aggregate(problem.gpus)
+    largest = max((c.largest_node for c in capacity.values()), default=1)
+    sizes = block_sizes(largest)
+    gpu_by_id = {g.id: g for g in problem.gpus}
+    currents = [_current_config(job, gpu_by_id) for job in jobs]
+    demand = sum(_min_gpus(problem, job, capacity) for job in jobs)
+    load = cluster_load(demand, len(problem.gpus))
+    weight = settings.base_energy_weight
+    if settings.adaptive_weight:
+        weight = energy_weight(
+            base=settings.base_energy_weight,
+            current_load=load,
+            history=problem.load_history,
+            window=settings.load_window,
+            clip=settings.weight_clip,
+        )
+    idle_on = not settings.idle_gpus_powered_down
+    all_options: list[Option] = []
+    for j, job in enumerate(jobs):
+        for gpu_type in capacity:
+            all_options.extend(_job_options(problem, j, job, gpu_type, capacity[gpu_type], sizes, currents[j], weight, idle_on))
+    options_idx = _useful(all_options, settings.throughput_value_w > 0)
+    cheapest_alone = [float("inf")] * len(jobs)
+    for i in options_idx:
+        opt = all_options[i]
+        cheapest_alone[opt.job] = min(cheapest_alone[opt.job], opt.cost)
+    pairs = pair_candidates(problem, jobs, capacity, currents, weight, idle_on, cheapest_alone)
+    inst = Instance(
+        problem=problem,
+        jobs=jobs,
+        capacity=capacity,
+        sizes=sizes,
+        all_options=all_options,
+        pairs=pairs,
+        weight=weight,
+        load=load,
+    )
+    inst.job_options = [[] for _ in jobs]
+    inst.job_all_options = [[] for _ in jobs]
+    inst.job_pairs = [[] for _ in jobs]
+    for i, opt in enumerate(all_options):
+        inst.job_all_options[opt.job].append(i)
+    for i in options_idx:
+        inst.job_options[all_options[i].job].append(i)
+    for i, pair in enumerate(pairs):
+        inst.job_pairs[pair.a].append(i)
+        inst.job_pairs[pair.b].append(i)
+    inst.values = admission_values(jobs, settings.fairness, [bool(inst.job_options[j] or inst.job_pairs[j]) for j in range(len(jobs))])
+    return inst
+
+
+def _current_config(job: JobSpec, gpu_by_id) -> tuple[str, int, bool, str | None] | None:
+    """(type, GPUs, consolidated, partner) of a job's current placement, if all its GPUs remain."""
+    if job.current is None or not job.current.gpu_ids:
+        return None
+    gpus = [gpu_by_id.get(g) for g in job.current.gpu_ids]
+    if any(g is None for g in gpus) or len({g.gpu_type for g in gpus}) != 1:
+        return None
+    return gpus[0].gpu_type, len(gpus), len({g.node for g in gpus}) == 1, job.current.partner
+
+
+def _min_gpus(problem: Problem, job: JobSpec, capacity) -> int:
+    """GPUs the job needs at least to meet T_min (its D_j if nothing meets it): the load measure."""
+    best = job.max_gpus
+    for gpu_type in capacity:
+        for k in block_sizes(job.max_gpus):
+            tau = problem.predictions.tau(job.workload, gpu_type, k, True)
+            if tau and tau >= job.min_throughput:
+                best = min(best, k)
+                break
+    return best
+
+
+def _fits_memory(problem: Problem, job: JobSpec, gpu_type: str, share: float = 0.0) -> bool:
+    return job.memory_gb is None or job.memory_gb + share <= problem.gpu_types[gpu_type].memory_gb
+
+
+def _job_options(problem, j, job, gpu_type, cap, sizes, current, weight, idle_on) -> list[Option]:
+    spec = problem.gpu_types[gpu_type]
+    if not _fits_memory(problem, job, gpu_type):
+        return []
+    settings = problem.settings
+    util = problem.predictions.utilisation(job.workload, gpu_type)
+    measured = problem.predictions.power_w(job.workload, gpu_type)
+    per_gpu = measured if measured is not None else spec.power_curve(1.0 if util is None else util)
+    out = []
+    for k in block_sizes(min(job.max_gpus, cap.gpus)):
+        for consolidated in (True, False) if k > 1 else (True,):
+            if consolidated and k > cap.largest_node:
+                continue
+            tau = problem.predictions.tau(job.workload, gpu_type, k, consolidated)
+            if not tau or tau <= 0:
+                continue
+            is_current = current is not None and current[:2] == (gpu_type, k) and current[3] is None and (
+                k == 1 or current[2] == consolidated
+            )
+            power = k * per_gpu
+            cost = weight * (power - (k * spec.idle_w if idle_on else 0.0))
+            cost -= settings.throughput_value_w * min(tau / job.min_throughput - 1.0, 1.0) if tau >= job.min_throughput else 0.0
+            if current is not None and not is_current:
+                cost += settings.migration_cost_w
+            out.append(Option(j, gpu_type, k, consolidated, tau, power, cost, tau >= job.min_throughput, is_current))
+    return out
+
+
+def _useful(options: list[Option], keep_surplus: bool) -> list[int]:
+    """Indices of options meeting T_min; without a value on surplus throughput, a larger
+    configuration of the same type and placement style only costs more, so it is dropped."""
+    best: dict[tuple, int] = {}
+    keep = []
+    for i, opt in enumerate(options):
+        if not opt.meets_slo:
+            continue
+        if keep_surplus or opt.current:
+            keep.append(i)
+            continue
+        key = (opt.job, opt.gpu_type, opt.consolidated)
+        if key not in best or opt.num_gpus < options[best[key]].num_gpus:
+            best[key] = i
+    return sorted(set(keep) | set(best.values()))

@@ -1,0 +1,139 @@
+"""The optimisation problem and its answer, as plain dataclasses (no Django).
+
+The Django shell (scheduler.rounds) builds a Problem from the database; the benchmark builds
+one from the reference data; tests build small ones by hand. Every solver takes a Problem and
+returns an Allocation, so they can be swapped, compared and tested alone.
+"""
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from .power import PowerCurve
+
+
+class Predictions(Protocol):
+    """What the optimiser needs to know about a workload; None means unknown.
+
+    tau: steps/s of the whole job alone on `num_gpus` GPUs of a type, on one node
+    (consolidated) or spread over nodes. rho: the job's throughput while it shares one GPU
+    with `partner`, as a fraction of its isolated single-GPU throughput. utilisation and
+    power_w: per GPU while the job runs alone, where measured.
+    """
+
+    def tau(self, workload: str, gpu_type: str, num_gpus: int, consolidated: bool) -> float | None: ...
+
+    def rho(self, workload: str, partner: str, gpu_type: str) -> float | None: ...
+
+    def utilisation(self, workload: str, gpu_type: str) -> float | None: ...
+
+    def power_w(self, workload: str, gpu_type: str) -> float | None: ...
+
+
+@dataclass(frozen=True)
+class GpuTypeSpec:
+    name: str
+    memory_gb: float
+    idle_w: float
+    tdp_w: float
+    power_curve: PowerCurve
+    theta: int = 2  # jobs that may share one GPU of this type
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """One concrete, schedulable GPU."""
+
+    id: str
+    node: str
+    gpu_type: str
+    pcie_switch: str = ""
+    cell: str = ""
+
+
+@dataclass(frozen=True)
+class CurrentPlacement:
+    """Where a placed or running job sits now (migration cost applies when it moves)."""
+
+    gpu_ids: tuple[str, ...]
+    partner: str | None = None
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    id: str
+    workload: str
+    tenant: str
+    min_throughput: float  # T_min, steps/s
+    max_gpus: int  # D_j
+    priority: int = 0
+    memory_gb: float | None = None  # per GPU, when the user said; None: trust "fits" in predictions
+    current: CurrentPlacement | None = None
+
+
+@dataclass(frozen=True)
+class SolverSettings:
+    """Knobs of a round; the Django shell fills them from the SolverConfig singleton."""
+
+    solver: str = "ilp"
+    backend: str = "highs"  # "highs" (highspy) or "cbc" (bundled with PuLP)
+    time_limit_s: float = 10.0
+    gap: float = 0.01
+    base_energy_weight: float = 1.0
+    adaptive_weight: bool = True
+    weight_clip: tuple[float, float] = (0.25, 4.0)  # multiples of base_energy_weight
+    load_window: int = 20  # rounds of load history the adaptive weight looks at
+    throughput_value_w: float = 0.0  # W-equivalent of one unit of relative surplus over T_min
+    fairness: bool = False
+    theta: int = 2
+    migration_cost_w: float = 50.0
+    idle_gpus_powered_down: bool = True
+    topology_isolation: bool = False  # tenants never share a PCIe switch
+    cell_size_gpus: int = 1024
+    seed: int = 0
+    genetic_population: int = 24
+    genetic_generations: int = 60
+
+
+@dataclass(frozen=True)
+class Problem:
+    jobs: tuple[JobSpec, ...]
+    gpus: tuple[GpuSpec, ...]
+    gpu_types: dict[str, GpuTypeSpec]
+    predictions: Predictions
+    settings: SolverSettings = field(default_factory=SolverSettings)
+    load_history: tuple[float, ...] = ()  # cluster load of earlier rounds, newest last
+
+
+@dataclass(frozen=True)
+class Placement:
+    job_id: str
+    gpu_type: str
+    gpu_ids: tuple[str, ...]
+    consolidated: bool
+    partner: str | None
+    predicted_throughput: float
+    predicted_power_w: float  # this job's share of the power of its GPUs
+
+    @property
+    def num_gpus(self) -> int:
+        return len(self.gpu_ids)
+
+
+@dataclass
+class Allocation:
+    """A solver's decision: where each admitted job goes, why every other job waits."""
+
+    solver: str
+    placements: dict[str, Placement]
+    reasons: dict[str, str]  # job id -> why it stays pending
+    power_w: float
+    objective: float
+    status: str  # optimal | feasible | fallback | failed
+    energy_weight: float
+    load: float
+    seconds: float = 0.0
+    gap: float | None = None
+    bound: float | None = None
+    variables: int = 0
+    constraints: int = 0
+    fallback_reason: str = ""
+    notes: list[str] = field(default_factory=list)

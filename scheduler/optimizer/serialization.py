@@ -1,0 +1,93 @@
+"""Problems and allocations as JSON-able dicts, so a cell can be solved in another process
+(a Celery worker) and its allocation sent back. Predictions travel as a snapshot of the values
+the cell's jobs can ask for (every workload x GPU type x GPU count x placement, every pair of
+workloads), not as the catalog they come from."""
+from dataclasses import asdict
+
+from .aggregation import block_sizes
+from .power import PowerCurve
+from .problem import Allocation, CurrentPlacement, GpuSpec, GpuTypeSpec, JobSpec, Placement, Problem, SolverSettings
+
+
+class PredictionSnapshot:
+    """Predictions from tables: [workload, type, k, consolidated, tau], [workload, partner,
+    type, rho], [workload, type, utilisation], [workload, type, watts]."""
+
+    def __init__(self, taus, rhos, utilisations, powers):
+        self._tau = {(w, t, k, c): v for w, t, k, c, v in taus}
+        self._rho = {(w, p, t): v for w, p, t, v in rhos}
+        self._util = {(w, t): v for w, t, v in utilisations}
+        self._power = {(w, t): v for w, t, v in powers}
+
+    @classmethod
+    def of(cls, predictions, workloads, gpu_types, largest: int) -> "PredictionSnapshot":
+        ws, ts = sorted(workloads), sorted(gpu_types)
+        configs = [(k, c) for k in block_sizes(largest) for c in ((True, False) if k > 1 else (True,))]
+        return cls(
+            [[w, t, k, c, v] for w in ws for t in ts for k, c in configs if (v := predictions.tau(w, t, k, c)) is not None],
+            [[w, p, t, v] for w in ws for p in ws for t in ts if (v := predictions.rho(w, p, t)) is not None],
+            [[w, t, v] for w in ws for t in ts if (v := predictions.utilisation(w, t)) is not None],
+            [[w, t, v] for w in ws for t in ts if (v := predictions.power_w(w, t)) is not None],
+        )
+
+    def tables(self) -> dict:
+        return {
+            "taus": [[*k, v] for k, v in self._tau.items()],
+            "rhos": [[*k, v] for k, v in self._rho.items()],
+            "utilisations": [[*k, v] for k, v in self._util.items()],
+            "powers": [[*k, v] for k, v in self._power.items()],
+        }
+
+    def tau(self, workload, gpu_type, num_gpus, consolidated):
+        return self._tau.get((workload, gpu_type, num_gpus, consolidated or num_gpus == 1))
+
+    def rho(self, workload, partner, gpu_type):
+        return self._rho.get((workload, partner, gpu_type))
+
+    def utilisation(self, workload, gpu_type):
+        return self._util.get((workload, gpu_type))
+
+    def power_w(self, workload, gpu_type):
+        return self._power.get((workload, gpu_type))
+
+
+def problem_to_dict(problem: Problem) -> dict:
+    largest = max([j.max_gpus for j in problem.jobs] + [1])
+    snapshot = PredictionSnapshot.of(problem.predictions, {j.workload for j in problem.jobs}, problem.gpu_types, largest)
+    return {
+        "jobs": [asdict(j) for j in problem.jobs],
+        "gpus": [asdict(g) for g in problem.gpus],
+        "gpu_types": [{**asdict(t), "power_curve": [list(p) for p in t.power_curve.points]} for t in problem.gpu_types.values()],
+        "predictions": snapshot.tables(),
+        "settings": {**asdict(problem.settings), "weight_clip": list(problem.settings.weight_clip)},
+        "load_history": list(problem.load_history),
+    }
+
+
+def problem_from_dict(data: dict) -> Problem:
+    jobs = tuple(
+        JobSpec(**{**j, "current": CurrentPlacement(tuple(j["current"]["gpu_ids"]), j["current"]["partner"]) if j["current"] else None})
+        for j in data["jobs"]
+    )
+    types = {
+        t["name"]: GpuTypeSpec(**{**t, "power_curve": PowerCurve(tuple(tuple(p) for p in t["power_curve"]))})
+        for t in data["gpu_types"]
+    }
+    settings = data["settings"]
+    return Problem(
+        jobs=jobs,
+        gpus=tuple(GpuSpec(**g) for g in data["gpus"]),
+        gpu_types=types,
+        predictions=PredictionSnapshot(**data["predictions"]),
+        settings=SolverSettings(**{**settings, "weight_clip": tuple(settings["weight_clip"])}),
+        load_history=tuple(data["load_history"]),
+    )
+
+
+def allocation_to_dict(allocation: Allocation) -> dict:
+    return {**asdict(allocation), "placements": [asdict(p) for p in allocation.placements.values()]}
+
+
+def allocation_from_dict(data: dict) -> Allocation:
+    placements = {p["job_id"]: Placement(**{**p, "gpu_ids": tuple(p["gpu_ids"])}) for p in data["placements"]}
+    return Allocation(**{**data, "placements": placements})

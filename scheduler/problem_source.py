@@ -1,0 +1,96 @@
+"""Reads that turn the database into an optimisation Problem (the shell side of the
+functional core): the jobs still to run, the GPUs that can take work, the catalog's GPU types
+and measurements, the solver settings and the load history of earlier rounds."""
+from catalog.models import GpuType, Measurement
+from telemetry.models import Gpu, GpuState, NodeState
+
+from .lifecycle import JobState
+from .models import Allocation, Job, SolveRun, SolverConfig
+from .optimizer import CurrentPlacement, GpuSpec, GpuTypeSpec, JobSpec, PowerCurve, Problem, SolverSettings
+from .optimizer.catalog_predictions import CatalogPredictions, MeasurementRow
+
+ACTIVE_STATES = (JobState.PENDING.value, JobState.PLACED.value, JobState.RUNNING.value)
+
+
+def solver_settings(config: SolverConfig, *, solver: str | None = None) -> SolverSettings:
+    return SolverSettings(
+        solver=solver or config.solver,
+        backend=config.backend,
+        time_limit_s=config.time_limit_s,
+        gap=config.gap,
+        base_energy_weight=config.base_energy_weight,
+        adaptive_weight=config.adaptive_weight,
+        load_window=config.load_window,
+        throughput_value_w=config.throughput_value_w,
+        fairness=config.fairness,
+        theta=config.theta,
+        migration_cost_w=config.migration_cost_w,
+        idle_gpus_powered_down=config.idle_gpus_powered_down,
+        topology_isolation=config.topology_isolation,
+        cell_size_gpus=config.cell_size_gpus,
+        seed=config.seed,
+    )
+
+
+def catalog_predictions() -> CatalogPredictions:
+    """Mean of the catalog's measurements per configuration (the learned predictors, issue 3,
+    can replace this behind the same interface)."""
+    rows = Measurement.objects.values_list(
+        "workload__name", "gpu_type__name", "num_gpus", "consolidated", "partner__name", "throughput", "power_w", "utilization"
+    )
+    return CatalogPredictions(MeasurementRow(*row) for row in rows.iterator(chunk_size=5000))
+
+
+def problem_from_database(config: SolverConfig, *, solver: str | None = None) -> Problem:
+    settings = solver_settings(config, solver=solver)
+    gpus = (
+        Gpu.objects.filter(state=GpuState.HEALTHY, node__state=NodeState.READY)
+        .select_related("node", "gpu_type")
+        .order_by("node__hostname", "index")
+    )
+    gpu_specs = tuple(
+        GpuSpec(str(g.pk), g.node.hostname, g.gpu_type.name, g.pcie_switch, g.node.cell) for g in gpus
+    )
+    types = {
+        t.name: GpuTypeSpec(
+            t.name, t.memory_gb, t.idle_w, t.tdp_w, PowerCurve.from_points(t.power_curve, t.idle_w, t.tdp_w), settings.theta
+        )
+        for t in GpuType.objects.filter(name__in={g.gpu_type for g in gpu_specs})
+    }
+    jobs = Job.objects.filter(state__in=ACTIVE_STATES).select_related("workload", "tenant").order_by("pk")
+    current = _current_placements()
+    job_specs = tuple(
+        JobSpec(
+            id=str(job.pk),
+            workload=job.workload.name,
+            tenant=job.tenant.slug,
+            min_throughput=job.min_throughput,
+            max_gpus=job.max_gpus,
+            priority=job.priority,
+            current=current.get(job.pk),
+        )
+        for job in jobs
+    )
+    history = tuple(
+        reversed(
+            SolveRun.objects.filter(dry_run=False, load__isnull=False)
+            .order_by("-started_at", "-id")
+            .values_list("load", flat=True)[: settings.load_window]
+        )
+    )
+    return Problem(
+        jobs=job_specs, gpus=gpu_specs, gpu_types=types, predictions=catalog_predictions(),
+        settings=settings, load_history=history,
+    )
+
+
+def _current_placements() -> dict[int, CurrentPlacement]:
+    by_job: dict[int, list] = {}
+    partners: dict[int, int | None] = {}
+    for job_id, gpu_id, partner_id in Allocation.objects.filter(end__isnull=True).values_list("job_id", "gpu_id", "partner_id"):
+        by_job.setdefault(job_id, []).append(str(gpu_id))
+        partners[job_id] = partner_id
+    return {
+        job_id: CurrentPlacement(tuple(sorted(gpus)), str(partners[job_id]) if partners[job_id] else None)
+        for job_id, gpus in by_job.items()
+    }

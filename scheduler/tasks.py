@@ -1,0 +1,17 @@
+"""Celery tasks of the scheduler app: one more way in to its services, nothing else."""
+from celery import shared_task
+
+from . import services
+from .models import SolveTrigger
+
+
+@shared_task(name="scheduler.tasks.scheduling_round")
+def scheduling_round(trigger: str = SolveTrigger.PERIODIC) -> int:
+    """Run by Celery beat (settings.CELERY_BEAT_SCHEDULE) and on demand: the SolveRun's id."""
+    return services.scheduling_round_run(trigger=trigger).solve_run.pk
+
+
+@shared_task(name="scheduler.tasks.solve_cell")
+def solve_cell(problem: dict) -> dict:
+    """One cell of the `cells` solver (scheduler.cell_runner sends a group of these)."""
+    return services.cell_solve(problem=problem)

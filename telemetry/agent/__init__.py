@@ -1,0 +1,7 @@
+"""The GOGH node agent: registers a GPU node, heartbeats, samples its GPUs, runs its jobs.
+
+Imports no Django and nothing outside the standard library except `pynvml` (nvidia-ml-py, only
+for the NVML backend), so it installs on a GPU node without the web stack. It talks to the
+control plane over HTTP with a token (docs/agent.md).
+"""
+AGENT_VERSION = "0.2.0"

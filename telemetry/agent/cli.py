@@ -1,0 +1,132 @@
+"""Command line of the agent, shared by `python -m telemetry.agent` and `manage.py run_agent`.
+
+Failures a person must act on (no driver, refused registration, bad flags) end with one line
+on stderr and a non-zero status, never a traceback.
+"""
+import argparse
+import logging
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+
+from .agent import Agent, RegistrationRefused
+from .client import ControlPlane, Refused, Unreachable
+from .config import AgentConfig
+from .gpus import NoGpuDriver
+from .simulated import SimulatedBackend, SimulatedType, parse_gpu_spec
+
+EXIT_NO_DRIVER, EXIT_USAGE, EXIT_REFUSED = 2, 3, 4
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    env = os.environ.get
+    parser.add_argument("--url", default=env("GOGH_AGENT_URL"), help="Control plane URL (env GOGH_AGENT_URL).")
+    parser.add_argument(
+        "--token", default=env("GOGH_AGENT_TOKEN"),
+        help="Agent account token (env GOGH_AGENT_TOKEN; prefer the variable: arguments show in `ps`).",
+    )
+    parser.add_argument("--hostname", default=socket.gethostname().lower(), help="Node name (default: this host's).")
+    parser.add_argument("--cell", default="", help="Scheduling cell of the node.")
+    parser.add_argument("--label", action="append", default=[], metavar="KEY=VALUE", help="Node label; repeatable.")
+    parser.add_argument("--simulate", action="store_true", help="Simulated GPUs and jobs instead of NVML.")
+    parser.add_argument("--gpus", default="v100:4", help="With --simulate: <type>:<count>,... (default v100:4).")
+    parser.add_argument("--seed", type=int, default=0, help="With --simulate: seed of noise and true throughputs.")
+    parser.add_argument("--speedup", type=float, default=1.0, help="With --simulate: simulated jobs run this much faster.")
+    parser.add_argument("--log-dir", default=env("GOGH_AGENT_LOG_DIR", "gogh-agent-logs"), help="Per-job logs.")
+    parser.add_argument("--sample-interval", type=float, default=1.0, help="Seconds between GPU samples (<= 1).")
+    parser.add_argument("--upload-interval", type=float, default=5.0)
+    parser.add_argument("--heartbeat-interval", type=float, default=15.0)
+    parser.add_argument("--poll-interval", type=float, default=2.0, help="Seconds between assignment polls.")
+    parser.add_argument("--progress-interval", type=float, default=10.0)
+    parser.add_argument("--buffer-size", type=int, default=86_400, help="Samples kept while unreachable.")
+    parser.add_argument("--batch-size", type=int, default=500, help="Samples per upload (<= 1000).")
+    parser.add_argument("--grace-period", type=float, default=10.0, help="Seconds between SIGTERM and SIGKILL.")
+    parser.add_argument(
+        "--fence-after", type=float, default=60.0,
+        help="Stop the node's jobs after this long without reaching the control plane; keep it at or above "
+        "the control plane's GOGH_NODE_HEARTBEAT_TIMEOUT_S (default 60).",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the agent until SIGTERM/SIGINT; the exit status."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    problem = _usage_problem(args)
+    if problem:
+        return _fail(problem, EXIT_USAGE)
+    client = ControlPlane(args.url, args.token)
+    config = AgentConfig(
+        hostname=args.hostname, log_dir=Path(args.log_dir), cell=args.cell,
+        labels=dict(label.split("=", 1) for label in args.label),
+        sample_interval_s=args.sample_interval, upload_interval_s=args.upload_interval,
+        heartbeat_interval_s=args.heartbeat_interval, poll_interval_s=args.poll_interval,
+        progress_interval_s=args.progress_interval, buffer_size=args.buffer_size, batch_size=args.batch_size,
+        grace_s=args.grace_period, fence_after_s=args.fence_after, simulate_seed=args.seed if args.simulate else None,
+        simulate_speedup=args.speedup,
+    )
+    try:
+        backend = _simulated_backend(args, client) if args.simulate else _nvml_backend()
+    except ValueError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    agent = Agent(backend=backend, client=client, config=config)
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: agent.stop())
+    try:
+        agent.run()
+    except NoGpuDriver as exc:
+        return _fail(str(exc), EXIT_NO_DRIVER)
+    except RegistrationRefused as exc:
+        return _fail(str(exc), EXIT_REFUSED)
+    return 0
+
+
+def _usage_problem(args) -> str | None:
+    if not args.url:
+        return "give the control plane's URL: --url or GOGH_AGENT_URL"
+    if not args.token:
+        return "give the agent's token: --token or GOGH_AGENT_TOKEN"
+    if any("=" not in label for label in args.label):
+        return "labels are KEY=VALUE"
+    if not 0 < args.sample_interval <= 1:
+        return "--sample-interval must lie in (0, 1] seconds: GPUs are sampled at 1 Hz or faster"
+    if not 1 <= args.batch_size <= 1000:
+        return "--batch-size must lie in 1..1000"
+    if args.buffer_size < 1:
+        return "--buffer-size must be at least 1"
+    return None
+
+
+def _nvml_backend():
+    from .nvml import NvmlBackend
+
+    return NvmlBackend()
+
+
+def _simulated_backend(args, client: ControlPlane) -> SimulatedBackend:
+    """Simulated GPUs whose power curves are the control plane's GPU types' (GET /api/gpu-types/)."""
+    layout = parse_gpu_spec(args.gpus)
+    try:
+        rows = client.gpu_types()
+    except (Unreachable, Refused) as exc:
+        raise ValueError(f"could not read the GPU types from {args.url}: {exc}") from exc
+    types = {
+        row["name"]: SimulatedType(
+            name=row["name"], memory_gb=row["memory_gb"],
+            power_curve=tuple(map(tuple, row["power_curve"] or [[0, row["idle_w"]], [1, row["tdp_w"]]])),
+        )
+        for row in rows
+    }
+    return SimulatedBackend(hostname=args.hostname, layout=layout, types=types, seed=args.seed)
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"run_agent: {message}", file=sys.stderr)
+    return code
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m telemetry.agent", description="The GOGH node agent.")
+    add_arguments(parser)
+    return run(parser.parse_args(argv))

@@ -1,0 +1,25 @@
+"""The agent's settings, one dataclass filled from the command line (telemetry.agent.cli)."""
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class AgentConfig:
+    hostname: str
+    log_dir: Path
+    labels: dict = field(default_factory=dict)
+    cell: str = ""
+    sample_interval_s: float = 1.0  # >= 1 Hz
+    upload_interval_s: float = 5.0
+    heartbeat_interval_s: float = 15.0  # a quarter of the control plane's default timeout (60 s)
+    poll_interval_s: float = 2.0
+    progress_interval_s: float = 10.0
+    buffer_size: int = 86_400  # a day of one GPU at 1 Hz, an hour and a half of 16 GPUs
+    batch_size: int = 500
+    grace_s: float = 10.0
+    retry_s: float = 5.0
+    # Unreachable this long, the control plane has given the node up (its heartbeat timeout,
+    # GOGH_NODE_HEARTBEAT_TIMEOUT_S) and requeued its jobs: stop them, or they would run twice.
+    fence_after_s: float = 60.0
+    simulate_seed: int | None = None  # set: run every job as a simulated job (simjob) with this seed
+    simulate_speedup: float = 1.0

@@ -1,0 +1,71 @@
+"""What every GPU backend (NVML, simulated) provides: the devices, and samples of them.
+
+The agent talks to the backend only through this interface, so the simulated backend runs the
+very same agent code as real hardware does.
+"""
+import math
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from typing import Protocol
+
+
+class NoGpuDriver(RuntimeError):
+    """The backend cannot reach GPUs (no NVIDIA driver or NVML library); the message says why."""
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """One device as the registration reports it (telemetry's GpuReportSerializer fields)."""
+
+    index: int
+    uuid: str
+    product_name: str
+    pci_bus_id: str = ""
+    numa_node: int | None = None
+    memory_gb: float | None = None
+    gpu_type: str = ""  # only the simulated backend knows the type; NVML reports a product name
+
+    def report(self) -> dict:
+        return {key: value for key, value in asdict(self).items() if value not in ("", None)}
+
+
+@dataclass(frozen=True)
+class GpuSample:
+    """One reading of one GPU. A metric the device does not support is None, never invented."""
+
+    uuid: str
+    ts: float  # seconds since the epoch
+    power_w: float | None = None
+    utilization: float | None = None  # 0..1
+    memory_used_mb: float | None = None
+    sm_clock_mhz: float | None = None
+    temperature_c: float | None = None
+    ecc_corrected: int | None = None
+    ecc_uncorrected: int | None = None
+    retired_pages: int | None = None
+
+    def payload(self) -> dict:
+        """The wire form of POST /api/telemetry/samples/: non-finite readings become null."""
+        body = {"gpu": self.uuid, "ts": datetime.fromtimestamp(self.ts, tz=timezone.utc).isoformat()}
+        for key, value in asdict(self).items():
+            if key in ("uuid", "ts"):
+                continue
+            body[key] = value if value is None or math.isfinite(value) else None
+        return body
+
+
+class GpuBackend(Protocol):
+    name: str
+
+    def open(self) -> None:
+        """Connect to the GPUs; raises NoGpuDriver when there are none to reach."""
+
+    def devices(self) -> list[GpuInfo]: ...
+
+    def sample(self, now: float) -> list[GpuSample]:
+        """One reading of every device, stamped `now`."""
+
+    def note_busy(self, indexes: set[int]) -> None:
+        """The device indexes that run jobs now (real GPUs know it; the simulation needs it)."""
+
+    def close(self) -> None: ...

@@ -1,0 +1,122 @@
+"""The NVML backend: real GPUs through nvidia-ml-py (imported as `pynvml`).
+
+The module is injected (`NvmlBackend(nvml=...)`), so tests run this very code against a fake
+with the real module's function names and NVMLError semantics. Every reading a GPU may not
+support (power on some boards, ECC on consumer cards, retired pages on A100 and later, which
+remap rows instead) is guarded: an NVMLError there yields None for that metric, not a crash.
+"""
+from pathlib import Path
+
+from .gpus import GpuInfo, GpuSample, NoGpuDriver
+
+_MIB = 1024 * 1024
+_GIB = 1024 * 1024 * 1024
+
+
+def _text(value) -> str:
+    """nvidia-ml-py returns str in current releases and bytes in older ones."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class NvmlBackend:
+    name = "nvml"
+
+    def __init__(self, nvml=None, sysfs: Path = Path("/sys/bus/pci/devices")):
+        if nvml is None:
+            import pynvml as nvml  # importing never needs the driver; nvmlInit does
+        self._nvml = nvml
+        self._sysfs = sysfs
+        self._handles: list[tuple[str, object]] = []
+
+    def open(self) -> None:
+        try:
+            self._nvml.nvmlInit()
+        except self._nvml.NVMLError as exc:
+            raise NoGpuDriver(
+                f"NVML is not available ({exc}): no NVIDIA driver on this machine? "
+                "Run with --simulate for simulated GPUs."
+            ) from exc
+
+    def devices(self) -> list[GpuInfo]:
+        nvml = self._nvml
+        found, self._handles = [], []
+        for index in range(nvml.nvmlDeviceGetCount()):
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            uuid = _text(nvml.nvmlDeviceGetUUID(handle))
+            bus_id = self._optional(lambda h=handle: _text(nvml.nvmlDeviceGetPciInfo(h).busId))
+            memory = self._optional(lambda h=handle: nvml.nvmlDeviceGetMemoryInfo(h).total)
+            found.append(
+                GpuInfo(
+                    index=index,
+                    uuid=uuid,
+                    product_name=_text(nvml.nvmlDeviceGetName(handle)),
+                    pci_bus_id=bus_id or "",
+                    numa_node=self._numa_node(handle, bus_id),
+                    memory_gb=round(memory / _GIB, 2) if memory else None,
+                )
+            )
+            self._handles.append((uuid, handle))
+        return found
+
+    def sample(self, now: float) -> list[GpuSample]:
+        nvml, read = self._nvml, self._optional
+        samples = []
+        for uuid, h in self._handles:
+            power_mw = read(lambda: nvml.nvmlDeviceGetPowerUsage(h))
+            util = read(lambda: nvml.nvmlDeviceGetUtilizationRates(h).gpu)
+            used = read(lambda: nvml.nvmlDeviceGetMemoryInfo(h).used)
+            samples.append(
+                GpuSample(
+                    uuid=uuid,
+                    ts=now,
+                    power_w=power_mw / 1000 if power_mw is not None else None,
+                    utilization=util / 100 if util is not None else None,
+                    memory_used_mb=used / _MIB if used is not None else None,
+                    sm_clock_mhz=read(lambda: nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM)),
+                    temperature_c=read(lambda: nvml.nvmlDeviceGetTemperature(h, nvml.NVML_TEMPERATURE_GPU)),
+                    ecc_corrected=read(lambda: self._ecc(h, nvml.NVML_MEMORY_ERROR_TYPE_CORRECTED)),
+                    ecc_uncorrected=read(lambda: self._ecc(h, nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED)),
+                    retired_pages=read(lambda: self._retired_pages(h)),
+                )
+            )
+        return samples
+
+    def note_busy(self, indexes: set[int]) -> None:
+        """Real GPUs report their own load."""
+
+    def close(self) -> None:
+        self._optional(self._nvml.nvmlShutdown)
+
+    def _ecc(self, handle, error_type) -> int:
+        """Lifetime (aggregate) ECC errors: what hardware-ageing analysis needs, unlike the
+        volatile counter that a driver reload resets."""
+        return self._nvml.nvmlDeviceGetTotalEccErrors(handle, error_type, self._nvml.NVML_AGGREGATE_ECC)
+
+    def _retired_pages(self, handle) -> int:
+        nvml = self._nvml
+        causes = (
+            nvml.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS,
+            nvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR,
+        )
+        return sum(len(nvml.nvmlDeviceGetRetiredPages(handle, cause)) for cause in causes)
+
+    def _numa_node(self, handle, bus_id: str | None) -> int | None:
+        """NVML knows the NUMA node on recent drivers; otherwise Linux does, in sysfs (-1: none)."""
+        node = self._optional(lambda: self._nvml.nvmlDeviceGetNumaNodeId(handle))
+        if node is None and bus_id:
+            # NVML's bus id has an 8-digit domain (00000000:04:00.0); sysfs uses 4 (0000:04:00.0).
+            path = self._sysfs / bus_id.lower()[-12:] / "numa_node"
+            try:
+                node = int(path.read_text().strip())
+            except (OSError, ValueError):
+                return None
+        return node if node is not None and node >= 0 else None
+
+    def _optional(self, read):
+        """read(), or None where the device, driver or binding does not support it."""
+        try:
+            return read()
+        except self._nvml.NVMLError:
+            return None
+        except AttributeError:  # an nvidia-ml-py too old to know the function
+            return None

@@ -1,0 +1,110 @@
+"""The simulated GPU backend: the NVML interface over made-up devices, for demos and tests.
+
+Power follows the GPU type's power curve (the control plane's, piecewise linear in
+utilisation) with per-sample noise; a GPU running a job is busy (utilisation about 0.9),
+others idle. Pure Python and seeded, so a run can be repeated. UUIDs follow the demo
+inventory's (telemetry.demo_inventory), so a simulated agent for a demo node reports the very
+GPUs `load_demo_cluster` registered.
+"""
+import random
+from dataclasses import dataclass
+
+from ..demo_inventory import demo_gpu_uuid
+from .gpus import GpuInfo, GpuSample
+
+BUSY_UTILIZATION = 0.9
+
+
+@dataclass(frozen=True)
+class SimulatedType:
+    """What the simulation needs of a GPU type (from GET /api/gpu-types/)."""
+
+    name: str
+    memory_gb: float
+    power_curve: tuple[tuple[float, float], ...]  # (utilisation, watts), increasing utilisation
+    clock_mhz: float = 1380.0
+
+    def power_at(self, utilization: float) -> float:
+        points = self.power_curve
+        if utilization <= points[0][0]:
+            return points[0][1]
+        for (u0, w0), (u1, w1) in zip(points, points[1:]):
+            if utilization <= u1:
+                return w0 + (w1 - w0) * (utilization - u0) / (u1 - u0)
+        return points[-1][1]
+
+
+def parse_gpu_spec(spec: str) -> list[tuple[str, int]]:
+    """'v100:4,k80:8' -> [('v100', 4), ('k80', 8)]; ValueError with the culprit otherwise."""
+    parsed = []
+    for part in filter(None, (piece.strip() for piece in spec.split(","))):
+        name, _, count = part.partition(":")
+        if not name or not count.isdigit() or int(count) < 1:
+            raise ValueError(f"{part!r} is not <gpu type>:<count>, e.g. v100:4")
+        parsed.append((name.strip().lower(), int(count)))
+    if not parsed:
+        raise ValueError("no GPUs given; e.g. --gpus v100:4,k80:8")
+    return parsed
+
+
+class SimulatedBackend:
+    name = "simulated"
+
+    def __init__(self, *, hostname: str, layout: list[tuple[str, int]], types: dict[str, SimulatedType],
+                 seed: int = 0, noise: float = 0.03):
+        unknown = sorted({name for name, _ in layout} - set(types))
+        if unknown:
+            raise ValueError(f"unknown GPU type(s) {', '.join(unknown)}; known: {', '.join(sorted(types))}")
+        self._hostname, self._layout, self._types = hostname, layout, types
+        self._rng = random.Random(seed)
+        self._noise = noise
+        self._busy: set[int] = set()
+        self._devices: list[tuple[GpuInfo, SimulatedType]] = []
+
+    def open(self) -> None:
+        index = 0
+        for type_name, count in self._layout:
+            gpu_type = self._types[type_name]
+            for _ in range(count):
+                info = GpuInfo(
+                    index=index,
+                    uuid=demo_gpu_uuid(self._hostname, index),  # a demo node's own GPUs, same rows
+                    product_name=f"GOGH simulated {type_name.upper()}",
+                    pci_bus_id=f"00000000:{index + 4:02x}:00.0",
+                    numa_node=0,
+                    memory_gb=gpu_type.memory_gb,
+                    gpu_type=type_name,
+                )
+                self._devices.append((info, gpu_type))
+                index += 1
+
+    def devices(self) -> list[GpuInfo]:
+        return [info for info, _ in self._devices]
+
+    def note_busy(self, indexes: set[int]) -> None:
+        self._busy = set(indexes)
+
+    def sample(self, now: float) -> list[GpuSample]:
+        samples = []
+        for info, gpu_type in self._devices:
+            busy = info.index in self._busy
+            util = min(1.0, max(0.0, self._rng.gauss(BUSY_UTILIZATION, self._noise))) if busy else 0.0
+            power = gpu_type.power_at(util) * max(0.0, 1 + self._rng.gauss(0, self._noise))
+            samples.append(
+                GpuSample(
+                    uuid=info.uuid,
+                    ts=now,
+                    power_w=round(power, 2),
+                    utilization=round(util, 3),
+                    memory_used_mb=round(gpu_type.memory_gb * 1024 * (0.6 if busy else 0.0), 1),
+                    sm_clock_mhz=gpu_type.clock_mhz if busy else 300.0,
+                    temperature_c=round(35 + 45 * util + self._rng.gauss(0, 0.5), 1),
+                    ecc_corrected=0,
+                    ecc_uncorrected=0,
+                    retired_pages=0,
+                )
+            )
+        return samples
+
+    def close(self) -> None:
+        """Nothing to release."""

@@ -1,0 +1,89 @@
+"""Agents' telemetry reports on the wire: sample batches and job progress. Strict (unknown
+fields are errors); the rules that need the database (whose GPU, whose job) are the services'."""
+from rest_framework import serializers
+from rest_framework.settings import api_settings
+
+from gogh_web.api.strict import StrictFieldsMixin
+
+from ..models import Gpu
+from ..services.job_progress import REPORT_STATUSES
+
+MAX_SAMPLES_PER_BATCH = 1000
+
+
+def _reading(**limits) -> serializers.FloatField:
+    return serializers.FloatField(required=False, default=None, allow_null=True, **limits)
+
+
+def _counter() -> serializers.IntegerField:
+    return serializers.IntegerField(required=False, default=None, allow_null=True, min_value=0)
+
+
+class GpuSampleSerializer(StrictFieldsMixin, serializers.Serializer):
+    gpu = serializers.CharField(max_length=Gpu._meta.get_field("uuid").max_length, help_text="NVML UUID.")
+    ts = serializers.DateTimeField(help_text="When the GPU was read (ISO 8601 with a zone).")
+    power_w = _reading(min_value=0, max_value=10_000)
+    utilization = _reading(min_value=0, max_value=1, help_text="0..1")
+    memory_used_mb = _reading(min_value=0, max_value=10_000_000)
+    sm_clock_mhz = _reading(min_value=0, max_value=100_000)
+    temperature_c = _reading(min_value=-100, max_value=250)
+    ecc_corrected = _counter()
+    ecc_uncorrected = _counter()
+    retired_pages = _counter()
+
+
+class SampleBatchSerializer(StrictFieldsMixin, serializers.Serializer):
+    samples = GpuSampleSerializer(many=True, allow_empty=False, max_length=MAX_SAMPLES_PER_BATCH)
+    dropped = serializers.IntegerField(
+        required=False, default=None, allow_null=True, min_value=0,
+        help_text="Samples the agent dropped from its full buffer since it started.",
+    )
+
+
+class SampleBatchResultSerializer(serializers.Serializer):
+    accepted = serializers.IntegerField()
+
+
+class JobProgressSerializer(StrictFieldsMixin, serializers.Serializer):
+    job = serializers.IntegerField(min_value=1)
+    status = serializers.ChoiceField(choices=REPORT_STATUSES)
+    steps = serializers.IntegerField(min_value=0)
+    total_steps = serializers.IntegerField(required=False, default=None, allow_null=True, min_value=1)
+    steps_per_s = serializers.FloatField(required=False, default=None, allow_null=True, min_value=0, max_value=1e9)
+    exit_code = serializers.IntegerField(required=False, default=None, allow_null=True, min_value=-255, max_value=255)
+    message = serializers.CharField(required=False, default="", allow_blank=True, max_length=300)
+
+
+class AssignmentSerializer(serializers.Serializer):
+    """A job the node's agent must run on the listed GPUs (its open allocations there)."""
+
+    job = serializers.IntegerField()
+    state = serializers.CharField()
+    allocations = serializers.ListField(child=serializers.IntegerField())
+    gpu_indexes = serializers.ListField(child=serializers.IntegerField())
+    gpu_type = serializers.CharField()
+    workload = serializers.CharField()
+    partner = serializers.CharField(allow_null=True, help_text="Workload of the job sharing these GPUs.")
+    command = serializers.CharField()
+    environment = serializers.DictField(child=serializers.CharField())
+    total_steps = serializers.IntegerField(allow_null=True)
+    steps_done = serializers.IntegerField()
+
+
+def field_paths(errors, prefix: str = "") -> dict[str, list[str]]:
+    """DRF's nested errors as flat field paths, e.g. {"samples[3].power_w": [...]}, the shape
+    the inventory's errors have."""
+    if isinstance(errors, dict):
+        flat = {}
+        for key, value in errors.items():
+            if key == api_settings.NON_FIELD_ERRORS_KEY and prefix:
+                flat.update(field_paths(value, prefix))  # "samples": the list itself is wrong
+            else:
+                flat.update(field_paths(value, f"{prefix}.{key}" if prefix else str(key)))
+        return flat
+    if isinstance(errors, list) and errors and all(isinstance(item, (dict, list)) for item in errors):
+        flat = {}
+        for position, item in enumerate(errors):
+            flat.update(field_paths(item, f"{prefix}[{position}]"))
+        return flat
+    return {prefix: [str(message) for message in errors]} if errors else {}

@@ -1,0 +1,32 @@
+"""Every write of the telemetry app goes through these functions (keyword-only, atomic):
+the inventory (nodes.py), the requeue of jobs on down nodes (requeue.py), GPU samples
+(samples.py) and agents' job reports (job_progress.py). Who may report for what: access.py."""
+from .job_progress import NotAssigned, job_progress_report
+from .nodes import (
+    agent_account_ensure,
+    agent_token_ensure,
+    gpu_set_state,
+    node_heartbeat,
+    node_leave,
+    node_register,
+    node_set_state,
+    nodes_mark_silent_down,
+)
+from .requeue import jobs_requeue_from_nodes
+from .samples import gpu_samples_downsample, gpu_samples_ingest
+
+__all__ = [
+    "NotAssigned",
+    "agent_account_ensure",
+    "agent_token_ensure",
+    "gpu_samples_downsample",
+    "gpu_samples_ingest",
+    "gpu_set_state",
+    "job_progress_report",
+    "jobs_requeue_from_nodes",
+    "node_heartbeat",
+    "node_leave",
+    "node_register",
+    "node_set_state",
+    "nodes_mark_silent_down",
+]

@@ -1,0 +1,112 @@
+"""What an agent reports of a running job: progress, its end, and the throughput it observed.
+
+The job's state moves only through scheduler.services.job_transition (placed -> running on
+the first report, running -> succeeded / failed at the end). Observed throughput becomes a
+catalog Measurement (source telemetry) at most once per GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S
+per job and once at its end, so one long job cannot flood the catalog's sliding window.
+"""
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.db.models import Avg
+from django.utils import timezone
+
+from catalog.models import Measurement, MeasurementSource
+from scheduler.lifecycle import JobState
+from scheduler.models import Allocation, Job, SolveTrigger
+from scheduler.services import job_transition, scheduling_round_request
+
+from ..models import GpuSample
+from .access import check_is_agent, may_report
+
+RUNNING, SUCCEEDED, FAILED = "running", "succeeded", "failed"
+REPORT_STATUSES = (RUNNING, SUCCEEDED, FAILED)
+#: Power and utilisation of a measurement: the mean of the job's GPUs over this last stretch.
+SAMPLE_WINDOW_S = 60
+
+
+class NotAssigned(Exception):
+    """The job has no open allocation any more (cancelled, preempted, moved): the agent should
+    stop it. The API answers 409."""
+
+
+@transaction.atomic
+def job_progress_report(
+    *, agent_user, job_id: int, status: str, steps: int, total_steps: int | None = None,
+    steps_per_s: float | None = None, exit_code: int | None = None, message: str = "", now=None,
+) -> Job:
+    """Record an agent's report on a job allocated to its node; the job as it is now.
+    `steps` only ever raises Job.steps_done; `total_steps` fills Job.total_steps if it is empty.
+
+    Raises ValidationError for an unknown job, PermissionDenied when the job's allocations are
+    on nodes of other agents, NotAssigned when it has none open."""
+    check_is_agent(agent_user)
+    now = now or timezone.now()
+    job = Job.objects.select_for_update().select_related("workload").filter(pk=job_id).first()
+    if job is None:
+        raise ValidationError({"job": [f"No job {job_id}."]})
+    allocations = list(
+        Allocation.objects.filter(job=job, end__isnull=True).select_related("gpu__node", "gpu__gpu_type", "partner")
+    )
+    if not allocations:
+        raise NotAssigned(f"Job {job_id} has no open allocation; stop it.")
+    if not any(may_report(allocation.gpu.node, agent_user) for allocation in allocations):
+        raise PermissionDenied(f"Job {job_id} is not allocated to a node this account registered.")
+
+    Job.objects.filter(pk=job.pk, steps_done__lt=steps).update(steps_done=steps)
+    if total_steps is not None:  # the job knows its length; the submitter may not have said
+        Job.objects.filter(pk=job.pk, total_steps__isnull=True).update(total_steps=total_steps)
+    if job.state == JobState.PLACED.value:
+        job = job_transition(job=job, to=JobState.RUNNING.value, reason="Started by its node agent.", now=now)
+    if steps_per_s is not None and _measurement_due(job, now, final=status != RUNNING):
+        _record_measurement(job, allocations, steps_per_s, now)
+    if status == SUCCEEDED:
+        job = job_transition(job=job, to=JobState.SUCCEEDED.value, reason=message or "Exited with status 0.", now=now)
+    elif status == FAILED:
+        reason = message or f"Exited with status {exit_code}."
+        job = job_transition(job=job, to=JobState.FAILED.value, reason=reason, now=now)
+    if status in (SUCCEEDED, FAILED):  # its GPUs are free: pending jobs may fit now
+        scheduling_round_request(trigger=SolveTrigger.FINISH)
+    job.refresh_from_db()
+    return job
+
+
+def measurement_reference(job_id: int) -> str:
+    """The provenance of a job's telemetry measurements, which also finds them again."""
+    return f"telemetry: job {job_id}"
+
+
+def _measurement_due(job: Job, now, *, final: bool) -> bool:
+    if final:
+        return True
+    interval = timedelta(seconds=settings.GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S)
+    return not Measurement.objects.filter(
+        source=MeasurementSource.TELEMETRY, reference=measurement_reference(job.pk), observed_at__gt=now - interval
+    ).exists()
+
+
+def _record_measurement(job: Job, allocations: list[Allocation], steps_per_s: float, now) -> None:
+    """The observed throughput of the whole job on its GPUs, with their recent mean power and
+    utilisation. Skipped for a job spread over several GPU types: a catalog record has one."""
+    gpu_types = {allocation.gpu.gpu_type for allocation in allocations}
+    if len(gpu_types) != 1 or steps_per_s < 0:
+        return
+    partner = next((a.partner for a in allocations if a.partner_id), None)
+    recent = GpuSample.objects.filter(
+        gpu__in=[a.gpu for a in allocations], ts__gt=now - timedelta(seconds=SAMPLE_WINDOW_S)
+    ).aggregate(power_w=Avg("power_w"), utilization=Avg("utilization"))
+    Measurement.objects.create(
+        workload=job.workload,
+        gpu_type=gpu_types.pop(),
+        num_gpus=len(allocations),
+        consolidated=len({a.gpu.node_id for a in allocations}) == 1,
+        partner=partner.workload if partner else None,
+        throughput=steps_per_s,
+        power_w=recent["power_w"],
+        utilization=recent["utilization"],
+        source=MeasurementSource.TELEMETRY,
+        reference=measurement_reference(job.pk),
+        observed_at=now,
+    )

@@ -1,0 +1,115 @@
+"""Writes of GPU samples: agents' batches in, per-minute aggregates out.
+
+A batch is all or nothing: one bad sample refuses the whole batch (400, every bad item named
+by its path, e.g. `samples[3].gpu`), like a registration or a measurement import. The agent
+builds samples from NVML and turns unreadable values into null, so a bad item means a broken
+or foreign agent, and a partly stored batch would only hide that; a batch naming a GPU of a
+node that is not the caller's is refused with 403.
+"""
+from datetime import timedelta
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.db.models import Avg, Count, Max
+from django.db.models.functions import TruncMinute
+from django.utils import timezone
+
+from ..models import Gpu, GpuSample, GpuSampleMinute, Node
+from .access import check_is_agent, may_report
+
+#: A sample stamped further ahead than this is refused: the agent's clock is wrong.
+MAX_CLOCK_AHEAD_S = 300
+_MEASURES = [
+    "power_w", "utilization", "memory_used_mb", "sm_clock_mhz", "temperature_c",
+    "ecc_corrected", "ecc_uncorrected", "retired_pages",
+]
+
+
+@transaction.atomic
+def gpu_samples_ingest(*, agent_user, samples: list[dict], dropped: int | None = None, now=None) -> int:
+    """Store a batch of samples (dicts: gpu = UUID, ts, and the _MEASURES, None where unread);
+    how many were accepted. A sample already stored (same GPU and instant) is not stored twice,
+    so an agent may resend a batch whose answer it lost. `dropped`: the agent's count of
+    samples lost to its full buffer, kept on the batch's nodes."""
+    check_is_agent(agent_user)
+    now = now or timezone.now()
+    gpus = {gpu.uuid: gpu for gpu in Gpu.objects.select_related("node").filter(uuid__in={s["gpu"] for s in samples})}
+    foreign = sorted({gpu.node.hostname for gpu in gpus.values() if not may_report(gpu.node, agent_user)})
+    if foreign:
+        raise PermissionDenied(f"The batch holds GPUs of node(s) {', '.join(foreign)}, which this account did not register.")
+    errors = {}
+    for position, sample in enumerate(samples):
+        if sample["gpu"] not in gpus:
+            errors[f"samples[{position}].gpu"] = [f"No GPU with UUID {sample['gpu']} is registered."]
+        if sample["ts"] > now + timedelta(seconds=MAX_CLOCK_AHEAD_S):
+            errors[f"samples[{position}].ts"] = [f"More than {MAX_CLOCK_AHEAD_S} s in the future; is the node's clock set?"]
+    if errors:
+        raise ValidationError(errors)
+    rows = [GpuSample(gpu=gpus[s["gpu"]], ts=s["ts"], **{m: s.get(m) for m in _MEASURES}) for s in samples]
+    GpuSample.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+    if dropped is not None:
+        Node.objects.filter(pk__in={gpu.node_id for gpu in gpus.values()}).update(samples_dropped=dropped)
+    return len(rows)
+
+
+@transaction.atomic
+def gpu_samples_downsample(*, retention_s: float, now=None) -> int:
+    """Fold raw samples older than `retention_s` (whole minutes only) into per-minute aggregates
+    and delete them; the number of raw rows folded. Run by Celery beat.
+
+    A minute that already has an aggregate (samples that arrived late, after their minute was
+    folded) is merged into it, weighting means by sample counts."""
+    now = now or timezone.now()
+    cutoff = (now - timedelta(seconds=retention_s)).replace(second=0, microsecond=0)
+    old = GpuSample.objects.filter(ts__lt=cutoff)
+    groups = list(
+        old.annotate(minute=TruncMinute("ts"))
+        .values("gpu_id", "minute")
+        .annotate(
+            samples=Count("id"), power_w_mean=Avg("power_w"), power_w_max=Max("power_w"),
+            utilization_mean=Avg("utilization"), memory_used_mb_max=Max("memory_used_mb"),
+            sm_clock_mhz_mean=Avg("sm_clock_mhz"), temperature_c_max=Max("temperature_c"),
+            ecc_corrected_max=Max("ecc_corrected"), ecc_uncorrected_max=Max("ecc_uncorrected"),
+            retired_pages_max=Max("retired_pages"),
+        )
+        .order_by()
+    )
+    if not groups:
+        return 0
+    existing = {
+        (row.gpu_id, row.minute): row
+        for row in GpuSampleMinute.objects.select_for_update().filter(
+            gpu_id__in={g["gpu_id"] for g in groups}, minute__in={g["minute"] for g in groups}
+        )
+    }
+    new, merged = [], []
+    for group in groups:
+        row = existing.get((group["gpu_id"], group["minute"]))
+        if row is None:
+            new.append(GpuSampleMinute(**group))
+        else:
+            _merge(row, group)
+            merged.append(row)
+    GpuSampleMinute.objects.bulk_create(new, batch_size=500)
+    GpuSampleMinute.objects.bulk_update(merged, [f for f in _aggregate_fields() if f != "minute"], batch_size=500)
+    folded, _ = old.delete()
+    return folded
+
+
+def _aggregate_fields() -> list[str]:
+    return [f.name for f in GpuSampleMinute._meta.concrete_fields if f.name not in ("id", "gpu")]
+
+
+def _merge(row: GpuSampleMinute, group: dict) -> None:
+    total = row.samples + group["samples"]
+    for field in _aggregate_fields():
+        ours, theirs = getattr(row, field), group[field]
+        if field in ("minute", "samples") or theirs is None:
+            continue
+        if ours is None:
+            setattr(row, field, theirs)
+        elif field.endswith("_mean"):
+            setattr(row, field, (ours * row.samples + theirs * group["samples"]) / total)
+        else:
+            setattr(row, field, max(ours, theirs))
+    row.samples = total

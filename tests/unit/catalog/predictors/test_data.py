@@ -1,0 +1,57 @@
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+
+from catalog.predictors import CatalogPolicy, Record, build_catalog
+
+T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+
+
+def records(extra=()):
+    base = [
+        Record("A (batch size 8)", "v100", 10.0, source="profiling"),
+        Record("B (batch size 8)", "v100", 20.0, source="profiling"),
+        Record("A (batch size 8)", "v100", 4.0, partner="B (batch size 8)", partner_throughput=12.0, source="profiling"),
+    ]
+    return base + list(extra)
+
+
+def test_rho_is_fraction_of_isolated_and_clipped():
+    catalog = build_catalog(records([Record("B (batch size 8)", "v100", 30.0, partner="A (batch size 8)",
+                                            source="profiling")]))
+    a, b = catalog.index("A (batch size 8)"), catalog.index("B (batch size 8)")
+    assert catalog.rho[a, b, 0] == 0.4
+    assert catalog.rho[b, a, 0] == 1.0  # 30 / 20 clipped
+    assert np.isnan(catalog.rho[a, a, 0])
+
+
+def test_sliding_window_keeps_newest_records():
+    telemetry = [Record("A (batch size 8)", "v100", v, partner="B (batch size 8)", source="telemetry",
+                        observed_at=T0 + timedelta(minutes=i)) for i, v in enumerate([1.0, 1.0, 1.0, 9.0, 9.0, 9.0])]
+    only_telemetry = [r for r in records() if r.partner is None] + telemetry
+    catalog = build_catalog(only_telemetry, CatalogPolicy(window=3, min_samples=3))
+    assert catalog.rho[0, 1, 0] == 0.9
+
+
+def test_below_min_samples_is_unknown():
+    telemetry = [Record("A (batch size 8)", "v100", 5.0, partner="B (batch size 8)", source="telemetry",
+                        observed_at=T0)] * 2
+    catalog = build_catalog([r for r in records() if r.partner is None] + telemetry, CatalogPolicy(min_samples=3))
+    assert np.isnan(catalog.rho[0, 1, 0])
+    assert catalog.samples[0, 1, 0] == 2
+
+
+def test_telemetry_outliers_are_rejected():
+    values = [5.0, 5.1, 4.9, 5.0, 5.05, 50.0]
+    telemetry = [Record("A (batch size 8)", "v100", v, partner="B (batch size 8)", source="telemetry",
+                        observed_at=T0 + timedelta(seconds=i)) for i, v in enumerate(values)]
+    catalog = build_catalog([r for r in records() if r.partner is None] + telemetry)
+    assert catalog.samples[0, 1, 0] == 5
+    assert abs(catalog.rho[0, 1, 0] - 0.5) < 0.01
+
+
+def test_without_hides_every_record_of_a_workload(catalog):
+    name = catalog.workloads[0]
+    smaller = catalog.without([name])
+    assert name not in smaller.workloads
+    assert smaller.rho.shape == (len(catalog.workloads) - 1,) * 2 + (len(catalog.gpu_types),)

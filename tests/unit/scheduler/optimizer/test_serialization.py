@@ -1,0 +1,31 @@
+"""A cell travels to a worker as JSON and its allocation comes back unchanged."""
+import json
+
+from scheduler.optimizer import get_solver
+from scheduler.optimizer.serialization import allocation_from_dict, allocation_to_dict, problem_from_dict, problem_to_dict
+
+from .factory import TablePredictions, gpu_type, job, node, problem
+
+
+def sample():
+    preds = TablePredictions(
+        taus={("a", "fast", 1, True): 10, ("a", "fast", 2, True): 18, ("a", "fast", 2, False): 15, ("b", "slow", 1, True): 4},
+        rhos={("a", "a", "fast"): 0.6},
+    )
+    jobs = [job(1, "a", tmin=5), job(2, "a", tmin=5, current=(["f-1"], None)), job(3, "a", tmin=12, dj=2), job(4, "b", tmin=3)]
+    return problem(jobs, node("fast", "f", 4) + node("slow", "s", 2), [gpu_type("fast", 300), gpu_type("slow", 100)], preds,
+                   fairness=True, seed=3)
+
+
+def test_problem_round_trip_gives_the_same_decision():
+    p = sample()
+    q = problem_from_dict(json.loads(json.dumps(problem_to_dict(p))))
+    assert q.jobs == p.jobs and q.gpus == p.gpus and q.settings == p.settings and q.gpu_types == p.gpu_types
+    assert get_solver("ilp").solve(q).placements == get_solver("ilp").solve(p).placements
+
+
+def test_allocation_round_trip():
+    allocation = get_solver("ilp").solve(sample())
+    back = allocation_from_dict(json.loads(json.dumps(allocation_to_dict(allocation))))
+    assert back.placements == allocation.placements and back.reasons == allocation.reasons
+    assert (back.status, back.power_w, back.variables) == (allocation.status, allocation.power_w, allocation.variables)

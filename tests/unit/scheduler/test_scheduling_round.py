@@ -1,0 +1,182 @@
+"""A scheduling round against the database: problem built from jobs, GPUs and catalog rows,
+decision applied in one transaction, SolveRun recorded; dry runs change nothing."""
+import pytest
+from django.utils import timezone
+
+from catalog.models import Measurement
+from scheduler import services
+from scheduler.models import Allocation, Job, SolveRun, SolverConfig, SolverConfigChange
+from telemetry.models import Gpu, GpuState, Node
+
+
+@pytest.fixture
+def measured(cluster, resnet50, lm, v100, k80):
+    """ResNet-50: 10/s on V100, 4/s on K80, 18/s on 2 V100; LM: 30/s on V100, 20/s on K80."""
+    now = timezone.now()
+    rows = [
+        (resnet50, v100, 1, 10.0), (resnet50, k80, 1, 4.0), (resnet50, v100, 2, 18.0), (lm, v100, 1, 30.0), (lm, k80, 1, 20.0),
+    ]
+    for workload, gpu_type, k, tau in rows:
+        Measurement.objects.create(workload=workload, gpu_type=gpu_type, num_gpus=k, throughput=tau, source="reference",
+                                   observed_at=now)
+    return cluster
+
+
+def submit(owner, workload, tmin, dj=1, priority=0):
+    return services.job_submit(owner=owner, workload=workload, min_throughput=tmin, max_gpus=dj, priority=priority).job
+
+
+def test_round_places_jobs_on_the_cheapest_gpus_meeting_t_min(measured, alice, resnet50, lm):
+    fast_needed = submit(alice, resnet50, tmin=8)  # only V100 reaches 8/s
+    k80_will_do = submit(alice, lm, tmin=15)  # K80 (150 W) beats V100 (300 W)
+    result = services.scheduling_round_run(trigger="manual")
+
+    run = result.solve_run
+    assert run.solver == "ilp" and run.status == "optimal" and not run.dry_run
+    assert run.num_jobs == 2 and run.num_gpus == 6 and run.num_placed == 2
+    assert run.num_variables > 0 and run.duration_s >= 0 and run.power_w == pytest.approx(450)
+    fast_needed.refresh_from_db(), k80_will_do.refresh_from_db()
+    assert fast_needed.state == "placed" and fast_needed.placed_at is not None and fast_needed.pending_reason == ""
+    [on_v100] = fast_needed.allocations.filter(end__isnull=True)
+    assert on_v100.gpu.gpu_type.name == "v100" and on_v100.solve_run == run
+    assert on_v100.predicted_throughput == 10.0 and on_v100.predicted_power_w == 300
+    assert k80_will_do.allocations.get(end__isnull=True).gpu.gpu_type.name == "k80"
+
+
+def test_second_round_keeps_placed_jobs_where_they_are(measured, alice, resnet50):
+    job = submit(alice, resnet50, tmin=8)
+    services.scheduling_round_run(trigger="manual")
+    first = Allocation.objects.get(job=job)
+    services.scheduling_round_run(trigger="periodic")
+    assert list(Allocation.objects.filter(job=job)) == [first] and first.end is None
+    job.refresh_from_db()
+    assert job.state == "placed"
+
+
+def test_demand_over_capacity_leaves_jobs_pending_with_reasons(measured, alice, bob, resnet50):
+    jobs = [submit(alice, resnet50, tmin=8) for _ in range(5)]  # 4 V100s: one job must wait
+    hopeless = submit(bob, resnet50, tmin=50, dj=2)
+    services.scheduling_round_run(trigger="manual")
+    states = sorted(Job.objects.get(pk=j.pk).state for j in jobs)
+    assert states == ["pending", "placed", "placed", "placed", "placed"]
+    waiting = Job.objects.get(pk__in=[j.pk for j in jobs], state="pending")
+    assert "Not admitted" in waiting.pending_reason
+    hopeless.refresh_from_db()
+    assert hopeless.state == "pending" and "No GPU type reaches T_min" in hopeless.pending_reason
+
+
+def test_higher_priority_job_preempts_a_placed_one(measured, alice, resnet50):
+    low = [submit(alice, resnet50, tmin=8) for _ in range(4)]
+    services.scheduling_round_run(trigger="manual")
+    urgent = submit(alice, resnet50, tmin=8, priority=10)
+    services.scheduling_round_run(trigger="submit")
+    urgent.refresh_from_db()
+    assert urgent.state == "placed"
+    preempted = [j for j in Job.objects.filter(pk__in=[j.pk for j in low]) if j.state == "pending"]
+    assert len(preempted) == 1 and "Preempted by solve" in preempted[0].pending_reason
+    assert not preempted[0].allocations.filter(end__isnull=True).exists()
+
+
+def test_dry_run_changes_nothing_but_records_the_run(measured, alice, resnet50):
+    job = submit(alice, resnet50, tmin=8)
+    result = services.scheduling_round_run(trigger="manual", dry_run=True)
+    assert result.solve_run.dry_run and str(job.pk) in result.allocation.placements
+    job.refresh_from_db()
+    assert job.state == "pending" and not Allocation.objects.exists()
+
+
+def test_failed_gpus_and_down_nodes_are_not_used(measured, alice, resnet50):
+    Gpu.objects.filter(gpu_type__name="v100").update(state=GpuState.FAILED)
+    job = submit(alice, resnet50, tmin=8)
+    result = services.scheduling_round_run(trigger="manual")
+    assert result.solve_run.num_gpus == 2
+    job.refresh_from_db()
+    assert job.state == "pending" and "No GPU type reaches T_min" in job.pending_reason
+
+
+def test_round_uses_the_configured_solver_and_records_fallbacks(measured, alice, staff, resnet50):
+    services.solver_config_update(by=staff, values={"time_limit_s": 0.1})
+    SolverConfig.objects.update(time_limit_s=0.0)  # below what the form allows: forces the time-out path
+    submit(alice, resnet50, tmin=8)
+    run = services.scheduling_round_run(trigger="manual").solve_run
+    assert run.status == "fallback" and "greedy" in run.fallback_reason and run.num_placed == 1
+    assert SolveRun.objects.count() == 1
+
+
+def test_solver_settings_changes_are_audited(staff):
+    config = services.solver_config_update(by=staff, values={"solver": "genetic", "gap": 0.05, "theta": 2})
+    assert config.solver == "genetic" and config.gap == 0.05
+    changes = {c.field: (c.old_value, c.new_value, c.changed_by) for c in SolverConfigChange.objects.all()}
+    assert changes == {"solver": ("ilp", "genetic", staff), "gap": ("0.01", "0.05", staff)}  # theta unchanged
+
+
+def test_invalid_solver_settings_are_refused_and_not_audited(staff):
+    from django.core.exceptions import ValidationError
+
+    with pytest.raises(ValidationError):
+        services.solver_config_update(by=staff, values={"solver": "quantum"})
+    assert not SolverConfigChange.objects.exists() and SolverConfig.load().solver == "ilp"
+
+
+def test_submit_and_cancel_ask_for_one_debounced_round_after_commit(alice, resnet50, cluster, monkeypatch,
+                                                                   django_capture_on_commit_callbacks):
+    from django.core.cache import cache
+
+    from scheduler import tasks
+
+    sent = []
+    monkeypatch.setattr(tasks.scheduling_round, "apply_async", lambda **kw: sent.append(kw))
+    cache.delete(services.ROUND_REQUESTED_KEY)
+    with django_capture_on_commit_callbacks(execute=True):
+        job = submit(alice, resnet50, tmin=8)
+        submit(alice, resnet50, tmin=8)
+    assert sent == [{"kwargs": {"trigger": "submit"}, "countdown": 2.0}]  # two submissions, one round
+    cache.delete(services.ROUND_REQUESTED_KEY)
+    with django_capture_on_commit_callbacks(execute=True):
+        services.job_cancel(job=job, by=alice)
+    assert sent[-1] == {"kwargs": {"trigger": "cancel"}, "countdown": 2.0}
+
+
+def test_round_with_the_cells_solver(measured, alice, resnet50, lm):
+    submit(alice, resnet50, tmin=8)
+    submit(alice, lm, tmin=15)
+    run = services.scheduling_round_run(trigger="manual", solver="cells").solve_run
+    assert run.solver == "cells" and run.num_placed == 2 and run.power_w == pytest.approx(450)
+
+
+def _solving_while(monkeypatch, meanwhile):
+    """Make the round's solver run `meanwhile()` after solving, as if another process acted then."""
+    real = services.optimizer.get_solver
+
+    class Racing:
+        def __init__(self, name):
+            self.inner = real(name)
+
+        def solve(self, problem):
+            allocation = self.inner.solve(problem)
+            meanwhile()
+            return allocation
+
+    monkeypatch.setattr(services.optimizer, "get_solver", Racing)
+
+
+def test_a_decision_overtaken_by_another_round_is_not_applied(measured, alice, bob, resnet50, monkeypatch,
+                                                              django_capture_on_commit_callbacks):
+    job = submit(alice, resnet50, tmin=8)
+    other = submit(bob, resnet50, tmin=8)
+    gpu = Gpu.objects.filter(gpu_type__name="v100").first()
+    _solving_while(monkeypatch, lambda: Allocation.objects.create(job=other, gpu=gpu, start=timezone.now()))
+    with django_capture_on_commit_callbacks() as callbacks:
+        run = services.scheduling_round_run(trigger="periodic").solve_run
+    assert run.status == "superseded" and run.num_placed == 2
+    job.refresh_from_db()
+    assert job.state == "pending" and not job.allocations.exists()
+    assert len(callbacks) == 1  # a fresh round is asked for
+
+
+def test_a_decision_using_a_node_gone_down_is_not_applied(measured, alice, resnet50, monkeypatch):
+    job = submit(alice, resnet50, tmin=8)
+    _solving_while(monkeypatch, lambda: Node.objects.filter(gpus__gpu_type__name="v100").update(state="down"))
+    assert services.scheduling_round_run(trigger="periodic").solve_run.status == "superseded"
+    job.refresh_from_db()
+    assert job.state == "pending"

@@ -1,0 +1,88 @@
+"""A stand-in control plane for agent tests: a real HTTP server on localhost speaking the
+agent's endpoints, recording what it receives; it can be stopped and started on the same port
+to simulate an outage. State lives in the object, so it survives a restart."""
+import json
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+NODE_ID = 7
+
+
+class FakeControlPlane:
+    def __init__(self, token="agent-token"):
+        self.token = token
+        self.registrations, self.heartbeats, self.samples, self.progress = [], 0, [], []
+        self.assignments: list[dict] = []
+        self.dropped_reports: list[int | None] = []
+        self.left = False
+        self.node_deleted = False  # an operator deleted the node: its endpoints answer 404
+        self.lock = threading.Lock()
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._server = None
+
+    def start(self):
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), _handler(self))
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self):
+        self._server.shutdown()
+        self._server.server_close()
+
+    def answer(self, method: str, path: str, body):
+        """(status, body) for a request, as the real control plane would answer."""
+        with self.lock:
+            if method == "POST" and path == "/api/nodes/register/":
+                self.registrations.append(body)
+                return 201, {"id": NODE_ID, "hostname": body["hostname"]}
+            if self.node_deleted and path.startswith(f"/api/nodes/{NODE_ID}/"):
+                return 404, {"detail": "No Node matches the given query."}
+            if method == "POST" and path == f"/api/nodes/{NODE_ID}/heartbeat/":
+                self.heartbeats += 1
+                return 200, {"state": "ready"}
+            if method == "GET" and path == f"/api/nodes/{NODE_ID}/assignments/":
+                return 200, self.assignments
+            if method == "POST" and path == "/api/telemetry/samples/":
+                self.samples.extend(body["samples"])
+                self.dropped_reports.append(body["dropped"])
+                return 201, {"accepted": len(body["samples"])}
+            if method == "POST" and path == "/api/telemetry/job-progress/":
+                self.progress.append(body)
+                return 200, {"job": body["job"]}
+            if method == "POST" and path == f"/api/nodes/{NODE_ID}/leave/":
+                self.left = True
+                return 200, {"state": "down"}
+            return 404, {"detail": "Not found."}
+
+
+def _handler(plane: FakeControlPlane):
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def _serve(self, method):
+            if self.headers.get("Authorization") != f"Token {plane.token}":
+                return self._reply(401, {"detail": "Invalid token."})
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length)) if length else None
+            self._reply(*plane.answer(method, self.path, body))
+
+        def _reply(self, status, body):
+            raw = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def do_GET(self):
+            self._serve("GET")
+
+        def do_POST(self):
+            self._serve("POST")
+
+    return Handler

@@ -1,0 +1,101 @@
+"""A fake `pynvml` for the NVML backend: the real module's constants, NVMLError class and
+function names (a test checks the names against nvidia-ml-py), over made-up devices."""
+import types
+
+import pynvml
+
+
+def fake_nvml(*, count=2, name="Tesla V100-SXM2-16GB", unsupported=(), init_error=None, power_mw=150_000):
+    """A module object. `unsupported`: function names that raise NVMLError_NotSupported;
+    `init_error`: an NVML error code nvmlInit raises (e.g. NVML_ERROR_DRIVER_NOT_LOADED)."""
+    fake = types.ModuleType("fake_pynvml")
+    for constant in dir(pynvml):
+        if constant.startswith("NVML_"):
+            setattr(fake, constant, getattr(pynvml, constant))
+    fake.NVMLError = pynvml.NVMLError
+    fake.calls = []
+
+    def nvml(function):
+        def call(*args):
+            fake.calls.append(function.__name__)
+            if function.__name__ in unsupported:
+                raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+            return function(*args)
+
+        call.__name__ = function.__name__
+        setattr(fake, function.__name__, call)
+        return call
+
+    @nvml
+    def nvmlInit():
+        if init_error is not None:
+            raise pynvml.NVMLError(init_error)
+
+    @nvml
+    def nvmlShutdown():
+        pass
+
+    @nvml
+    def nvmlDeviceGetCount():
+        return count
+
+    @nvml
+    def nvmlDeviceGetHandleByIndex(index):
+        return ("handle", index)
+
+    @nvml
+    def nvmlDeviceGetName(handle):
+        return name
+
+    @nvml
+    def nvmlDeviceGetUUID(handle):
+        return f"GPU-fake-{handle[1]}"
+
+    @nvml
+    def nvmlDeviceGetPciInfo(handle):
+        return types.SimpleNamespace(busId=f"00000000:{handle[1] + 4:02X}:00.0")
+
+    @nvml
+    def nvmlDeviceGetNumaNodeId(handle):
+        return handle[1] // 2
+
+    @nvml
+    def nvmlDeviceGetMemoryInfo(handle):
+        return types.SimpleNamespace(total=16 * 1024**3, used=(handle[1] + 1) * 1024**3, free=0)
+
+    @nvml
+    def nvmlDeviceGetPowerUsage(handle):
+        return power_mw + handle[1] * 1000
+
+    @nvml
+    def nvmlDeviceGetUtilizationRates(handle):
+        return types.SimpleNamespace(gpu=50 + handle[1], memory=10)
+
+    @nvml
+    def nvmlDeviceGetClockInfo(handle, clock_type):
+        assert clock_type == pynvml.NVML_CLOCK_SM
+        return 1380
+
+    @nvml
+    def nvmlDeviceGetTemperature(handle, sensor):
+        assert sensor == pynvml.NVML_TEMPERATURE_GPU
+        return 61
+
+    @nvml
+    def nvmlDeviceGetTotalEccErrors(handle, error_type, counter_type):
+        assert counter_type == pynvml.NVML_AGGREGATE_ECC
+        return 3 if error_type == pynvml.NVML_MEMORY_ERROR_TYPE_CORRECTED else 0
+
+    @nvml
+    def nvmlDeviceGetRetiredPages(handle, cause):
+        return [0x1000] if cause == pynvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR else []
+
+    return fake
+
+
+FAKED_FUNCTIONS = [
+    "nvmlInit", "nvmlShutdown", "nvmlDeviceGetCount", "nvmlDeviceGetHandleByIndex", "nvmlDeviceGetName",
+    "nvmlDeviceGetUUID", "nvmlDeviceGetPciInfo", "nvmlDeviceGetNumaNodeId", "nvmlDeviceGetMemoryInfo",
+    "nvmlDeviceGetPowerUsage", "nvmlDeviceGetUtilizationRates", "nvmlDeviceGetClockInfo",
+    "nvmlDeviceGetTemperature", "nvmlDeviceGetTotalEccErrors", "nvmlDeviceGetRetiredPages",
+]

@@ -1,0 +1,279 @@
+"""The whole agent (fake NVML, real job subprocesses) against a stand-in control plane on a
+real local HTTP server: registration, sampling rate, job progress and steps/s, cancel with
+SIGTERM then SIGKILL, buffering across an outage, and a clean leave."""
+import argparse
+import os
+import shlex
+import sys
+import threading
+import time
+from datetime import datetime
+
+import pynvml
+import pytest
+from django.core.management import call_command
+
+from telemetry.agent import cli
+from telemetry.agent.agent import Agent, RegistrationRefused
+from telemetry.agent.client import ControlPlane
+from telemetry.agent.config import AgentConfig
+from telemetry.agent.nvml import NvmlBackend
+
+from .fake_control_plane import FakeControlPlane
+from .fake_nvml import fake_nvml
+from .test_agent_runner import wait_for
+
+
+@pytest.fixture
+def plane():
+    plane = FakeControlPlane().start()
+    yield plane
+    try:
+        plane.stop()
+    except Exception:  # already stopped by the test
+        pass
+
+
+@pytest.fixture
+def run_agent(tmp_path):
+    """run_agent(plane, **config) -> agent running in a thread; stopped at teardown."""
+    started = []
+
+    def start(plane, token="agent-token", gpus=2, **overrides):
+        config = {
+            "hostname": "gpu-node-1", "log_dir": tmp_path / "logs", "sample_interval_s": 0.5,
+            "upload_interval_s": 0.3, "heartbeat_interval_s": 0.5, "poll_interval_s": 0.2,
+            "progress_interval_s": 0.3, "grace_s": 0.5, "retry_s": 0.2, **overrides,
+        }
+        agent = Agent(backend=NvmlBackend(nvml=fake_nvml(count=gpus)), client=ControlPlane(plane.url, token, timeout=2),
+                      config=AgentConfig(**config))
+        agent.errors = []
+
+        def target():
+            try:
+                agent.run()
+            except Exception as exc:  # surfaced by the test
+                agent.errors.append(exc)
+
+        agent.thread = threading.Thread(target=target, daemon=True)
+        agent.thread.start()
+        started.append(agent)
+        return agent
+
+    yield start
+    for agent in started:
+        agent.stop()
+        agent.thread.join(timeout=15)
+
+
+def python(code: str) -> str:
+    return f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}"
+
+
+def assignment(job_id, command, gpu_indexes=(0,), allocations=None, **fields):
+    return {
+        "job": job_id, "state": "placed", "allocations": allocations or [100 + job_id], "gpu_indexes": list(gpu_indexes),
+        "gpu_type": "v100", "workload": "ResNet-50 (batch size 64)", "partner": None, "command": command,
+        "environment": {"PYTHONPATH": os.getcwd()}, "total_steps": None, "steps_done": 0, **fields,
+    }
+
+
+def timestamps(plane, uuid):
+    return sorted(datetime.fromisoformat(s["ts"]).timestamp() for s in plane.samples if s["gpu"] == uuid)
+
+
+def test_registers_heartbeats_and_samples_every_gpu_at_1_hz(plane, run_agent):
+    agent = run_agent(plane, sample_interval_s=1.0)
+    assert wait_for(lambda: len(timestamps(plane, "GPU-fake-1")) >= 4, timeout=10)
+    report = plane.registrations[0]
+    assert report["hostname"] == "gpu-node-1"
+    assert [gpu["uuid"] for gpu in report["gpus"]] == ["GPU-fake-0", "GPU-fake-1"]
+    assert report["gpus"][0]["product_name"] == "Tesla V100-SXM2-16GB" and report["gpus"][0]["memory_gb"] == 16
+    assert plane.heartbeats >= 1
+    for uuid in ("GPU-fake-0", "GPU-fake-1"):
+        stamps = timestamps(plane, uuid)
+        assert (len(stamps) - 1) / (stamps[-1] - stamps[0]) >= 0.95  # >= 1 Hz, allowing timer jitter
+        assert max(b - a for a, b in zip(stamps, stamps[1:])) < 1.3
+    sample = next(s for s in plane.samples if s["gpu"] == "GPU-fake-1")
+    assert sample["power_w"] == 151.0 and sample["utilization"] == 0.51 and sample["retired_pages"] == 1
+    agent.stop()
+    agent.thread.join(timeout=10)
+    assert plane.left and not agent.errors
+
+
+def test_runs_a_job_and_reports_progress_steps_per_s_and_success(plane, run_agent, tmp_path):
+    code = (
+        "import os, time\n"
+        "from telemetry.agent.progress import report\n"
+        "print('devices', os.environ['CUDA_VISIBLE_DEVICES'], flush=True)\n"
+        "for step in range(0, 41, 4):\n"
+        "    report(step, total=40); time.sleep(0.1)\n"
+    )
+    plane.assignments = [assignment(1, python(code), gpu_indexes=(0, 1))]
+    run_agent(plane)
+    assert wait_for(lambda: any(p["status"] == "succeeded" for p in plane.progress), timeout=15)
+    reports = [p for p in plane.progress if p["job"] == 1]
+    assert reports[0]["status"] == "running" and reports[0]["steps"] == 0
+    final = reports[-1]
+    assert final["status"] == "succeeded" and final["exit_code"] == 0
+    assert (final["steps"], final["total_steps"]) == (40, 40)
+    assert 20 < final["steps_per_s"] < 60  # 40 steps in about a second
+    assert (tmp_path / "logs" / "job-1.out").read_text().startswith("devices 0,1\n")
+    time.sleep(0.5)  # still listed (the fake never closes allocations): not started again
+    assert sum(1 for p in plane.progress if p["status"] == "succeeded") == 1
+
+
+def test_a_failing_job_is_reported_failed(plane, run_agent):
+    plane.assignments = [assignment(2, "echo 'no such model' >&2; exit 3")]
+    run_agent(plane)
+    assert wait_for(lambda: any(p["status"] == "failed" for p in plane.progress), timeout=10)
+    final = plane.progress[-1]
+    assert final["exit_code"] == 3 and "status 3" in final["message"]
+
+
+def test_a_withdrawn_allocation_stops_the_job_sigterm_then_sigkill(plane, run_agent, tmp_path):
+    stubborn = python(
+        "import os, signal, time\n"
+        "signal.signal(signal.SIGTERM, lambda *a: print('SIGTERM ignored', flush=True))\n"
+        "print('pid', os.getpid(), flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    plane.assignments = [assignment(3, stubborn)]
+    run_agent(plane, grace_s=1.0)
+    log = tmp_path / "logs" / "job-3.out"
+    assert wait_for(lambda: log.exists() and "pid" in log.read_text())
+    pid = int(log.read_text().split()[1])
+    plane.assignments = []  # cancelled, preempted or migrated away
+    withdrawn = time.monotonic()
+    assert wait_for(lambda: "SIGTERM ignored" in log.read_text(), timeout=5)
+    assert wait_for(lambda: not _alive(pid), timeout=10)
+    assert time.monotonic() - withdrawn >= 1.0  # it survived the grace period, then SIGKILL
+    assert [p["status"] for p in plane.progress if p["job"] == 3] == ["running"]  # no end reported
+
+
+def test_a_moved_allocation_restarts_the_job_on_its_new_gpus(plane, run_agent, tmp_path):
+    command = python("import os, time; print(os.environ['CUDA_VISIBLE_DEVICES'], flush=True); time.sleep(60)")
+    plane.assignments = [assignment(4, command, gpu_indexes=(0,), allocations=[10])]
+    run_agent(plane)
+    log = tmp_path / "logs" / "job-4.out"
+    assert wait_for(lambda: log.exists() and log.read_text() == "0\n")
+    plane.assignments = [assignment(4, command, gpu_indexes=(1,), allocations=[11])]
+    assert wait_for(lambda: log.read_text() == "0\n1\n")
+
+
+def test_samples_are_buffered_across_an_outage_and_none_is_lost(plane, run_agent):
+    agent = run_agent(plane, sample_interval_s=0.2, buffer_size=1000)
+    assert wait_for(lambda: len(plane.samples) >= 4)
+    plane.stop()
+    outage_started = time.time()
+    time.sleep(1.5)
+    before_restart = len(plane.samples)
+    plane.start()
+    assert wait_for(lambda: any(datetime.fromisoformat(s["ts"]).timestamp() > outage_started + 1.4
+                                for s in plane.samples[before_restart:]), timeout=10)
+    for uuid in ("GPU-fake-0", "GPU-fake-1"):
+        stamps = timestamps(plane, uuid)
+        assert max(b - a for a, b in zip(stamps, stamps[1:])) < 0.6  # no hole where the outage was
+        assert len(stamps) == len(set(stamps))
+    assert agent.buffer.dropped == 0 and set(plane.dropped_reports) == {0}
+
+
+def test_a_full_buffer_drops_the_oldest_and_says_so(plane, run_agent):
+    agent = run_agent(plane, sample_interval_s=0.1, buffer_size=6)
+    assert wait_for(lambda: len(plane.samples) >= 2)
+    plane.stop()
+    time.sleep(1.2)  # about 24 samples of 2 GPUs into 6 places
+    restart = time.time()
+    plane.start()
+    assert wait_for(lambda: plane.dropped_reports and plane.dropped_reports[-1] > 10, timeout=10)
+    assert agent.buffer.dropped > 10
+    recent = [s for s in plane.samples if datetime.fromisoformat(s["ts"]).timestamp() < restart]
+    assert recent  # the newest samples of the outage arrived
+
+
+def test_an_agent_started_before_the_control_plane_registers_when_it_appears(run_agent):
+    plane = FakeControlPlane()
+    agent = run_agent(plane)
+    time.sleep(0.5)
+    plane.start()
+    assert wait_for(lambda: plane.registrations and plane.samples, timeout=10)
+    assert agent.node_id == 7
+
+
+def test_a_refused_registration_stops_the_agent(plane, run_agent):
+    agent = run_agent(plane, token="wrong")
+    agent.thread.join(timeout=10)
+    assert isinstance(agent.errors[0], RegistrationRefused) and "401" in str(agent.errors[0])
+
+
+def test_without_a_driver_the_command_says_so_in_one_line(monkeypatch, capsys):
+    no_driver = NvmlBackend(nvml=fake_nvml(init_error=pynvml.NVML_ERROR_LIBRARY_NOT_FOUND))
+    monkeypatch.setattr(cli, "_nvml_backend", lambda: no_driver)
+    assert cli.main(["--url", "http://127.0.0.1:9", "--token", "t"]) == cli.EXIT_NO_DRIVER
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "NVML" in err and "--simulate" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--token", "t"], "URL"),
+        (["--url", "http://x"], "token"),
+        (["--url", "http://x", "--token", "t", "--sample-interval", "2"], "1 Hz"),
+        (["--url", "http://x", "--token", "t", "--label", "rack"], "KEY=VALUE"),
+    ],
+)
+def test_bad_flags_get_one_line(argv, message, capsys, monkeypatch):
+    for name in ("GOGH_AGENT_URL", "GOGH_AGENT_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    assert cli.run(parser.parse_args(argv)) == cli.EXIT_USAGE
+    assert message in capsys.readouterr().err
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie counts as gone: the agent has not reaped it yet, but it no longer runs
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().split()[2] != "Z"
+
+
+def test_out_of_touch_past_the_timeout_the_agent_stops_its_jobs(plane, run_agent, tmp_path):
+    plane.assignments = [assignment(8, python("import time; print('up', flush=True); time.sleep(60)"))]
+    agent = run_agent(plane, fence_after_s=1.0)
+    log = tmp_path / "logs" / "job-8.out"
+    assert wait_for(lambda: log.exists() and "up" in log.read_text())
+    time.sleep(1.2)
+    assert agent._running  # in touch: the job runs on
+    plane.stop()
+    assert wait_for(lambda: not agent._running and not agent._stopping, timeout=10)
+
+
+def test_a_refused_heartbeat_is_logged_and_the_agent_keeps_sampling(plane, run_agent, caplog):
+    agent = run_agent(plane)
+    assert wait_for(lambda: plane.samples)
+    plane.node_deleted = True
+    heard = len(plane.samples)
+    assert wait_for(lambda: len(plane.samples) > heard + 2, timeout=10)
+    assert agent.thread.is_alive() and not agent.errors
+    assert "refused the heartbeat" in caplog.text
+
+
+def test_a_job_without_a_command_fails_at_once(plane, run_agent):
+    plane.assignments = [assignment(9, "  ")]
+    run_agent(plane)
+    assert wait_for(lambda: plane.progress, timeout=10)
+    assert plane.progress[0]["status"] == "failed" and plane.progress[0]["message"] == "The job has no command."
+
+
+def test_manage_py_run_agent_is_the_same_program(monkeypatch, capsys):
+    no_driver = NvmlBackend(nvml=fake_nvml(init_error=pynvml.NVML_ERROR_DRIVER_NOT_LOADED))
+    monkeypatch.setattr(cli, "_nvml_backend", lambda: no_driver)
+    with pytest.raises(SystemExit) as exit_:
+        call_command("run_agent", "--url", "http://127.0.0.1:9", "--token", "t")
+    assert exit_.value.code == cli.EXIT_NO_DRIVER
+    assert "Driver Not Loaded" in capsys.readouterr().err

@@ -1,0 +1,74 @@
+"""A node that goes down (silence, an operator, its agent leaving) sends its jobs back to
+pending, closing their allocations, exactly once."""
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from scheduler.models import Allocation, Job
+from scheduler.services import job_transition
+from telemetry.models import Gpu, Node
+from telemetry.services import (
+    node_heartbeat,
+    node_register,
+    node_set_state,
+    nodes_mark_silent_down,
+)
+
+from .jobs import placed_job
+from .reports import node_report
+
+
+@pytest.fixture
+def jobs(node1, alice, resnet50, make_user, gpu_types, agent):
+    """On node1: a placed job, a running one, a finished one; a job spread over node1 and
+    node2; and a job only on node2."""
+    node2, _ = node_register(agent_user=agent, **node_report("node2"))
+    one = list(Gpu.objects.filter(node=node1).order_by("index"))
+    two = list(Gpu.objects.filter(node=node2).order_by("index"))
+    placed = placed_job(alice, resnet50, one[:1])
+    running = job_transition(job=placed_job(alice, resnet50, one[1:2]), to="running")
+    done = job_transition(job=job_transition(job=placed_job(alice, resnet50, one[2:3]), to="running"), to="succeeded")
+    spread = placed_job(alice, resnet50, [one[3], two[0]])
+    elsewhere = placed_job(alice, resnet50, two[1:2])
+    return {"placed": placed, "running": running, "done": done, "spread": spread, "elsewhere": elsewhere}
+
+
+def states(jobs):
+    return {name: Job.objects.get(pk=job.pk).state for name, job in jobs.items()}
+
+
+def test_a_silent_node_sends_its_jobs_back_to_pending_exactly_once(jobs, node1, agent):
+    node_heartbeat(node=Node.objects.get(hostname="node2"), agent_user=agent)
+    Node.objects.filter(pk=node1.pk).update(last_heartbeat=timezone.now() - timedelta(seconds=120))
+    assert nodes_mark_silent_down(timeout_s=60) == 1
+    assert states(jobs) == {
+        "placed": "pending", "running": "pending", "done": "succeeded", "spread": "pending", "elsewhere": "placed",
+    }
+    job = Job.objects.get(pk=jobs["running"].pk)
+    assert job.pending_reason == "Node node1 went down: no heartbeat for 60 s"
+    assert not Allocation.objects.filter(job__in=[jobs["placed"], jobs["running"], jobs["spread"]],
+                                         end__isnull=True).exists()  # node2's half of `spread` too
+    assert Allocation.objects.filter(job=jobs["elsewhere"], end__isnull=True).count() == 1
+    updated = {pk: Job.objects.get(pk=pk).updated_at for pk in (jobs["placed"].pk, jobs["running"].pk)}
+
+    assert nodes_mark_silent_down(timeout_s=60) == 0  # already down: nothing happens twice
+    node_set_state(node=Node.objects.get(pk=node1.pk), state="down", reason="again")
+    assert {pk: Job.objects.get(pk=pk).updated_at for pk in updated} == updated
+
+
+def test_an_operator_marking_a_node_down_requeues_its_jobs(jobs, node1):
+    node_set_state(node=node1, state="down", reason="maintenance")
+    assert Job.objects.get(pk=jobs["running"].pk).pending_reason == "Node node1 went down: maintenance"
+
+
+def test_an_agent_that_leaves_takes_its_node_down_and_its_jobs_back_to_pending(jobs, node1, agent, client_for,
+                                                                              make_user):
+    intruder = make_user("agent-x", agent=True)
+    assert client_for(intruder).post(f"/api/nodes/{node1.pk}/leave/", {}, format="json").status_code == 403
+    response = client_for(agent).post(f"/api/nodes/{node1.pk}/leave/", {}, format="json")
+    assert response.status_code == 200 and response.json()["state"] == "down"
+    assert response.json()["state_reason"] == "agent left (agent-node1)"
+    assert states(jobs)["running"] == "pending"
+    node = node_heartbeat(node=Node.objects.get(pk=node1.pk), agent_user=agent)
+    assert node.state == "ready"  # back on its next report

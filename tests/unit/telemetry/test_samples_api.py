@@ -1,0 +1,110 @@
+"""POST /api/telemetry/samples/: agents upload batches for their own nodes' GPUs, all or nothing."""
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from telemetry.models import GpuSample, Node
+from telemetry.services import node_register
+
+from .reports import node_report
+
+URL = "/api/telemetry/samples/"
+
+
+def sample(uuid="GPU-node1-0", seconds_ago=0, **fields):
+    ts = timezone.now() - timedelta(seconds=seconds_ago)
+    return {"gpu": uuid, "ts": ts.isoformat(), "power_w": 210.5, "utilization": 0.93, "memory_used_mb": 9000,
+            "sm_clock_mhz": 1380, "temperature_c": 64, "ecc_corrected": 0, "ecc_uncorrected": 0,
+            "retired_pages": 0, **fields}
+
+
+@pytest.fixture
+def upload(client_for, agent, node1):
+    def post(body, user=None):
+        return client_for(user or agent).post(URL, body, format="json")
+
+    return post
+
+
+def test_a_batch_is_stored(upload):
+    body = {"samples": [sample(seconds_ago=2), sample(seconds_ago=1), sample("GPU-node1-3", power_w=None)], "dropped": 4}
+    response = upload(body)
+    assert response.status_code == 201, response.json()
+    assert response.json() == {"accepted": 3}
+    assert GpuSample.objects.count() == 3
+    stored = GpuSample.objects.get(gpu__uuid="GPU-node1-3")
+    assert stored.power_w is None and stored.utilization == 0.93 and stored.temperature_c == 64
+    assert Node.objects.get(hostname="node1").samples_dropped == 4
+
+
+def test_resending_a_batch_stores_nothing_twice(upload):
+    body = {"samples": [sample(seconds_ago=1), sample("GPU-node1-1", seconds_ago=1)]}
+    assert upload(body).status_code == 201
+    assert upload(body).status_code == 201
+    assert GpuSample.objects.count() == 2
+
+
+def test_a_batch_with_bad_items_is_refused_whole_with_every_culprit_named(upload):
+    body = {"samples": [
+        sample(),
+        sample("GPU-node1-1", utilization=1.5),
+        sample("GPU-node1-2", power_w="lots"),
+        sample("GPU-node1-3", ts="yesterday"),
+        {"gpu": "GPU-node1-0"},
+        sample(colour="red"),
+    ]}
+    response = upload(body)
+    assert response.status_code == 400
+    errors = response.json()
+    assert set(errors) == {
+        "samples[1].utilization", "samples[2].power_w", "samples[3].ts", "samples[4].ts", "samples[5].colour",
+    }
+    assert GpuSample.objects.count() == 0
+
+
+def test_unknown_gpus_and_a_wrong_clock_are_400_and_nothing_is_stored(upload):
+    response = upload({"samples": [sample(), sample("GPU-nowhere"), sample(seconds_ago=-3600)]})
+    assert response.status_code == 400
+    assert set(response.json()) == {"samples[1].gpu", "samples[2].ts"}
+    assert "No GPU with UUID GPU-nowhere" in response.json()["samples[1].gpu"][0]
+    assert GpuSample.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"samples": []}, "samples"),
+        ({}, "samples"),
+        ({"samples": [sample()], "dropped": -1}, "dropped"),
+        ({"samples": [sample()], "extra": 1}, "extra"),
+        ({"samples": "GPU-node1-0"}, "samples"),
+    ],
+)
+def test_malformed_batches_are_400(upload, body, field):
+    response = upload(body)
+    assert response.status_code == 400 and field in response.json()
+
+
+def test_too_large_a_batch_is_400(upload):
+    response = upload({"samples": [sample(seconds_ago=i) for i in range(1001)]})
+    assert response.status_code == 400 and "samples" in response.json()
+
+
+def test_another_nodes_gpus_are_403(upload, make_user, gpu_types):
+    other = make_user("agent-node2", agent=True)
+    node_register(agent_user=other, **node_report("node2"))
+    response = upload({"samples": [sample("GPU-node2-0")]})
+    assert response.status_code == 403
+    response = upload({"samples": [sample(), sample("GPU-node2-1")]})  # mixed: refused whole
+    assert response.status_code == 403
+    assert GpuSample.objects.count() == 0
+
+
+def test_only_agents_and_staff_upload(upload, alice, staff):
+    assert upload({"samples": [sample()]}, user=alice).status_code == 403
+    assert upload({"samples": [sample()]}, user=staff).status_code == 201
+
+
+def test_anonymous_is_401(client_for, node1):
+    assert client_for(None).post(URL, {"samples": [sample()]}, format="json").status_code == 401
