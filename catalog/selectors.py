@@ -1,9 +1,9 @@
-"""Reads of the catalog, shared by the API, services and (later) the predictors."""
+"""Reads of the catalog, shared by the API, services and the scheduler's problem builder."""
 from collections.abc import Iterable
 
-from django.db.models import QuerySet
+from django.db.models import Max, QuerySet
 
-from .models import GpuType, Measurement, Workload
+from .models import GpuType, Measurement, PredictionRecord, Workload
 
 
 def gpu_type_list() -> QuerySet[GpuType]:
@@ -25,3 +25,19 @@ def gpu_types_by_name(*, names: Iterable[str]) -> dict[str, GpuType]:
 
 def workloads_by_name(*, names: Iterable[str]) -> dict[str, Workload]:
     return {w.name: w for w in Workload.objects.filter(name__in=set(names))}
+
+
+def latest_estimates_by_workload(*, names: Iterable[str], include_shadow: bool = False) -> dict[str, dict]:
+    """The newest prediction's estimates for each named workload that has one: P1's at
+    submission, replaced by each P2 refinement as telemetry arrives. Shadow-mode records count
+    only when asked for (a shadow round plans with them; a live one does not)."""
+    records = PredictionRecord.objects.filter(workload__name__in=set(names))
+    if not include_shadow:
+        records = records.filter(shadow=False)
+    newest = (
+        records
+        .values("workload_id")
+        .annotate(newest=Max("id"))
+        .values("newest")
+    )
+    return dict(PredictionRecord.objects.filter(pk__in=newest).values_list("workload__name", "estimates"))

@@ -1,8 +1,8 @@
 """Celery tasks of the catalog's predictors: fetch by id, call a service, return ids.
 
 Retraining runs nightly and when enough new records arrived (settings.CELERY_BEAT_SCHEDULE,
-GOGH_PREDICTOR_*); inference for a new job and P2 refinement on new telemetry are sent by
-whoever creates the job or stores the measurement.
+GOGH_PREDICTOR_*); inference for a new job is scheduler.tasks.job_predict (sent on submit); P2 refinement
+is sent by telemetry.services.job_progress when it stores a measurement of a running job.
 """
 from celery import shared_task
 
@@ -30,8 +30,8 @@ def prediction_for_job(workload_id: int, job_id: int | None = None, shadow: bool
 
 
 @shared_task(name="catalog.tasks.prediction_refine")
-def prediction_refine_task(measurement_id: int) -> int | None:
-    """P2 on a new telemetry measurement; None when the workload has no prediction to refine."""
+def prediction_refine_task(measurement_id: int, job_id: int | None = None) -> int | None:
+    """P2 on a new telemetry measurement of a job; None when there is no prediction to refine."""
     record = prediction_refine(measurement=Measurement.objects.select_related("workload", "gpu_type", "partner").get(
-        pk=measurement_id))
+        pk=measurement_id), job_id=job_id)
     return record.pk if record else None

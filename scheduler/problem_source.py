@@ -2,12 +2,14 @@
 functional core): the jobs still to run, the GPUs that can take work, the catalog's GPU types
 and measurements, the solver settings and the load history of earlier rounds."""
 from catalog.models import GpuType, Measurement
+from catalog.selectors import latest_estimates_by_workload
 from telemetry.models import Gpu, GpuState, NodeState
 
 from .lifecycle import JobState
 from .models import Allocation, Job, SolveRun, SolverConfig
 from .optimizer import CurrentPlacement, GpuSpec, GpuTypeSpec, JobSpec, PowerCurve, Problem, SolverSettings
 from .optimizer.catalog_predictions import CatalogPredictions, MeasurementRow
+from .predictions import LearnedPredictions, WorkloadEstimates
 
 ACTIVE_STATES = (JobState.PENDING.value, JobState.PLACED.value, JobState.RUNNING.value)
 
@@ -33,12 +35,19 @@ def solver_settings(config: SolverConfig, *, solver: str | None = None) -> Solve
 
 
 def catalog_predictions() -> CatalogPredictions:
-    """Mean of the catalog's measurements per configuration (the learned predictors, issue 3,
-    can replace this behind the same interface)."""
+    """Mean of the catalog's measurements per configuration."""
     rows = Measurement.objects.values_list(
         "workload__name", "gpu_type__name", "num_gpus", "consolidated", "partner__name", "throughput", "power_w", "utilization"
     )
     return CatalogPredictions(MeasurementRow(*row) for row in rows.iterator(chunk_size=5000))
+
+
+def planning_predictions(workloads: set[str], *, include_shadow: bool = False) -> LearnedPredictions:
+    """Measured means, with the newest P1/P2 estimates of the jobs' workloads where nothing was measured."""
+    estimates = latest_estimates_by_workload(names=workloads, include_shadow=include_shadow)
+    return LearnedPredictions(
+        catalog_predictions(), {name: WorkloadEstimates.from_record(e) for name, e in estimates.items()}
+    )
 
 
 def problem_from_database(config: SolverConfig, *, solver: str | None = None) -> Problem:
@@ -79,7 +88,7 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
         )
     )
     return Problem(
-        jobs=job_specs, gpus=gpu_specs, gpu_types=types, predictions=catalog_predictions(),
+        jobs=job_specs, gpus=gpu_specs, gpu_types=types, predictions=planning_predictions({j.workload for j in job_specs}, include_shadow=config.shadow_mode),
         settings=settings, load_history=history,
     )
 

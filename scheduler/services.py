@@ -11,6 +11,8 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from catalog.models import PredictionRecord
+from catalog.services.predictors import NoActivePredictor, prediction_create
 from telemetry.models import Gpu, GpuState, NodeState
 
 from . import optimizer
@@ -90,7 +92,28 @@ def job_submit(
             raise
         return Submission(job=existing, created=False)
     scheduling_round_request(trigger=SolveTrigger.SUBMIT)
+    transaction.on_commit(partial(_send_prediction, job.pk), robust=True)
     return Submission(job=job, created=True)
+
+
+def _send_prediction(job_id: int) -> None:
+    from .tasks import job_predict  # tasks import this module
+
+    job_predict.delay(job_id)
+
+
+def job_predict(*, job: Job) -> PredictionRecord | None:
+    """P1's estimates for a submitted job, stored for the rounds to plan with where the catalog
+    measured nothing (a new workload, GPU types or partners it never met). With no trained
+    predictor yet, rounds plan from measurements alone and this returns None. A job still
+    pending gets a round, since it may be placeable now."""
+    try:
+        record = prediction_create(workload=job.workload, job_id=job.pk, shadow=SolverConfig.load().shadow_mode)
+    except NoActivePredictor:
+        return None
+    if Job.objects.filter(pk=job.pk, state=JobState.PENDING.value).exists():
+        scheduling_round_request(trigger=SolveTrigger.PREDICTION)
+    return record
 
 
 def _job_for_key(*, owner, key: str, fingerprint: str) -> Job | None:
@@ -179,7 +202,8 @@ def scheduling_round_run(*, trigger: str, dry_run: bool = False, solver: str | N
         # another round has since changed could overfill a GPU, and one that uses a node gone
         # down since would strand jobs: it is recorded but not applied, and a fresh round is
         # asked for. (Capacity freed since the snapshot is harmless: the next round uses it.)
-        superseded = not dry_run and _decision_is_stale(allocation, snapshot_at)
+        shadow = config.shadow_mode and not dry_run
+        superseded = not dry_run and not shadow and _decision_is_stale(allocation, snapshot_at)
         run = SolveRun.objects.create(
             trigger=trigger,
             solver=allocation.solver,
@@ -199,12 +223,32 @@ def scheduling_round_run(*, trigger: str, dry_run: bool = False, solver: str | N
             energy_weight=allocation.energy_weight,
             notes="\n".join(allocation.notes),
             finished_at=now,
+            shadow=shadow,
+            decision=_decision(allocation),
         )
         if superseded:
             scheduling_round_request(trigger=trigger)
+        elif shadow:
+            Job.objects.filter(pk__in=[int(job_id) for job_id in allocation.placements], state=JobState.PENDING.value).update(
+                pending_reason=f"Shadow mode: not dispatched; solve {run.pk} recorded where it would run."
+            )
         elif not dry_run:
             _apply(allocation, run, now)
     return RoundResult(solve_run=run, allocation=allocation)
+
+
+def _decision(allocation: optimizer.Allocation) -> dict:
+    """What the solver decided, kept with its SolveRun whether applied, superseded, dry or shadow."""
+    return {
+        "placements": {
+            job_id: {
+                "gpu_ids": list(p.gpu_ids), "partner": p.partner, "predicted_throughput": p.predicted_throughput,
+                "predicted_power_w": p.predicted_power_w,
+            }
+            for job_id, p in allocation.placements.items()
+        },
+        "reasons": dict(allocation.reasons),
+    }
 
 
 def _decision_is_stale(allocation: optimizer.Allocation, snapshot_at) -> bool:

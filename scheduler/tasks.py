@@ -2,7 +2,7 @@
 from celery import shared_task
 
 from . import services
-from .models import SolveTrigger
+from .models import Job, SolveTrigger
 
 
 @shared_task(name="scheduler.tasks.scheduling_round")
@@ -15,3 +15,10 @@ def scheduling_round(trigger: str = SolveTrigger.PERIODIC) -> int:
 def solve_cell(problem: dict) -> dict:
     """One cell of the `cells` solver (scheduler.cell_runner sends a group of these)."""
     return services.cell_solve(problem=problem)
+
+
+@shared_task(name="scheduler.tasks.job_predict")
+def job_predict(job_id: int) -> int | None:
+    """Sent when a job is submitted: P1's estimates for it; the PredictionRecord's id or None."""
+    record = services.job_predict(job=Job.objects.select_related("workload").get(pk=job_id))
+    return record.pk if record else None

@@ -157,9 +157,13 @@ def prediction_create(*, workload: Workload, job_id: int | None = None, shadow: 
 
 
 @transaction.atomic
-def prediction_refine(*, measurement: Measurement) -> PredictionRecord | None:
-    """P2 on new telemetry: the workload's latest prediction, updated with this observation."""
-    latest = PredictionRecord.objects.filter(workload=measurement.workload, shadow=False).first()
+def prediction_refine(*, measurement: Measurement, job_id: int | None = None) -> PredictionRecord | None:
+    """P2 on new telemetry: the observed job's latest prediction (else its workload's), replayed
+    with this observation added. None when there is nothing to refine."""
+    records = PredictionRecord.objects.filter(workload=measurement.workload)
+    latest = (records.filter(job_id=job_id).first() if job_id is not None else None) or records.filter(
+        shadow=False
+    ).first()
     if latest is None:
         return None
     observation = {
@@ -168,7 +172,7 @@ def prediction_refine(*, measurement: Measurement) -> PredictionRecord | None:
         "partner_throughput": measurement.partner_throughput, "num_gpus": measurement.num_gpus,
         "consolidated": measurement.consolidated,
     }
-    return prediction_create(workload=measurement.workload, job_id=latest.job_id,
+    return prediction_create(workload=measurement.workload, job_id=latest.job_id, shadow=latest.shadow,
                              observations=[*latest.observations, observation])
 
 

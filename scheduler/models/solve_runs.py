@@ -9,6 +9,7 @@ class SolveTrigger(models.TextChoices):
     NODE = "node", "Node change"
     PERIODIC = "periodic", "Periodic"
     MANUAL = "manual", "Manual"
+    PREDICTION = "prediction", "Prediction ready"
 
 
 class SolveStatus(models.TextChoices):
@@ -25,6 +26,10 @@ class SolveRun(models.Model):
     solver = models.CharField(max_length=40)
     status = models.CharField(max_length=16, choices=SolveStatus.choices, default=SolveStatus.RUNNING)
     dry_run = models.BooleanField(default=False)
+    shadow = models.BooleanField(default=False, help_text="Decided in shadow mode: recorded, not dispatched.")
+    decision = models.JSONField(
+        default=dict, blank=True, help_text="Placements and pending reasons as decided, applied or not."
+    )
     objective = models.FloatField(null=True, blank=True)
     gap = models.FloatField(null=True, blank=True, help_text="Relative MIP gap at the end.")
     duration_s = models.FloatField(null=True, blank=True)

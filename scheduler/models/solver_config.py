@@ -37,6 +37,10 @@ class SolverConfig(models.Model):
     topology_isolation = models.BooleanField(default=False, help_text="Tenants never share a PCIe switch.")
     cell_size_gpus = models.PositiveIntegerField(default=1024)
     seed = models.IntegerField(default=0)
+    shadow_mode = models.BooleanField(
+        default=False,
+        help_text="Record decisions and predictions without dispatching (fills the catalog before going live).",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -3,9 +3,11 @@
 The job's state moves only through scheduler.services.job_transition (placed -> running on
 the first report, running -> succeeded / failed at the end). Observed throughput becomes a
 catalog Measurement (source telemetry) at most once per GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S
-per job and once at its end, so one long job cannot flood the catalog's sliding window.
+per job and once at its end, so one long job cannot flood the catalog's sliding window; each
+one is sent on to P2 (catalog.tasks.prediction_refine), which refines the job's predictions.
 """
 from datetime import timedelta
+from functools import partial
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -97,7 +99,7 @@ def _record_measurement(job: Job, allocations: list[Allocation], steps_per_s: fl
     recent = GpuSample.objects.filter(
         gpu__in=[a.gpu for a in allocations], ts__gt=now - timedelta(seconds=SAMPLE_WINDOW_S)
     ).aggregate(power_w=Avg("power_w"), utilization=Avg("utilization"))
-    Measurement.objects.create(
+    measurement = Measurement.objects.create(
         workload=job.workload,
         gpu_type=gpu_types.pop(),
         num_gpus=len(allocations),
@@ -110,3 +112,11 @@ def _record_measurement(job: Job, allocations: list[Allocation], steps_per_s: fl
         reference=measurement_reference(job.pk),
         observed_at=now,
     )
+    transaction.on_commit(partial(_send_refinement, measurement.pk, job.pk), robust=True)
+
+
+def _send_refinement(measurement_id: int, job_id: int) -> None:
+    """P2: the job's predictions learn from what was just observed (a Celery task)."""
+    from catalog.tasks import prediction_refine_task
+
+    prediction_refine_task.delay(measurement_id, job_id)

@@ -1,0 +1,144 @@
+"""Rounds plan with measured numbers first and the learned predictors' estimates where nothing
+was measured; shadow mode records decisions without dispatching."""
+import pytest
+from django.utils import timezone
+
+from catalog.models import Measurement, PredictionRecord, PredictorVersion, Workload
+from scheduler import services
+from scheduler.models import Allocation, Job, SolverConfig
+from scheduler.optimizer.catalog_predictions import CatalogPredictions, MeasurementRow
+from scheduler.predictions import MEASURED, PREDICTED, LearnedPredictions, WorkloadEstimates
+from scheduler.problem_source import problem_from_database
+
+ESTIMATES = {
+    "partners": ["ResNet-50", "LM"], "gpu_types": ["k80", "v100"],
+    "configs": [["k80", 1, True], ["v100", 1, True], ["v100", 2, True]],
+    "rho": [[0.5, 0.8], [1.4, -0.2]], "rho_std": [[0.1, 0.1], [0.1, 0.1]],
+    "tau": [3.0, 12.0, 0.0], "tau_std": [0.2, 0.2, 0.2], "low_confidence": True,
+}
+
+
+def test_measured_numbers_win_and_estimates_fill_the_gaps():
+    measured = CatalogPredictions([MeasurementRow("New", "v100", 1, True, None, 9.0)])
+    learned = LearnedPredictions(measured, {"New": WorkloadEstimates.from_record(ESTIMATES)})
+    assert learned.tau("New", "v100", 1, True) == 9.0 and learned.source("New", "v100") == MEASURED
+    assert learned.tau("New", "k80", 1, True) == 3.0 and learned.source("New", "k80") == PREDICTED
+    assert learned.tau("New", "v100", 2, True) is None  # predicted 0: does not fit, never planned on
+    assert learned.tau("New", "p100", 1, True) is None and learned.source("New", "p100") is None
+    assert learned.tau("Other", "k80", 1, True) is None
+    assert learned.rho("New", "ResNet-50", "v100") == 0.8
+    assert learned.rho("New", "LM", "k80") == 1.0 and learned.rho("New", "LM", "v100") == 0.0  # clipped to [0, 1]
+    assert learned.rho("New", "A3C", "v100") is None
+
+
+def _version():
+    return PredictorVersion.objects.create(name="p1", architecture="feedforward", weights_file="x.pt",
+                                           weights_sha256="0" * 64, status="active")
+
+
+@pytest.fixture
+def unmeasured(db, cluster, v100, k80):
+    """A workload the catalog has never measured, with a stored P1 prediction."""
+    workload = Workload.objects.create(name="New", family="New")
+    PredictionRecord.objects.create(workload=workload, version=_version(), estimates=ESTIMATES)
+    return workload
+
+
+def test_round_places_a_never_measured_workload_by_its_prediction(unmeasured, alice):
+    job = services.job_submit(owner=alice, workload=unmeasured, min_throughput=2.5, max_gpus=1).job
+    services.scheduling_round_run(trigger="manual")
+    job.refresh_from_db()
+    assert job.state == "placed"
+    allocation = Allocation.objects.get(job=job)
+    assert allocation.gpu.gpu_type.name == "k80" and allocation.predicted_throughput == 3.0
+
+
+def test_without_measurement_or_prediction_the_job_waits_with_a_reason(db, cluster, alice):
+    job = services.job_submit(owner=alice, workload=Workload.objects.create(name="Unknown", family="X"),
+                              min_throughput=1, max_gpus=1).job
+    services.scheduling_round_run(trigger="manual")
+    job.refresh_from_db()
+    assert job.state == "pending" and job.pending_reason
+
+
+def test_newest_prediction_is_used_and_shadow_ones_only_in_shadow_mode(unmeasured, alice):
+    refined = {**ESTIMATES, "tau": [2.0, 13.0, 0.0]}
+    PredictionRecord.objects.create(workload=unmeasured, version=PredictorVersion.objects.get(), estimates=refined)
+    services.job_submit(owner=alice, workload=unmeasured, min_throughput=1, max_gpus=1)
+    shadowed = {**ESTIMATES, "tau": [7.0, 14.0, 0.0]}
+    PredictionRecord.objects.create(workload=unmeasured, version=PredictorVersion.objects.get(), estimates=shadowed,
+                                    shadow=True)
+    config = SolverConfig.load()
+    assert problem_from_database(config).predictions.tau("New", "k80", 1, True) == 2.0
+    config.shadow_mode = True
+    assert problem_from_database(config).predictions.tau("New", "k80", 1, True) == 7.0
+
+
+def test_shadow_mode_records_the_decision_and_dispatches_nothing(unmeasured, alice):
+    SolverConfig.objects.filter(pk=SolverConfig.load().pk).update(shadow_mode=True)
+    job = services.job_submit(owner=alice, workload=unmeasured, min_throughput=2.5, max_gpus=1).job
+    run = services.scheduling_round_run(trigger="manual").solve_run
+    job.refresh_from_db()
+    assert run.shadow and not Allocation.objects.exists()
+    assert job.state == "pending" and f"solve {run.pk}" in job.pending_reason and "Shadow mode" in job.pending_reason
+    placement = run.decision["placements"][str(job.pk)]
+    assert len(placement["gpu_ids"]) == 1 and placement["predicted_throughput"] == 3.0
+
+
+def test_every_round_keeps_its_decision(unmeasured, alice):
+    job = services.job_submit(owner=alice, workload=unmeasured, min_throughput=2.5, max_gpus=1).job
+    hopeless = services.job_submit(owner=alice, workload=unmeasured, min_throughput=99, max_gpus=1).job
+    run = services.scheduling_round_run(trigger="manual").solve_run
+    assert not run.shadow and set(run.decision["placements"]) == {str(job.pk)}
+    assert run.decision["reasons"][str(hopeless.pk)] == Job.objects.get(pk=hopeless.pk).pending_reason
+
+
+def test_submission_sends_p1_after_commit(db, cluster, alice, resnet50, monkeypatch, django_capture_on_commit_callbacks):
+    from scheduler import tasks
+
+    sent = []
+    monkeypatch.setattr(tasks.job_predict, "delay", sent.append)
+    monkeypatch.setattr(services, "_send_round", lambda trigger: None)
+    with django_capture_on_commit_callbacks(execute=True):
+        job = services.job_submit(owner=alice, workload=resnet50, min_throughput=1, max_gpus=1).job
+    assert sent == [job.pk]
+
+
+def test_job_predict_without_a_trained_predictor_leaves_planning_to_measurements(db, cluster, alice, resnet50):
+    job = services.job_submit(owner=alice, workload=resnet50, min_throughput=1, max_gpus=1).job
+    assert services.job_predict(job=job) is None and not PredictionRecord.objects.exists()
+
+
+def test_telemetry_measurement_is_sent_to_p2(unmeasured, alice, agent, monkeypatch, django_capture_on_commit_callbacks):
+    from catalog import tasks as catalog_tasks
+    from telemetry.services.job_progress import job_progress_report
+
+    job = services.job_submit(owner=alice, workload=unmeasured, min_throughput=2.5, max_gpus=1).job
+    services.scheduling_round_run(trigger="manual")
+    gpu = Allocation.objects.get(job=job).gpu
+    gpu.node.agent = agent
+    gpu.node.save()
+    sent = []
+    monkeypatch.setattr(catalog_tasks.prediction_refine_task, "delay", lambda *args: sent.append(args))
+    with django_capture_on_commit_callbacks(execute=True):
+        job_progress_report(agent_user=agent, job_id=job.pk, status="running", steps=10, steps_per_s=2.9,
+                            now=timezone.now())
+    measurement = Measurement.objects.get(source="telemetry")
+    assert measurement.throughput == 2.9 and sent == [(measurement.pk, job.pk)]
+
+
+def test_job_predict_stores_p1_and_asks_for_a_round(db, alice, settings, tmp_path, monkeypatch):
+    from catalog.services.predictors import predictor_train
+    from tests.unit.catalog.predictors.conftest import TINY
+    from tests.unit.catalog.predictors.db_slice import load_slice
+
+    settings.VAR_DIR = tmp_path
+    workloads, _ = load_slice()
+    predictor_train(architecture="feedforward", hyperparameters=TINY)
+    rounds = []
+    monkeypatch.setattr(services, "scheduling_round_request", lambda trigger: rounds.append(trigger))
+    job = services.job_submit(owner=alice, workload=workloads["A3C"], min_throughput=1, max_gpus=1).job
+    record = services.job_predict(job=job)
+    assert record.job_id == job.pk and not record.shadow and record.observations == []
+    assert set(record.estimates["gpu_types"]) == {"k80", "p100", "v100"} and rounds[-1] == "prediction"
+    assert all(t > 0 for t in record.estimates["tau"][:3])
