@@ -1,7 +1,9 @@
 """Reads that turn the database into an optimisation Problem (the shell side of the
 functional core): the jobs still to run, the GPUs that can take work, the catalog's GPU types
 and measurements, the solver settings and the load history of earlier rounds."""
-from catalog.models import GpuType, Measurement
+from catalog.models import GpuType
+from catalog.predictors.data import TRUSTED_SOURCES, apply_policy
+from catalog.services.predictors_store import catalog_policy, catalog_records
 from catalog.selectors import latest_estimates_by_workload
 from telemetry.models import Gpu, GpuState, NodeState
 
@@ -35,11 +37,17 @@ def solver_settings(config: SolverConfig, *, solver: str | None = None) -> Solve
 
 
 def catalog_predictions() -> CatalogPredictions:
-    """Mean of the catalog's measurements per configuration."""
-    rows = Measurement.objects.values_list(
-        "workload__name", "gpu_type__name", "num_gpus", "consolidated", "partner__name", "throughput", "power_w", "utilization"
+    """What the catalog measured, per configuration, under the predictors' catalog policy
+    (catalog.predictors.data): the newest GOGH_PREDICTOR_WINDOW records, telemetry outliers
+    dropped, and a configuration that only telemetry has seen fewer than
+    GOGH_PREDICTOR_MIN_SAMPLES times left unknown, for the predictions to fill."""
+    policy = catalog_policy()
+    return CatalogPredictions(
+        MeasurementRow(r.workload, r.gpu_type, r.num_gpus, r.consolidated, r.partner, r.throughput, r.power_w, r.utilization)
+        for group in apply_policy(catalog_records(), policy).values()
+        if any(r.source in TRUSTED_SOURCES for r in group) or len(group) >= policy.min_samples
+        for r in group
     )
-    return CatalogPredictions(MeasurementRow(*row) for row in rows.iterator(chunk_size=5000))
 
 
 def planning_predictions(workloads: set[str], *, include_shadow: bool = False) -> LearnedPredictions:

@@ -44,6 +44,8 @@ class Agent:
         self._due = {"heartbeat": 0.0, "upload": 0.0, "poll": 0.0}
         self._reachable = True
         self._last_contact = time.monotonic()
+        self._uuids: dict[int, str] = {}
+        self._failures_reported: set[int] = set()
 
     # --- life cycle
     def stop(self) -> None:
@@ -69,6 +71,7 @@ class Agent:
 
     def _register(self) -> bool:
         devices = self.backend.devices()
+        self._uuids = {device.index: device.uuid for device in devices}
         report = {
             "hostname": self.config.hostname, "labels": self.config.labels, "cell": self.config.cell,
             "agent_version": AGENT_VERSION, "gpus": [device.report() for device in devices],
@@ -123,6 +126,7 @@ class Agent:
             assignments = self._ask("assignments", self.client.assignments)
             if assignments is not None:
                 self.reconcile([Assignment.from_api(item) for item in assignments])
+        self._handle_failures()
         self._fence(now)
         self._supervise(now)
         self._reap_stopped()
@@ -166,6 +170,28 @@ class Agent:
             for job_id in list(self._running):
                 self._stop_job(job_id)
 
+    def _handle_failures(self) -> None:
+        """A GPU died: the jobs on it stop now (they cannot progress), and the control plane
+        hears of it until it answers; it marks the GPU failed and puts those jobs back to
+        pending, to be placed elsewhere. reconcile() never starts a job on a failed GPU."""
+        failed = self.backend.failures()
+        if not failed:
+            return
+        for job_id, (assignment, _) in list(self._running.items()):
+            if failed.keys() & set(assignment.gpu_indexes):
+                log.warning("job %s: GPU %s failed; stopping it", job_id, sorted(failed.keys() & set(assignment.gpu_indexes)))
+                self._stop_job(job_id)
+        new = {index: reason for index, reason in failed.items() if index not in self._failures_reported}
+        if not new:
+            return
+        body = [{"uuid": self._uuids[index], "reason": reason[:200]} for index, reason in sorted(new.items())]
+        try:
+            if self._talk(self.client.report_gpu_failures, self.node_id, body) is None:
+                return  # unreachable: told on a later turn
+        except Refused as exc:
+            log.error("control plane refused the failure report of GPUs %s: %s", sorted(new), exc)
+        self._failures_reported |= new.keys()
+
     def flush(self) -> None:
         """Upload buffered samples, oldest first, in batches, until empty or unreachable. A batch
         the control plane refuses (400/403) is dropped: sending it again would fail again."""
@@ -187,7 +213,10 @@ class Agent:
             if job_id not in wanted or wanted[job_id].key != assignment.key:
                 log.info("job %s: allocation withdrawn or changed; stopping it", job_id)
                 self._stop_job(job_id)
+        failed = self.backend.failures().keys()
         for job_id, assignment in wanted.items():
+            if failed & set(assignment.gpu_indexes):
+                continue  # the control plane will move it once it hears of the failure
             if job_id not in self._running and assignment.key not in self._finished_keys:
                 self._start_job(assignment)
         # Allocation ids never come back once withdrawn: forget finished jobs no longer listed.
@@ -262,9 +291,15 @@ class Agent:
                 log.warning("job %s: final report refused (%s)", job_id, exc)
             del self._final_reports[job_id]
 
-    @staticmethod
-    def _report(process: JobProcess, status: str, *, exit_code, message: str) -> dict:
+    def _report(self, process: JobProcess, status: str, *, exit_code, message: str) -> dict:
         return {
             "job": process.job_id, "status": status, "steps": process.steps, "total_steps": process.total,
-            "steps_per_s": process.steps_per_s(), "exit_code": exit_code, "message": message[:300],
+            "steps_per_s": self._true_rate(process.steps_per_s()), "exit_code": exit_code, "message": message[:300],
         }
+
+    def _true_rate(self, steps_per_s: float | None) -> float | None:
+        """What the job would do in real time: a simulated job runs --speedup times faster to
+        shorten demos, but the catalog and P2 must learn the simulated GPU's real throughput."""
+        if steps_per_s is None or self.config.simulate_seed is None:
+            return steps_per_s
+        return steps_per_s / self.config.simulate_speedup

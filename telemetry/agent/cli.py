@@ -15,7 +15,7 @@ from .agent import Agent, RegistrationRefused
 from .client import ControlPlane, Refused, Unreachable
 from .config import AgentConfig
 from .gpus import NoGpuDriver
-from .simulated import SimulatedBackend, SimulatedType, parse_gpu_spec
+from .simulated import SimulatedBackend, SimulatedType, parse_failures, parse_gpu_spec
 
 EXIT_NO_DRIVER, EXIT_USAGE, EXIT_REFUSED = 2, 3, 4
 
@@ -34,6 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpus", default="v100:4", help="With --simulate: <type>:<count>,... (default v100:4).")
     parser.add_argument("--seed", type=int, default=0, help="With --simulate: seed of noise and true throughputs.")
     parser.add_argument("--speedup", type=float, default=1.0, help="With --simulate: simulated jobs run this much faster.")
+    parser.add_argument("--fail-gpu", action="append", default=[], metavar="INDEX@SECONDS",
+                        help="With --simulate: GPU INDEX fails SECONDS after start; repeatable.")
     parser.add_argument("--log-dir", default=env("GOGH_AGENT_LOG_DIR", "gogh-agent-logs"), help="Per-job logs.")
     parser.add_argument("--sample-interval", type=float, default=1.0, help="Seconds between GPU samples (<= 1).")
     parser.add_argument("--upload-interval", type=float, default=5.0)
@@ -95,6 +97,8 @@ def _usage_problem(args) -> str | None:
         return "--batch-size must lie in 1..1000"
     if args.buffer_size < 1:
         return "--buffer-size must be at least 1"
+    if args.fail_gpu and not args.simulate:
+        return "--fail-gpu needs --simulate: real GPUs fail on their own"
     return None
 
 
@@ -118,7 +122,8 @@ def _simulated_backend(args, client: ControlPlane) -> SimulatedBackend:
         )
         for row in rows
     }
-    return SimulatedBackend(hostname=args.hostname, layout=layout, types=types, seed=args.seed)
+    return SimulatedBackend(hostname=args.hostname, layout=layout, types=types, seed=args.seed,
+                            fail_after=parse_failures(args.fail_gpu))
 
 
 def _fail(message: str, code: int) -> int:

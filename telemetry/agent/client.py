@@ -34,6 +34,9 @@ class ControlPlane:
     def leave(self, node_id: int) -> dict:
         return self._call("POST", f"/api/nodes/{node_id}/leave/", {})
 
+    def report_gpu_failures(self, node_id: int, failures: list[dict]) -> dict:
+        return self._call("POST", f"/api/nodes/{node_id}/gpu-failures/", {"gpus": failures})
+
     def assignments(self, node_id: int) -> list[dict]:
         return self._call("GET", f"/api/nodes/{node_id}/assignments/")
 

@@ -68,4 +68,8 @@ class GpuBackend(Protocol):
     def note_busy(self, indexes: set[int]) -> None:
         """The device indexes that run jobs now (real GPUs know it; the simulation needs it)."""
 
+    def failures(self) -> dict[int, str]:
+        """Devices that stopped working since open(), by index, with why. They are no longer
+        sampled; the agent reports them and stops the jobs on them."""
+
     def close(self) -> None: ...

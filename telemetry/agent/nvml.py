@@ -27,6 +27,7 @@ class NvmlBackend:
         self._nvml = nvml
         self._sysfs = sysfs
         self._handles: list[tuple[str, object]] = []
+        self._failed: dict[int, str] = {}
 
     def open(self) -> None:
         try:
@@ -61,7 +62,9 @@ class NvmlBackend:
     def sample(self, now: float) -> list[GpuSample]:
         nvml, read = self._nvml, self._optional
         samples = []
-        for uuid, h in self._handles:
+        for index, (uuid, h) in enumerate(self._handles):
+            if index in self._failed or self._lost(index, h):
+                continue
             power_mw = read(lambda: nvml.nvmlDeviceGetPowerUsage(h))
             util = read(lambda: nvml.nvmlDeviceGetUtilizationRates(h).gpu)
             used = read(lambda: nvml.nvmlDeviceGetMemoryInfo(h).used)
@@ -83,6 +86,20 @@ class NvmlBackend:
 
     def note_busy(self, indexes: set[int]) -> None:
         """Real GPUs report their own load."""
+
+    def failures(self) -> dict[int, str]:
+        return dict(self._failed)
+
+    def _lost(self, index: int, handle) -> bool:
+        """NVML answers NVML_ERROR_GPU_IS_LOST for a device that fell off the bus (Xid 79) or
+        otherwise died; it stays lost until the node is serviced."""
+        try:
+            self._nvml.nvmlDeviceGetTemperature(handle, self._nvml.NVML_TEMPERATURE_GPU)
+        except self._nvml.NVMLError as exc:
+            if getattr(exc, "value", None) == self._nvml.NVML_ERROR_GPU_IS_LOST:
+                self._failed[index] = f"NVML: GPU is lost ({exc})"
+                return True
+        return False
 
     def close(self) -> None:
         self._optional(self._nvml.nvmlShutdown)

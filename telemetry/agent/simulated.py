@@ -4,9 +4,11 @@ Power follows the GPU type's power curve (the control plane's, piecewise linear 
 utilisation) with per-sample noise; a GPU running a job is busy (utilisation about 0.9),
 others idle. Pure Python and seeded, so a run can be repeated. UUIDs follow the demo
 inventory's (telemetry.demo_inventory), so a simulated agent for a demo node reports the very
-GPUs `load_demo_cluster` registered.
+GPUs `load_demo_cluster` registered. GPUs fail when told to (`fail_after`), as a lost GPU
+does under NVML: no more samples, and `failures()` names it.
 """
 import random
+import time
 from dataclasses import dataclass
 
 from ..demo_inventory import demo_gpu_uuid
@@ -34,6 +36,20 @@ class SimulatedType:
         return points[-1][1]
 
 
+def parse_failures(specs: list[str]) -> dict[int, float]:
+    """['2@30', '0@90.5'] -> {2: 30.0, 0: 90.5}; ValueError with the culprit otherwise."""
+    failures = {}
+    for spec in specs:
+        index, at, seconds = spec.partition("@")
+        try:
+            failures[int(index)] = float(seconds)
+        except ValueError:
+            raise ValueError(f"--fail-gpu {spec!r}: expected INDEX@SECONDS, e.g. 2@30") from None
+        if not at or failures[int(index)] < 0 or int(index) < 0:
+            raise ValueError(f"--fail-gpu {spec!r}: expected INDEX@SECONDS with both >= 0, e.g. 2@30")
+    return failures
+
+
 def parse_gpu_spec(spec: str) -> list[tuple[str, int]]:
     """'v100:4,k80:8' -> [('v100', 4), ('k80', 8)]; ValueError with the culprit otherwise."""
     parsed = []
@@ -51,7 +67,8 @@ class SimulatedBackend:
     name = "simulated"
 
     def __init__(self, *, hostname: str, layout: list[tuple[str, int]], types: dict[str, SimulatedType],
-                 seed: int = 0, noise: float = 0.03):
+                 seed: int = 0, noise: float = 0.03, fail_after: dict[int, float] | None = None,
+                 clock=time.monotonic):
         unknown = sorted({name for name, _ in layout} - set(types))
         if unknown:
             raise ValueError(f"unknown GPU type(s) {', '.join(unknown)}; known: {', '.join(sorted(types))}")
@@ -60,8 +77,12 @@ class SimulatedBackend:
         self._noise = noise
         self._busy: set[int] = set()
         self._devices: list[tuple[GpuInfo, SimulatedType]] = []
+        self._fail_after = dict(fail_after or {})  # device index -> seconds after open()
+        self._clock = clock
+        self._opened_at = 0.0
 
     def open(self) -> None:
+        self._opened_at = self._clock()
         index = 0
         for type_name, count in self._layout:
             gpu_type = self._types[type_name]
@@ -84,9 +105,21 @@ class SimulatedBackend:
     def note_busy(self, indexes: set[int]) -> None:
         self._busy = set(indexes)
 
+    def failures(self) -> dict[int, str]:
+        """The devices told to fail (--fail-gpu INDEX@SECONDS) whose time has come."""
+        elapsed = self._clock() - self._opened_at
+        return {
+            index: f"simulated failure {after:g} s after start"
+            for index, after in self._fail_after.items()
+            if elapsed >= after and index < len(self._devices)
+        }
+
     def sample(self, now: float) -> list[GpuSample]:
         samples = []
+        failed = self.failures()
         for info, gpu_type in self._devices:
+            if info.index in failed:
+                continue  # a dead GPU answers nothing
             busy = info.index in self._busy
             util = min(1.0, max(0.0, self._rng.gauss(BUSY_UTILIZATION, self._noise))) if busy else 0.0
             power = gpu_type.power_at(util) * max(0.0, 1 + self._rng.gauss(0, self._noise))

@@ -60,6 +60,17 @@ class EmptyBodySerializer(StrictFieldsMixin, serializers.Serializer):
     """Actions that take no input still refuse fields, so a client's mistake is not silent."""
 
 
+class GpuFailureSerializer(StrictFieldsMixin, serializers.Serializer):
+    uuid = serializers.CharField(max_length=_max_length(Gpu, "uuid"))
+    reason = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+
+
+class GpuFailureReportSerializer(StrictFieldsMixin, serializers.Serializer):
+    """An agent's report of GPUs that stopped working (POST /api/nodes/{id}/gpu-failures/)."""
+
+    gpus = GpuFailureSerializer(many=True, allow_empty=False, max_length=1024)
+
+
 class NodeStateChangeSerializer(StrictFieldsMixin, serializers.Serializer):
     reason = _optional_text(Node, "state_reason")
 

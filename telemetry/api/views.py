@@ -16,8 +16,10 @@ from ..services.access import check_may_report
 from .filters import GpuFilter, NodeFilter
 from .serializers import (
     EmptyBodySerializer,
+    GpuFailureReportSerializer,
     GpuSerializer,
     HeartbeatSerializer,
+    NodeGpuSerializer,
     NodeRegistrationSerializer,
     NodeSerializer,
     NodeStateChangeSerializer,
@@ -64,6 +66,18 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
         EmptyBodySerializer(data=request.data).is_valid(raise_exception=True)
         node = services.node_leave(node=self.get_object(), agent_user=request.user)
         return Response(HeartbeatSerializer(node).data)
+
+    @extend_schema(request=GpuFailureReportSerializer, responses={200: NodeGpuSerializer(many=True)})
+    @action(detail=True, methods=["post"], permission_classes=[IsAgentOrStaff], url_path="gpu-failures")
+    def gpu_failures(self, request, pk=None):
+        """The node's agent reports GPUs that died: they are marked failed (an operator makes
+        them healthy again) and their jobs go back to pending, to be placed elsewhere."""
+        report = GpuFailureReportSerializer(data=request.data)
+        report.is_valid(raise_exception=True)
+        gpus = services.gpus_report_failed(
+            node=self.get_object(), agent_user=request.user, failures=report.validated_data["gpus"]
+        )
+        return Response(NodeGpuSerializer(gpus, many=True).data)
 
     @extend_schema(responses={200: AssignmentSerializer(many=True)})
     @action(detail=True, methods=["get"], permission_classes=[IsAgentOrStaff], pagination_class=None,

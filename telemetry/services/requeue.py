@@ -1,4 +1,5 @@
-"""Jobs on nodes that went down go back to pending, through the scheduler's job_transition.
+"""Jobs on nodes that went down, or on GPUs that failed, go back to pending, through the
+scheduler's job_transition.
 
 A job on a down node makes no progress (or nobody can tell), so it is placed again in the next
 round. Exactly once: the job's open allocations are closed by the same transition, so a second
@@ -6,6 +7,7 @@ call finds nothing to requeue; and only placed or running jobs hold open allocat
 matter (a job that ended had them closed when it ended).
 """
 from django.db import transaction
+from django.db.models import Q
 
 from scheduler.lifecycle import JobState
 from scheduler.models import Job, SolveTrigger
@@ -18,25 +20,31 @@ _ON_A_GPU = [JobState.PLACED.value, JobState.RUNNING.value]
 def jobs_requeue_from_nodes(*, node_ids: list[int], reason: str) -> int:
     """Move every placed or running job with an open allocation on `node_ids` back to pending
     (closing all its allocations, on other nodes too: a job is placed whole); how many moved."""
+
+    def why(job):
+        hosts = job.allocations.filter(end__isnull=True, gpu__node_id__in=node_ids).values_list(
+            "gpu__node__hostname", flat=True
+        )
+        return f"Node {', '.join(sorted(set(hosts)))} went down: {reason}"
+
+    return _requeue(Q(allocations__gpu__node_id__in=node_ids), why)
+
+
+@transaction.atomic
+def jobs_requeue_from_gpus(*, gpu_ids: list[int], reason: str) -> int:
+    """The same for jobs with an open allocation on one of `gpu_ids` (GPUs that failed)."""
+    return _requeue(Q(allocations__gpu_id__in=gpu_ids), lambda job: f"GPU failure: {reason}")
+
+
+def _requeue(on: Q, why) -> int:
     # Find the jobs first, then lock each: PostgreSQL refuses FOR UPDATE with DISTINCT.
     job_ids = (
-        Job.objects.filter(state__in=_ON_A_GPU, allocations__end__isnull=True, allocations__gpu__node_id__in=node_ids)
-        .values_list("pk", flat=True)
-        .distinct()
+        Job.objects.filter(on, state__in=_ON_A_GPU, allocations__end__isnull=True).values_list("pk", flat=True).distinct()
     )
     moved = 0
     for job in Job.objects.select_for_update().filter(pk__in=list(job_ids), state__in=_ON_A_GPU).order_by("pk"):
-        hosts = sorted(
-            set(
-                job.allocations.filter(end__isnull=True, gpu__node_id__in=node_ids).values_list(
-                    "gpu__node__hostname", flat=True
-                )
-            )
-        )
-        if hosts:
-            reason_text = f"Node {', '.join(hosts)} went down: {reason}"
-            job_transition(job=job, to=JobState.PENDING.value, reason=reason_text[:300])
-            moved += 1
+        job_transition(job=job, to=JobState.PENDING.value, reason=why(job)[:300])
+        moved += 1
     if moved:
         scheduling_round_request(trigger=SolveTrigger.NODE)
     return moved

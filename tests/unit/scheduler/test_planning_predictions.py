@@ -142,3 +142,31 @@ def test_job_predict_stores_p1_and_asks_for_a_round(db, alice, settings, tmp_pat
     assert record.job_id == job.pk and not record.shadow and record.observations == []
     assert set(record.estimates["gpu_types"]) == {"k80", "p100", "v100"} and rounds[-1] == "prediction"
     assert all(t > 0 for t in record.estimates["tau"][:3])
+
+
+def test_measured_numbers_follow_the_catalog_policy(unmeasured, v100, k80, settings):
+    """Telemetry alone counts from GOGH_PREDICTOR_MIN_SAMPLES records on; an outlier is dropped;
+    a reference record is trusted alone."""
+    from catalog.predictors.data import CatalogPolicy
+    from scheduler.problem_source import catalog_predictions
+
+    settings.GOGH_PREDICTOR_MIN_SAMPLES = 3
+    settings.GOGH_PREDICTOR_WINDOW = 6
+    now = timezone.now()
+
+    def measure(gpu_type, throughput, source="telemetry", seconds=0):
+        Measurement.objects.create(workload=unmeasured, gpu_type=gpu_type, throughput=throughput, source=source,
+                                   observed_at=now - timezone.timedelta(seconds=seconds))
+
+    measure(k80, 2.0, seconds=60)
+    measure(k80, 2.2, seconds=50)
+    assert catalog_predictions().tau("New", "k80", 1, True) is None  # two telemetry records: still unknown
+    measure(k80, 2.4, seconds=40)
+    assert catalog_predictions().tau("New", "k80", 1, True) == pytest.approx(2.2)
+    for seconds, value in ((30, 2.1), (20, 2.3), (10, 2.2), (0, 40.0)):  # 40: an outlier
+        measure(k80, value, seconds=seconds)
+    # the window keeps the newest 6 (2.0, the oldest, drops out); the outlier is rejected
+    assert catalog_predictions().tau("New", "k80", 1, True) == pytest.approx((2.2 + 2.4 + 2.1 + 2.3 + 2.2) / 5)
+    measure(v100, 9.0, source="reference", seconds=10**6)
+    assert catalog_predictions().tau("New", "v100", 1, True) == 9.0
+    assert CatalogPolicy().min_samples == 3  # the documented default the setting mirrors

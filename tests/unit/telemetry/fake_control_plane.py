@@ -14,6 +14,7 @@ class FakeControlPlane:
         self.token = token
         self.registrations, self.heartbeats, self.samples, self.progress = [], 0, [], []
         self.assignments: list[dict] = []
+        self.gpu_failures: list[dict] = []
         self.dropped_reports: list[int | None] = []
         self.left = False
         self.node_deleted = False  # an operator deleted the node: its endpoints answer 404
@@ -44,6 +45,9 @@ class FakeControlPlane:
             if method == "POST" and path == f"/api/nodes/{NODE_ID}/heartbeat/":
                 self.heartbeats += 1
                 return 200, {"state": "ready"}
+            if method == "POST" and path == f"/api/nodes/{NODE_ID}/gpu-failures/":
+                self.gpu_failures.extend(body["gpus"])
+                return 200, []
             if method == "GET" and path == f"/api/nodes/{NODE_ID}/assignments/":
                 return 200, self.assignments
             if method == "POST" and path == "/api/telemetry/samples/":

@@ -7,19 +7,24 @@ import pynvml
 
 def fake_nvml(*, count=2, name="Tesla V100-SXM2-16GB", unsupported=(), init_error=None, power_mw=150_000):
     """A module object. `unsupported`: function names that raise NVMLError_NotSupported;
-    `init_error`: an NVML error code nvmlInit raises (e.g. NVML_ERROR_DRIVER_NOT_LOADED)."""
+    `init_error`: an NVML error code nvmlInit raises (e.g. NVML_ERROR_DRIVER_NOT_LOADED).
+    Add a device index to `fake.lost` and every query of it raises NVMLError_GpuIsLost, as a
+    GPU that fell off the bus does."""
     fake = types.ModuleType("fake_pynvml")
     for constant in dir(pynvml):
         if constant.startswith("NVML_"):
             setattr(fake, constant, getattr(pynvml, constant))
     fake.NVMLError = pynvml.NVMLError
     fake.calls = []
+    fake.lost = set()
 
     def nvml(function):
         def call(*args):
             fake.calls.append(function.__name__)
             if function.__name__ in unsupported:
                 raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+            if args and isinstance(args[0], tuple) and args[0][1] in fake.lost:
+                raise pynvml.NVMLError(pynvml.NVML_ERROR_GPU_IS_LOST)
             return function(*args)
 
         call.__name__ = function.__name__

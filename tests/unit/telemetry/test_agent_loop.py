@@ -39,13 +39,13 @@ def run_agent(tmp_path):
     """run_agent(plane, **config) -> agent running in a thread; stopped at teardown."""
     started = []
 
-    def start(plane, token="agent-token", gpus=2, **overrides):
+    def start(plane, token="agent-token", gpus=2, nvml=None, **overrides):
         config = {
             "hostname": "gpu-node-1", "log_dir": tmp_path / "logs", "sample_interval_s": 0.5,
             "upload_interval_s": 0.3, "heartbeat_interval_s": 0.5, "poll_interval_s": 0.2,
             "progress_interval_s": 0.3, "grace_s": 0.5, "retry_s": 0.2, **overrides,
         }
-        agent = Agent(backend=NvmlBackend(nvml=fake_nvml(count=gpus)), client=ControlPlane(plane.url, token, timeout=2),
+        agent = Agent(backend=NvmlBackend(nvml=nvml or fake_nvml(count=gpus)), client=ControlPlane(plane.url, token, timeout=2),
                       config=AgentConfig(**config))
         agent.errors = []
 
@@ -277,3 +277,22 @@ def test_manage_py_run_agent_is_the_same_program(monkeypatch, capsys):
         call_command("run_agent", "--url", "http://127.0.0.1:9", "--token", "t")
     assert exit_.value.code == cli.EXIT_NO_DRIVER
     assert "Driver Not Loaded" in capsys.readouterr().err
+
+
+def test_a_lost_gpu_is_reported_once_and_its_job_stopped_not_restarted(plane, run_agent, tmp_path):
+    nvml = fake_nvml(count=2)
+    command = python("import os, time; print('pid', os.getpid(), flush=True); time.sleep(60)")
+    plane.assignments = [assignment(6, command, gpu_indexes=(1,))]
+    run_agent(plane, nvml=nvml)
+    log = tmp_path / "logs" / "job-6.out"
+    assert wait_for(lambda: log.exists() and "pid" in log.read_text())
+    pid = int(log.read_text().split()[1])
+    nvml.lost.add(1)  # GPU 1 falls off the bus; the control plane has not moved the job yet
+    assert wait_for(lambda: plane.gpu_failures, timeout=5)
+    assert wait_for(lambda: not _alive(pid), timeout=10)
+    lost_at = time.time()
+    assert wait_for(lambda: timestamps(plane, "GPU-fake-0")[-1] > lost_at + 1, timeout=10)  # sampling goes on
+    [failure] = plane.gpu_failures
+    assert failure["uuid"] == "GPU-fake-1" and "GPU is lost" in failure["reason"]
+    assert log.read_text().count("pid") == 1  # still assigned, never started again on a dead GPU
+    assert timestamps(plane, "GPU-fake-1")[-1] <= lost_at
