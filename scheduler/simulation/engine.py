@@ -1,0 +1,232 @@
+"""The virtual-time loop for one policy.
+
+Scheduling rounds every `round_s`: jobs that arrived since the last round join, and the
+policy's solver decides when something changed (an arrival, a completion, a GPU failure, or,
+for a learning policy, an estimate that moved); otherwise the running allocation stands,
+which is what a deterministic solver would return again. Between rounds time advances from
+event to event (a job finishing, a GPU failing): jobs progress at their true rate, energy is
+the power of the GPUs hosting work (idle GPUs are powered down, as the optimiser assumes),
+and a job's time below T_min (waiting included) is counted. At the end of a round telemetry
+reports, for every configuration a job held for at least MIN_OBSERVED_S, its throughput with
+noise; a learning policy's predictions take it. A job that restarts elsewhere after making
+progress redoes `migration_overhead_s` of work. A failed GPU leaves the cluster; its jobs
+(and a sharing partner) go back to pending with their progress.
+"""
+import random
+import time
+from collections import defaultdict, deque
+from dataclasses import dataclass, field, replace
+
+from scheduler.optimizer.problem import CurrentPlacement, JobSpec, Placement, Problem
+from scheduler.optimizer.registry import get_solver
+
+from .jobs import SimJob
+from .policies import Policy
+from .scenario import MIN_OBSERVED_S, Scenario
+from .truth import Truth
+
+TENANT = "default"
+LEARNING_CURVE_MAX = 20
+_DONE_TOLERANCE = 1e-9
+
+
+@dataclass
+class JobState:
+    job: SimJob
+    remaining: float
+    placement: Placement | None = None
+    last_gpus: tuple[str, ...] = ()
+    below_s: float = 0.0
+    done_at: float | None = None
+    held: dict = field(default_factory=lambda: defaultdict(float))  # this round: (config, partner) -> seconds
+
+
+@dataclass
+class PolicyRun:
+    policy: str
+    jobs: list[JobState]
+    energy_j: float
+    end_s: float
+    solves: int
+    solve_seconds: float
+    migrations: int
+    curve: dict[int, list[float]]  # observations -> absolute percentage errors
+
+
+class Simulation:
+    def __init__(self, scenario: Scenario, truth: Truth, policy: Policy, predictions, *, seed: int = 0):
+        self.sc, self.truth, self.policy, self.predictions = scenario, truth, policy, predictions
+        self.learns = hasattr(predictions, "observe")  # LearnedPredictions takes telemetry; the others are fixed
+        self.rng = random.Random(f"telemetry:{seed}:{policy.name}")
+        self.states = {j.id: JobState(j, j.total_steps) for j in scenario.jobs}
+        self.node = {g.id: g.node for g in scenario.gpus}
+        self.alive = {g.id for g in scenario.gpus}
+        self.active: dict[str, JobState] = {}
+        self.energy_j = 0.0
+        self.load_history: list[float] = []
+        self.solves, self.solve_seconds, self.migrations = 0, 0.0, 0
+        self.curve: dict[int, list[float]] = defaultdict(list)
+        self.settings = replace(scenario.settings, solver=policy.solver, adaptive_weight=policy.adaptive_weight)
+
+    # ---- the loop ------------------------------------------------------------------------------
+    def run(self) -> PolicyRun:
+        arrivals = deque(sorted(self.sc.jobs, key=lambda j: j.arrival_s))
+        failures = deque(sorted(self.sc.failures, key=lambda f: f.time_s))
+        end, round_s = self.sc.end_s, self.sc.round_s
+        t, changed = 0.0, False
+        while t < end:
+            while arrivals and arrivals[0].arrival_s <= t:
+                job = arrivals.popleft()
+                self.active[job.id] = self.states[job.id]
+                self.active[job.id].below_s += t - job.arrival_s  # waited for this round
+                changed = True
+            if not self.active:
+                if not arrivals:
+                    break
+                t = max(t + round_s, (arrivals[0].arrival_s // round_s + (arrivals[0].arrival_s % round_s > 0)) * round_s)
+                continue
+            if changed:
+                self._solve(t)
+            if self.learns:
+                self._score_predictions()
+            changed = self._advance(t, min(t + round_s, end), failures)
+            t += round_s
+        return PolicyRun(self.policy.name, list(self.states.values()), self.energy_j, min(t, end), self.solves,
+                         self.solve_seconds, self.migrations, dict(self.curve))
+
+    def _solve(self, t: float) -> None:
+        jobs = tuple(
+            JobSpec(s.job.id, s.job.workload, TENANT, s.job.min_throughput, s.job.max_gpus,
+                    current=CurrentPlacement(s.placement.gpu_ids, s.placement.partner) if s.placement else None)
+            for s in self.active.values()
+        )
+        problem = Problem(jobs=jobs, gpus=tuple(g for g in self.sc.gpus if g.id in self.alive), gpu_types=self.sc.gpu_types,
+                          predictions=self.predictions, settings=self.settings, load_history=tuple(self.load_history))
+        started = time.perf_counter()
+        allocation = get_solver(self.policy.solver).solve(problem)
+        self.solve_seconds += time.perf_counter() - started
+        self.solves += 1
+        self.load_history.append(allocation.load)
+        for job_id, state in self.active.items():
+            new = allocation.placements.get(job_id)
+            state.placement = new
+            if new is None or new.gpu_ids == state.last_gpus:
+                continue
+            if state.last_gpus:  # made progress elsewhere: redo the overhead at the new rate
+                self.migrations += 1
+                state.remaining = min(state.job.total_steps, state.remaining + self._rate(state) * self.sc.migration_overhead_s)
+            state.last_gpus = new.gpu_ids
+
+    # ---- truth ---------------------------------------------------------------------------------
+    def _config(self, state: JobState) -> tuple[tuple[str, int, bool], str | None]:
+        p = state.placement
+        consolidated = len({self.node[g] for g in p.gpu_ids}) == 1
+        partner = self.states[p.partner].job.workload if p.partner else None
+        return (p.gpu_type, len(p.gpu_ids), consolidated), partner
+
+    def _rate(self, state: JobState) -> float:
+        (gpu_type, k, consolidated), partner = self._config(state)
+        if partner is None:
+            return self.truth.throughput(state.job.workload, gpu_type, k, consolidated)
+        return self.truth.shared_throughput(state.job.workload, partner, gpu_type)
+
+    def _power_w(self) -> float:
+        total, seen = 0.0, set()
+        for state in self.active.values():
+            p = state.placement
+            if p is None or p.gpu_ids[0] in seen:
+                continue
+            seen.update(p.gpu_ids)
+            spec = self.sc.gpu_types[p.gpu_type]
+            _, partner = self._config(state)
+            if self._rate(state) <= 0:  # does not fit: the job cannot run, the GPU idles
+                total += spec.idle_w * len(p.gpu_ids)
+            elif partner is None:
+                total += self.truth.gpu_power_alone(spec, state.job.workload) * len(p.gpu_ids)
+            else:
+                total += self.truth.gpu_power_shared(spec, state.job.workload, partner)
+        return total
+
+    # ---- time ----------------------------------------------------------------------------------
+    def _advance(self, t0: float, t1: float, failures: deque) -> bool:
+        """Run [t0, t1); True when the next round must decide again."""
+        now, changed = t0, False
+        while now < t1:
+            stop = min(t1, failures[0].time_s) if failures else t1
+            rates = {i: self._rate(s) for i, s in self.active.items() if s.placement}
+            finishing = None
+            for i, rate in rates.items():
+                if rate > 0 and now + self.active[i].remaining / rate < stop:
+                    stop, finishing = now + self.active[i].remaining / rate, i
+            dt = max(0.0, stop - now)
+            self.energy_j += self._power_w() * dt
+            for i, state in self.active.items():
+                rate = rates.get(i, 0.0)
+                state.remaining -= rate * dt
+                if rate < state.job.min_throughput:
+                    state.below_s += dt
+                if i in rates and dt > 0:
+                    state.held[self._config(state)] += dt
+            now = stop
+            if finishing is not None:
+                self.active[finishing].remaining = 0.0
+            for i in [i for i, s in self.active.items() if s.remaining <= _DONE_TOLERANCE * s.job.total_steps]:
+                self._finish(i, now)
+                changed = True
+            while failures and failures[0].time_s <= now:
+                self._fail(failures.popleft().gpu_id)
+                changed = True
+        return self._telemetry() or changed
+
+    def _finish(self, job_id: str, now: float) -> None:
+        state = self.active.pop(job_id)
+        state.done_at, state.remaining = now, 0.0
+        self._observe(state)
+        if state.placement and state.placement.partner in self.active:
+            partner = self.active[state.placement.partner]
+            partner.placement = replace(partner.placement, partner=None)
+        state.placement = None
+
+    def _fail(self, gpu_id: str) -> None:
+        self.alive.discard(gpu_id)
+        for state in self.active.values():
+            if state.placement and gpu_id in state.placement.gpu_ids:
+                state.placement = None
+
+    def _telemetry(self) -> bool:
+        moved = False
+        for state in self.active.values():
+            moved |= self._observe(state)
+        return moved
+
+    def _observe(self, state: JobState) -> bool:
+        """Report the round's configurations of a job to a learning policy; reset the round."""
+        moved = False
+        if self.learns:
+            for ((gpu_type, k, consolidated), partner), seconds in state.held.items():
+                if seconds >= MIN_OBSERVED_S:
+                    rate = self._true_rate(state.job.workload, gpu_type, k, consolidated, partner)
+                    seen = self.truth.observe(rate, self.rng)
+                    moved |= self.predictions.observe(state.job.workload, gpu_type, k, consolidated, seen, partner)
+        state.held.clear()
+        return moved
+
+    def _true_rate(self, workload, gpu_type, k, consolidated, partner) -> float:
+        if partner is None:
+            return self.truth.throughput(workload, gpu_type, k, consolidated)
+        return self.truth.shared_throughput(workload, partner, gpu_type)
+
+    def _score_predictions(self) -> None:
+        """Learning curve: error of the estimate of each placed job's throughput where it runs,
+        by how many observations its workload's estimate has had."""
+        for state in self.active.values():
+            if state.placement is None:
+                continue
+            n = self.predictions.observations(state.job.workload)
+            if n > LEARNING_CURVE_MAX:
+                continue
+            (gpu_type, k, consolidated), partner = self._config(state)
+            true = self._true_rate(state.job.workload, gpu_type, k, consolidated, partner)
+            estimate = self.predictions.throughput(state.job.workload, gpu_type, k, consolidated, partner)
+            if true > 0 and estimate:
+                self.curve[n].append(abs(estimate - true) / true)

@@ -1,0 +1,51 @@
+"""What the report says about one policy's run.
+
+- energy_kwh: energy of the GPUs hosting work over the whole run.
+- energy_per_step_j: that energy over the training steps done (all jobs' steps, useful ones:
+  work redone after a migration is not counted twice).
+- slo_violation: fraction of job-time (arrival to completion, or to the end of the run) in
+  which a job ran below its T_min, waiting included.
+- avg_jct_s: mean completion time (completion - arrival) of completed jobs.
+- makespan_s: first arrival to last completion.
+- jain_fairness: Jain's index over completed jobs of x_j = total_steps / (JCT x T_min), the
+  average throughput a job got over its time in the system relative to what it asked for.
+- completed: jobs finished by the end of the run.
+"""
+import statistics
+
+from .engine import PolicyRun
+
+
+def policy_metrics(run: PolicyRun) -> dict:
+    done = [s for s in run.jobs if s.done_at is not None]
+    arrived = [s for s in run.jobs if s.job.arrival_s <= run.end_s]
+    steps = sum(s.job.total_steps - max(0.0, s.remaining) for s in run.jobs)
+    in_system = sum((s.done_at if s.done_at is not None else run.end_s) - s.job.arrival_s for s in arrived)
+    jct = [s.done_at - s.job.arrival_s for s in done]
+    x = [s.job.total_steps / (j * s.job.min_throughput) for s, j in zip(done, jct) if j > 0]
+    first = min((s.job.arrival_s for s in run.jobs), default=0.0)
+    return {
+        "energy_kwh": round(run.energy_j / 3.6e6, 3),
+        "energy_per_step_j": round(run.energy_j / steps, 4) if steps else None,
+        "slo_violation": round(sum(s.below_s for s in arrived) / in_system, 4) if in_system else 0.0,
+        "avg_jct_s": round(statistics.fmean(jct), 1) if jct else None,
+        "makespan_s": round(max(s.done_at for s in done) - first, 1) if done else None,
+        "jain_fairness": round(jain(x), 4) if x else None,
+        "completed": len(done),
+        "jobs": len(run.jobs),
+        "solves": run.solves,
+        "solve_seconds": round(run.solve_seconds, 2),
+        "migrations": run.migrations,
+    }
+
+
+def jain(values: list[float]) -> float:
+    return sum(values) ** 2 / (len(values) * sum(v * v for v in values))
+
+
+def learning_curve(curve: dict[int, list[float]], up_to: int) -> dict:
+    """{"n": {"mape": ..., "samples": ...}} for n = 0..up_to observations (mape None: no sample)."""
+    return {
+        str(n): {"mape": round(statistics.fmean(curve[n]), 4) if curve.get(n) else None, "samples": len(curve.get(n, ()))}
+        for n in range(up_to + 1)
+    }

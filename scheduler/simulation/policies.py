@@ -1,0 +1,31 @@
+"""The policies compared, all in the same run on the same arrivals: a solver from
+scheduler.optimizer.registry plus where its predictions come from.
+
+- gogh: the ILP on the learned predictors (P1, refined online by P2), adaptive energy weight.
+- gogh_fixed_weight: the same with the base energy weight in every round.
+- oracle: the ILP on the true numbers (the truth model, without noise).
+- round_robin, random, greedy_fastest, greedy_efficient: the baselines on the catalog's
+  numbers (what an operator without GOGH would have).
+"""
+from dataclasses import dataclass
+
+LEARNED, TRUTH, CATALOG = "learned", "truth", "catalog"
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: str
+    solver: str
+    predictions: str  # LEARNED | TRUTH | CATALOG
+    adaptive_weight: bool = True
+
+
+POLICIES = (
+    Policy("gogh", "ilp", LEARNED),
+    Policy("gogh_fixed_weight", "ilp", LEARNED, adaptive_weight=False),
+    Policy("oracle", "ilp", TRUTH),
+    Policy("round_robin", "round_robin", CATALOG),
+    Policy("random", "random", CATALOG),
+    Policy("greedy_fastest", "greedy_fastest", CATALOG),
+    Policy("greedy_efficient", "greedy_efficient", CATALOG),
+)

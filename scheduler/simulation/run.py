@@ -1,0 +1,134 @@
+"""One evaluation: the scenario, every policy on it, the report and its table."""
+import time
+
+import torch
+
+from catalog.predictors import PerformancePredictor, build_catalog
+from scheduler.optimizer.catalog_predictions import CatalogPredictions
+from scheduler.optimizer.problem import SolverSettings
+
+from .cluster import DEFAULT_LAYOUT, build_gpus, gpu_types
+from .engine import LEARNING_CURVE_MAX, Simulation
+from .jobs import generate_jobs
+from .learned import LearnedPredictions
+from .measurements import to_rows
+from .metrics import learning_curve, policy_metrics
+from .policies import CATALOG, LEARNED, POLICIES, TRUTH
+from .scenario import Scenario
+from .trace import trace_jobs
+from .truth import Truth
+
+#: The default scenario: about 100 s of CPU on one core (5 min wall on 2 cores shared with
+#: other work), see docs/simulation.md.
+DEFAULT_JOBS = 300
+DEFAULT_JOBS_PER_HOUR = 3.0
+#: The ILP's worth of surplus throughput (W per unit of relative surplus over T_min, capped at
+#: 1): with 0 it would run every job at just above T_min on the lowest-power GPU, which costs
+#: more energy per step than a faster GPU finishing sooner (see docs/simulation.md).
+THROUGHPUT_VALUE_W = 100.0
+
+
+def build_scenario(truth: Truth, *, jobs: int = DEFAULT_JOBS, seed: int = 0, trace: str | None = None,
+                   jobs_per_hour: float = DEFAULT_JOBS_PER_HOUR, layout=DEFAULT_LAYOUT, failures=(),
+                   throughput_value_w: float = THROUGHPUT_VALUE_W) -> Scenario:
+    job_list = trace_jobs(trace, truth, seed=seed) if trace else generate_jobs(truth, count=jobs, jobs_per_hour=jobs_per_hour,
+                                                                                seed=seed)
+    return Scenario(
+        jobs=job_list,
+        gpus=build_gpus(layout),
+        gpu_types=gpu_types([name for name, _ in layout]),
+        settings=SolverSettings(seed=seed, throughput_value_w=throughput_value_w, time_limit_s=10.0),
+        failures=tuple(failures),
+    )
+
+
+def fit_predictor(catalog_records, *, seed: int, quick: bool = False) -> PerformancePredictor:
+    torch.set_num_threads(1)
+    params = {"epochs": 6, "draws": 1, "hidden": 16} if quick else {}
+    return PerformancePredictor(seed=seed, **params).fit(build_catalog(catalog_records))
+
+
+def run_all(scenario: Scenario, truth: Truth, truth_records, catalog_records, *, seed: int = 0, quick: bool = False,
+            policies=POLICIES, log=print) -> dict:
+    started = time.perf_counter()
+    catalog = CatalogPredictions(to_rows(catalog_records))
+    features = {}
+    model = None
+    if any(p.predictions == LEARNED for p in policies):
+        model = fit_predictor(catalog_records, seed=seed, quick=quick)
+        known = build_catalog(truth_records)
+        features = dict(zip(known.workloads, known.features))
+        features.update(zip(model.catalog_.workloads, model.catalog_.features))
+        log(f"predictor fitted: {time.perf_counter() - started:.1f} s")
+    report = {"policies": {}, "learning_curve": None}
+    for policy in policies:
+        t = time.perf_counter()
+        predictions = {
+            LEARNED: lambda: LearnedPredictions(model, catalog, features),
+            TRUTH: truth.predictions,
+            CATALOG: lambda: catalog,
+        }[policy.predictions]()
+        run = Simulation(scenario, truth, policy, predictions, seed=seed).run()
+        report["policies"][policy.name] = {**policy_metrics(run), "seconds": round(time.perf_counter() - t, 1)}
+        if policy.name == "gogh":
+            report["learning_curve"] = learning_curve(run.curve, LEARNING_CURVE_MAX)
+        log(f"{policy.name}: {time.perf_counter() - t:.1f} s")
+    report["comparison"] = comparison(report["policies"])
+    report["seconds"] = round(time.perf_counter() - started, 1)
+    return report
+
+
+def comparison(p: dict) -> dict:
+    """The targets' ratios, where both sides exist."""
+    def ratio(a, b, key):
+        if a in p and b in p and p[a][key] and p[b][key]:
+            return round(p[a][key] / p[b][key], 4)
+        return None
+
+    return {
+        "gogh_energy_over_oracle": ratio("gogh", "oracle", "energy_kwh"),
+        "gogh_energy_per_step_over_round_robin": ratio("gogh", "round_robin", "energy_per_step_j"),
+        "gogh_jct_over_round_robin": ratio("gogh", "round_robin", "avg_jct_s"),
+        "adaptive_over_fixed_weight_energy_per_step": ratio("gogh", "gogh_fixed_weight", "energy_per_step_j"),
+    }
+
+
+def scenario_summary(scenario: Scenario, **extra) -> dict:
+    counts = {}
+    for g in scenario.gpus:
+        counts[g.gpu_type] = counts.get(g.gpu_type, 0) + 1
+    return {
+        "gpus": counts,
+        "jobs": len(scenario.jobs),
+        "round_s": scenario.round_s,
+        "migration_overhead_s": scenario.migration_overhead_s,
+        "throughput_value_w": scenario.settings.throughput_value_w,
+        "migration_cost_w": scenario.settings.migration_cost_w,
+        "last_arrival_s": max((j.arrival_s for j in scenario.jobs), default=0.0),
+        "failures": [[f.time_s, f.gpu_id] for f in scenario.failures],
+        **extra,
+    }
+
+
+CURVE_SHOWN = (0, 1, 2, 5, 10, 20)
+
+
+def _hours(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds / 3600:.1f}"
+
+
+def format_table(report: dict) -> str:
+    """The human table the command prints and the README carries."""
+    lines = [f"{'policy':<18} {'energy kWh':>10} {'J/step':>7} {'SLO viol':>8} {'JCT h':>6} {'makespan h':>10} "
+             f"{'Jain':>6} {'done':>9} {'solves':>6} {'migr':>6} {'sec':>6}"]
+    for name, m in report["policies"].items():
+        done = f"{m['completed']}/{m['jobs']}"
+        lines.append(f"{name:<18} {m['energy_kwh']:>10.1f} {m['energy_per_step_j'] or 0:>7.2f} {m['slo_violation']:>8.2%} "
+                     f"{_hours(m['avg_jct_s']):>6} {_hours(m['makespan_s']):>10} {m['jain_fairness'] or 0:>6.3f} "
+                     f"{done:>9} {m['solves']:>6} {m['migrations']:>6} {m['seconds']:>6}")
+    curve = report.get("learning_curve")
+    if curve:
+        shown = [f"{n}: {curve[str(n)]['mape']:.1%}" for n in CURVE_SHOWN if curve[str(n)]["mape"] is not None]
+        lines += ["", "gogh prediction MAPE of placed jobs' throughput by observations: " + ", ".join(shown)]
+    lines += [f"{key}: {value}" for key, value in report.get("comparison", {}).items()]
+    return "\n".join(lines)

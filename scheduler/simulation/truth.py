@@ -1,0 +1,98 @@
+"""What the simulated cluster really does: throughput, utilisation and power of every job.
+
+True throughput of a workload = the measured value in the truth file (the reference data by
+default) x a fixed per-workload factor exp(N(0, deviation)) drawn from the seed (the same
+factor the simulated agent's jobs use, telemetry.agent.simjob.true_factor), on every GPU type,
+alone or sharing. The catalog starts from the measured values, so it is off by that factor
+and P2 has something to learn. Telemetry sees each round's throughput with noise
+N(0, noise) on top (`observe`); the job itself progresses at the true rate.
+
+Where the truth file has no value: a multi-GPU configuration falls back to the other
+placement style (consolidated or spread); a pair it does not list does not run (both jobs
+make no progress), as does a configuration measured at 0 (does not fit).
+
+Utilisation: the file's, where it has one; otherwise a busy GPU runs at `busy_utilisation`
+(0.9, as the simulated GPU backend), and a shared GPU at the sum of both jobs' utilisation
+scaled by their co-located fractions, capped at 1. Power per GPU: the file's measured power
+where it has one, otherwise the GPU type's power curve at that utilisation.
+"""
+import random
+
+from scheduler.optimizer.catalog_predictions import CatalogPredictions, MeasurementRow
+from scheduler.optimizer.problem import GpuTypeSpec
+from telemetry.agent.simjob import true_factor
+
+BUSY_UTILISATION = 0.9
+
+
+class Truth:
+    def __init__(self, rows: list[MeasurementRow], *, seed: int = 0, deviation: float = 0.15, noise: float = 0.05,
+                 busy_utilisation: float = BUSY_UTILISATION):
+        self.measured = CatalogPredictions(rows)
+        self.gpu_types = sorted({r.gpu_type for r in rows})
+        self.seed, self.deviation, self.noise, self.busy_utilisation = seed, deviation, noise, busy_utilisation
+        self._factors: dict[str, float] = {}
+
+    def factor(self, workload: str) -> float:
+        if workload not in self._factors:
+            self._factors[workload] = true_factor(workload, self.seed, self.deviation)
+        return self._factors[workload]
+
+    def workloads(self) -> list[str]:
+        return self.measured.workloads()
+
+    # ---- the truth -------------------------------------------------------------------------
+    def measured_tau(self, workload: str, gpu_type: str, num_gpus: int, consolidated: bool) -> float:
+        """The file's value (0 when it has none or it does not fit), before the deviation."""
+        m = self.measured
+        value = m.tau(workload, gpu_type, num_gpus, consolidated) or m.tau(workload, gpu_type, num_gpus, not consolidated)
+        return value or 0.0
+
+    def throughput(self, workload: str, gpu_type: str, num_gpus: int, consolidated: bool) -> float:
+        return self.measured_tau(workload, gpu_type, num_gpus, consolidated) * self.factor(workload)
+
+    def shared_rho(self, workload: str, partner: str, gpu_type: str) -> float:
+        """Co-located fraction of isolated throughput; 0 where the pair does not run."""
+        return self.measured.rho(workload, partner, gpu_type) or 0.0
+
+    def shared_throughput(self, workload: str, partner: str, gpu_type: str) -> float:
+        return self.throughput(workload, gpu_type, 1, True) * self.shared_rho(workload, partner, gpu_type)
+
+    def utilisation(self, workload: str, gpu_type: str) -> float:
+        measured = self.measured.utilisation(workload, gpu_type)
+        return self.busy_utilisation if measured is None else measured
+
+    def gpu_power_alone(self, spec: GpuTypeSpec, workload: str) -> float:
+        measured = self.measured.power_w(workload, spec.name)
+        return measured if measured is not None else spec.power_curve(self.utilisation(workload, spec.name))
+
+    def gpu_power_shared(self, spec: GpuTypeSpec, a: str, b: str) -> float:
+        util = self.utilisation(a, spec.name) * self.shared_rho(a, b, spec.name)
+        util += self.utilisation(b, spec.name) * self.shared_rho(b, a, spec.name)
+        return spec.power_curve(min(1.0, util))
+
+    def observe(self, rate: float, rng: random.Random) -> float:
+        """What telemetry reports for a round at true rate `rate`."""
+        return rate * max(0.0, 1.0 + rng.gauss(0.0, self.noise))
+
+    def predictions(self) -> "TruePredictions":
+        return TruePredictions(self)
+
+
+class TruePredictions:
+    """The optimiser's Predictions protocol answered with the true numbers (the oracle)."""
+
+    def __init__(self, truth: Truth):
+        self.truth = truth
+
+    def tau(self, workload, gpu_type, num_gpus, consolidated):
+        return self.truth.throughput(workload, gpu_type, num_gpus, consolidated) or None
+
+    def rho(self, workload, partner, gpu_type):
+        return self.truth.shared_rho(workload, partner, gpu_type) or None
+
+    def utilisation(self, workload, gpu_type):
+        return self.truth.utilisation(workload, gpu_type)
+
+    def power_w(self, workload, gpu_type):
+        return self.truth.measured.power_w(workload, gpu_type)

@@ -1,0 +1,69 @@
+"""manage.py simulate: a tiny end-to-end run with every report key; bad input exits 1 with
+file:line reasons and no traceback."""
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import call_command, get_commands, load_command_class
+
+POLICY_KEYS = {"energy_kwh", "energy_per_step_j", "slo_violation", "avg_jct_s", "makespan_s", "jain_fairness", "completed"}
+POLICIES = {"gogh", "gogh_fixed_weight", "oracle", "round_robin", "random", "greedy_fastest", "greedy_efficient"}
+
+
+def run_as_from_shell(*argv):
+    """Run the command as manage.py does: CommandError becomes stderr text and sys.exit."""
+    command = load_command_class(get_commands()[argv[0]], argv[0])
+    command.run_from_argv(["manage.py", *argv])
+
+
+def test_a_tiny_run_writes_every_policy_and_the_learning_curve(tmp_path):
+    out_path = tmp_path / "sim.json"
+    out = StringIO()
+    call_command("simulate", "--json", str(out_path), "--jobs", "4", "--jobs-per-hour", "4", "--quick",
+                 "--fail", "3600:v100-s0-g0", stdout=out, stderr=StringIO())
+    report = json.loads(out_path.read_text())
+    assert set(report["policies"]) == POLICIES
+    for name, metrics in report["policies"].items():
+        assert POLICY_KEYS <= set(metrics), name
+        assert metrics["completed"] == 4, name
+        assert metrics["energy_kwh"] > 0
+    assert list(report["learning_curve"]) == [str(n) for n in range(21)]
+    assert report["learning_curve"]["0"]["samples"] > 0
+    assert report["scenario"]["gpus"] == {"k80": 36, "p100": 36, "v100": 36}
+    assert report["scenario"]["failures"] == [[3600.0, "v100-s0-g0"]]
+    table = out.getvalue()
+    assert all(name in table for name in POLICIES)
+
+
+def test_a_bad_truth_file_gives_file_line_reasons_and_exit_1(tmp_path, capsys):
+    path = tmp_path / "truth.csv"
+    path.write_text("workload,gpu_type,throughput\nA3C,v100,12\nA3C,k80,-3\n")
+    with pytest.raises(SystemExit) as exited:
+        run_as_from_shell("simulate", "--json", str(tmp_path / "x.json"), "--truth", str(path))
+    assert exited.value.code == 1
+    err = capsys.readouterr().err
+    assert err.splitlines() == [f"{path}:3: throughput: -3 is negative",
+                                f"CommandError: --truth {path}: 1 problem(s) in the measurements file"]
+    assert not (tmp_path / "x.json").exists()
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--policies", "gogh,fifo"], "Unknown policies fifo"),
+    (["--jobs", "0"], "--jobs must be >= 1"),
+    (["--fail", "soon:v100-s0-g0"], "--fail takes SECONDS:GPU_ID"),
+    (["--fail", "60:a100-s0-g0"], "--fail: no GPU a100-s0-g0"),
+])
+def test_bad_options_exit_1_with_a_reason(tmp_path, capsys, argv, says):
+    with pytest.raises(SystemExit) as exited:
+        run_as_from_shell("simulate", "--json", str(tmp_path / "x.json"), *argv)
+    assert exited.value.code == 1
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err
+
+
+def test_a_bad_trace_line_is_reported_with_its_line(tmp_path, capsys):
+    trace = tmp_path / "bad.trace"
+    trace.write_text("A3C\tcmd\tdir\t-n\t1\t100\t1\t1\t-1\n")
+    with pytest.raises(SystemExit):
+        run_as_from_shell("simulate", "--json", str(tmp_path / "x.json"), "--trace", str(trace))
+    assert f"{trace}:1: expected 10 tab-separated fields, found 9" in capsys.readouterr().err
