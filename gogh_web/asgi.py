@@ -1,4 +1,9 @@
-"""ASGI entry point served by daphne: HTTP now; WebSocket routes join the router later."""
+"""ASGI entry point served by daphne: HTTP, and the live-update WebSocket (gogh_web.events).
+
+WebSockets pass the origin check (the Origin header must name one of ALLOWED_HOSTS, so another
+site's page cannot open a socket with a signed-in user's cookie) and the session middleware
+(scope["user"]) before they reach a consumer.
+"""
 import os
 
 from django.core.asgi import get_asgi_application
@@ -7,6 +12,16 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gogh_web.settings")
 
 django_asgi_app = get_asgi_application()
 
-from channels.routing import ProtocolTypeRouter  # noqa: E402  (needs Django set up first)
+# Imported once Django is set up: consumers reach models.
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-application = ProtocolTypeRouter({"http": django_asgi_app})
+from gogh_web.events.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        "http": django_asgi_app,
+        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+    }
+)

@@ -38,6 +38,8 @@ INSTALLED_APPS = [
     "catalog",
     "telemetry",
     "scheduler",
+    "gogh_web.events",
+    "gogh_web.dashboard",
 ]
 
 MIDDLEWARE = [
@@ -102,6 +104,12 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+# Plotly's JS bundle comes from the installed plotly package (no CDN, no 4 MB copy in the repo).
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    "gogh_web.dashboard.staticfiles.PlotlyFinder",
+]
 STATIC_ROOT = VAR_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)
 STORAGES = {
@@ -110,7 +118,8 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = DEBUG
 
-LOGIN_URL = "admin:login"
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "dashboard:cluster"
 
 # Request bodies larger than this are refused with 400 before parsing (API and forms alike).
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("GOGH_MAX_BODY_BYTES", 1024 * 1024))
@@ -181,12 +190,22 @@ GOGH_TELEMETRY_METRICS_STALE_S = float(os.environ.get("GOGH_TELEMETRY_METRICS_ST
 GOGH_SCHEDULING_INTERVAL_S = max(5.0, float(os.environ.get("GOGH_SCHEDULING_INTERVAL_S", "30")))
 GOGH_ROUND_DEBOUNCE_S = float(os.environ.get("GOGH_ROUND_DEBOUNCE_S", "2"))
 # Predictors (docs/predictors.md): default architecture, catalog policy, retraining.
-GOGH_PREDICTOR_ARCHITECTURE = os.environ.get("GOGH_PREDICTOR_ARCHITECTURE", "feedforward")
+GOGH_PREDICTOR_ARCHITECTURE = os.environ.get("GOGH_PREDICTOR_ARCHITECTURE", "structured")
 GOGH_PREDICTOR_WINDOW = int(os.environ.get("GOGH_PREDICTOR_WINDOW", "1000"))
 GOGH_PREDICTOR_MIN_SAMPLES = int(os.environ.get("GOGH_PREDICTOR_MIN_SAMPLES", "3"))
 GOGH_PREDICTOR_RETRAIN_AFTER_RECORDS = int(os.environ.get("GOGH_PREDICTOR_RETRAIN_AFTER_RECORDS", "1000"))
 GOGH_PREDICTOR_RETRAIN_HOUR = int(os.environ.get("GOGH_PREDICTOR_RETRAIN_HOUR", "3"))
 GOGH_PREDICTOR_RETRAIN_CHECK_S = float(os.environ.get("GOGH_PREDICTOR_RETRAIN_CHECK_S", "900"))
+# Live updates (docs/live-updates.md): events kept GOGH_LIVE_EVENT_RETENTION_S for pages that
+# reconnect (pruned every GOGH_LIVE_PRUNE_EVERY_S); each ASGI process looks for new events every
+# GOGH_LIVE_POLL_S (the only relay with the embedded layer; a safety net with Redis); snapshots
+# hold active jobs plus the newest GOGH_LIVE_ENDED_JOBS_KEPT ended ones and the newest
+# GOGH_LIVE_SOLVE_RUNS_KEPT solve runs.
+GOGH_LIVE_EVENT_RETENTION_S = float(os.environ.get("GOGH_LIVE_EVENT_RETENTION_S", "3600"))
+GOGH_LIVE_PRUNE_EVERY_S = float(os.environ.get("GOGH_LIVE_PRUNE_EVERY_S", "300"))
+GOGH_LIVE_POLL_S = float(os.environ.get("GOGH_LIVE_POLL_S", "2" if os.environ.get("REDIS_URL") else "0.2"))
+GOGH_LIVE_ENDED_JOBS_KEPT = int(os.environ.get("GOGH_LIVE_ENDED_JOBS_KEPT", "500"))
+GOGH_LIVE_SOLVE_RUNS_KEPT = int(os.environ.get("GOGH_LIVE_SOLVE_RUNS_KEPT", "50"))
 CELERY_BEAT_SCHEDULE = {
     "predictor-retrain-nightly": {
         "task": "catalog.tasks.predictor_retrain",
@@ -203,6 +222,10 @@ CELERY_BEAT_SCHEDULE = {
     "mark-silent-nodes-down": {
         "task": "telemetry.tasks.nodes_mark_silent_down",
         "schedule": max(5.0, GOGH_NODE_HEARTBEAT_TIMEOUT_S / 4),
+    },
+    "prune-live-events": {
+        "task": "gogh_web.events.tasks.events_prune",
+        "schedule": GOGH_LIVE_PRUNE_EVERY_S,
     },
     "scheduling-round": {
         "task": "scheduler.tasks.scheduling_round",

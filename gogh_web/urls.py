@@ -1,4 +1,4 @@
-"""Top-level routes: landing page, admin, the REST API and its schema/docs."""
+"""Top-level routes: landing page, admin, sign-in, the dashboard, the REST API and its schema/docs."""
 from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
@@ -11,6 +11,7 @@ api_patterns = [
     path("", include("catalog.api.urls")),
     path("", include("telemetry.api.urls")),
     path("", include("scheduler.api.urls")),
+    path("", include("gogh_web.events.api.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
 ]
@@ -18,6 +19,8 @@ api_patterns = [
 urlpatterns = [
     path("", landing, name="landing"),
     path("admin/", admin.site.urls),
+    path("accounts/", include("gogh_web.dashboard.account_urls")),
+    path("dashboard/", include("gogh_web.dashboard.urls")),
     path("api/", include(api_patterns)),
     path("metrics", MetricsView.as_view(), name="metrics"),
 ]

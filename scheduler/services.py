@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from catalog.models import PredictionRecord
 from catalog.services.predictors import NoActivePredictor, prediction_create
+from gogh_web.events import emit
 from telemetry.models import Gpu, GpuState, NodeState
 
 from . import optimizer
@@ -85,6 +86,7 @@ def job_submit(
                 idempotency_key=idempotency_key or None,
                 request_fingerprint=fingerprint if idempotency_key else "",
             )
+            emit.job_changed(job)
     except IntegrityError:
         # Two requests with one key raced; the other one committed first.
         existing = _job_for_key(owner=owner, key=idempotency_key, fingerprint=fingerprint) if idempotency_key else None
@@ -150,6 +152,7 @@ def job_transition(*, job: Job, to: str, reason: str = "", now=None) -> Job:
         if target in TERMINAL or target is JobState.PENDING:
             job.allocations.filter(end__isnull=True).update(end=now)
         job.save()
+        emit.job_changed(job)
     return job
 
 
@@ -226,12 +229,14 @@ def scheduling_round_run(*, trigger: str, dry_run: bool = False, solver: str | N
             shadow=shadow,
             decision=_decision(allocation),
         )
+        emit.solve_run_changed(run)
         if superseded:
             scheduling_round_request(trigger=trigger)
         elif shadow:
             Job.objects.filter(pk__in=[int(job_id) for job_id in allocation.placements], state=JobState.PENDING.value).update(
                 pending_reason=f"Shadow mode: not dispatched; solve {run.pk} recorded where it would run."
             )
+            emit.jobs_changed(int(job_id) for job_id in allocation.placements)
         elif not dry_run:
             _apply(allocation, run, now)
     return RoundResult(solve_run=run, allocation=allocation)
@@ -271,6 +276,7 @@ def _apply(allocation: optimizer.Allocation, run: SolveRun, now) -> None:
         try:
             if job.state == JobState.PENDING.value:
                 Job.objects.filter(pk=job.pk, state=JobState.PENDING.value).update(pending_reason=reason[:300])
+                emit.job_changed(job)
             else:
                 job_transition(job=job, to=JobState.PENDING.value, reason=f"Preempted by solve {run.pk}: {reason}"[:300], now=now)
         except IllegalTransition:
@@ -319,4 +325,5 @@ def solver_config_update(*, by, values: dict) -> SolverConfig:
             SolverConfigChange.objects.create(config=config, changed_by=by, field=field, old_value=str(old)[:200], new_value=str(value)[:200])
         config.full_clean()
         config.save()
+        emit.solver_config_changed(config)
     return config

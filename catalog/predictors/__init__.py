@@ -5,18 +5,24 @@ what they learn; everything here can be trained, tested and benchmarked without 
 """
 from .data import CatalogData, CatalogPolicy, Record, build_catalog, records_from_csv, records_from_gavel
 from .errors import UnknownGpuType, UnknownWorkload
-from .estimator import ARCHITECTURES, Observation, PerformancePredictor
+from .estimator import ARCHITECTURES, NET_ARCHITECTURES, Observation, PerformancePredictor
+from .gpu_specs import GPU_SPECS, GpuSpec, UnmeasuredEstimate, estimate_unmeasured
 
 __all__ = [
     "ARCHITECTURES",
     "CatalogData",
     "CatalogPolicy",
+    "GPU_SPECS",
+    "GpuSpec",
+    "NET_ARCHITECTURES",
     "Observation",
     "PerformancePredictor",
     "Record",
     "UnknownGpuType",
     "UnknownWorkload",
+    "UnmeasuredEstimate",
     "build_catalog",
+    "estimate_unmeasured",
     "records_from_csv",
     "records_from_gavel",
 ]

@@ -20,7 +20,7 @@ import numpy as np
 
 from catalog import gavel, measurement_csv
 
-from .features import WorkloadFeatures, feature_vector, reference_features
+from .features import WorkloadFeatures, reference_features
 
 TRUSTED_SOURCES = ("reference", "profiling")
 

@@ -1,4 +1,5 @@
-"""An ensemble of the three architectures: the mean of their estimates.
+"""An ensemble of the benchmarked models (the three networks and the structured predictor):
+the mean of their estimates.
 
 Averaging models that weight the catalog differently cancels part of each one's errors; the
 spread between members is added to the uncertainty. Same interface as PerformancePredictor

@@ -18,9 +18,14 @@ from .errors import UnknownGpuType
 from .features import WorkloadFeatures, feature_vector
 from .nets import NeighbourNet
 from .online import JobEstimate
+from .structured import StructuredModel
 from .tokens import rho_tokens, tau_tokens
 
-ARCHITECTURES = ("feedforward", "rnn", "transformer")
+#: The three networks (docs/predictors.md, "Models").
+NET_ARCHITECTURES = ("feedforward", "rnn", "transformer")
+#: Every model selectable by name: the networks and the structured predictor (no network),
+#: which wins the benchmark and is the default (README, "Predictor benchmark").
+ARCHITECTURES = NET_ARCHITECTURES + ("structured",)
 _OBSERVATION_COUNTS = (0, 0, 1, 2, 3, 5, 10)
 #: Standardised features are clipped to this many standard deviations: no extrapolation.
 FEATURE_CLIP = 3.0
@@ -89,6 +94,13 @@ class PerformancePredictor:
         if self.architecture not in ARCHITECTURES:
             raise ValueError(f"unknown architecture {self.architecture!r}; choose one of {', '.join(ARCHITECTURES)}")
         self._set_catalog(catalog)
+        if self.architecture == "structured":
+            # Nothing to fine-tune: the structure is refitted on the local catalog, so `init`
+            # (imported weights) has nothing to add.
+            self.structured_ = StructuredModel().fit(catalog)
+            self.train_mae_, self.train_loss_ = self.structured_.train_mae_, {}
+            return self
+        self.structured_ = None
         rng = np.random.default_rng(self.seed)
         torch.manual_seed(self.seed)
         rho_examples, tau_examples, zero = self._episodes(rng)
@@ -211,10 +223,13 @@ class PerformancePredictor:
         """Weights and the catalog snapshot they predict from; plain tensors, lists and numbers
         only, so torch.load(..., weights_only=True) reads it back."""
         c = self.catalog_
+        if self.structured_ is not None:
+            learned = {"structured": self.structured_.state()}
+        else:
+            learned = {"rho_net": self.rho_net_.state_dict(), "tau_net": self.tau_net_.state_dict()}
         return {
             "params": self.get_params(),
-            "rho_net": self.rho_net_.state_dict(),
-            "tau_net": self.tau_net_.state_dict(),
+            **learned,
             "catalog": {
                 "workloads": list(c.workloads),
                 "features": [[f.name, f.family, f.batch_size, f.parameters, f.flops_per_sample, f.compute_density,
@@ -241,6 +256,11 @@ class PerformancePredictor:
         )
         model = cls(**state["params"])
         model._set_catalog(catalog)
+        if "structured" in state:
+            model.structured_ = StructuredModel.from_state(catalog, state["structured"])
+            model.train_mae_ = model.structured_.train_mae_
+            return model
+        model.structured_ = None
         rho_dim = state["rho_net"]["embed.0.weight"].shape[1]
         tau_dim = state["tau_net"]["embed.0.weight"].shape[1]
         model.rho_net_ = NeighbourNet(model.architecture, rho_dim, model.hidden)

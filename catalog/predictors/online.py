@@ -6,6 +6,10 @@ move too, and (2) takes `p2_steps` Adam steps (learning rate `p2_learning_rate`,
 cosine-decayed to 0 over the steps) on a per-GPU-type bias of rho fitted to the residuals of
 the observed cells under a ridge prior; the bias carries over from one update to the next. Observed cells report the observed mean. Everything is
 clipped to [0, 1]; one update costs two small forward passes (see the benchmark's latency).
+
+The structured predictor (structured.py) has no network: its P2 is the Gaussian-process
+posterior of the job's residuals from the prior, and isolated observations shift the
+throughput of the GPU types they were made on; closed form, no learning rate.
 """
 import math
 from collections import defaultdict
@@ -26,6 +30,10 @@ class JobEstimate:
         self.rho_obs = defaultdict(list)  # (partner index, gpu index) -> [(rho of job, rho of partner)]
         self.tau_obs = defaultdict(list)  # config index -> [steps/s]
         self.bias = np.zeros(len(catalog.gpu_types))
+        structured = getattr(model, "structured_", None)
+        if structured is not None:
+            self._prior_rho = structured.rho(features)
+            self._prior_tau = structured.log_tau(features)
         self._refresh()
 
     # ---- observations ---------------------------------------------------------------------
@@ -46,7 +54,7 @@ class JobEstimate:
                                                                                      partner_alone)
             self.rho_obs[(p, a)].append((row, col))
         self._refresh()
-        if learn and self.rho_obs:
+        if learn and self.rho_obs and getattr(self.model, "structured_", None) is None:
             self._fit_bias()
 
     def _observation_list(self):
@@ -57,6 +65,14 @@ class JobEstimate:
 
     def _refresh(self) -> None:
         rho_obs, tau_obs = self._observation_list()
+        structured = getattr(self.model, "structured_", None)
+        if structured is not None:
+            log_tau, tau_std = self._prior_tau
+            self._tau, self._tau_std = np.exp(structured.tau_shift(log_tau, tau_obs)), tau_std.copy()
+            for c, steps in tau_obs:
+                self._tau[c], self._tau_std[c] = steps, 0.0
+            self._rho, self._rho_std = structured.rho_posterior(*self._prior_rho, [o[:3] for o in rho_obs])
+            return
         log_tau, self._tau_std = self.model.forward_tau(self.x, self.features.family, self.batch, tau_obs)
         self._tau, self._tau_std = np.exp(log_tau.astype(float)), self._tau_std.astype(float)
         for c, steps in tau_obs:

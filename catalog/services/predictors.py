@@ -14,6 +14,7 @@ from django.db import transaction
 
 from catalog.predictors import Observation, PerformancePredictor
 from catalog.predictors.bench import score_p1
+from gogh_web.events import emit
 
 from ..models import Measurement, PredictionRecord, PredictorStatus, PredictorVersion, Workload
 from .predictors_store import catalog_snapshot, weights_load, weights_save, workload_features
@@ -57,6 +58,7 @@ def _version_store(*, model, name, metrics, snapshot, parent, note) -> Predictor
         name=name, architecture=model.architecture, hyperparameters=model.get_params(), training_data=snapshot,
         metrics=metrics, weights_file=file_name, weights_sha256=sha256, parent=parent, note=note,
     )
+    emit.predictor_versions_changed([version.pk])
     try:
         predictor_promote(version=version)
     except PredictorPromotionRefused:
@@ -76,19 +78,24 @@ def predictor_promote(*, version: PredictorVersion) -> PredictorVersion:
             )
         active.status = PredictorStatus.RETIRED
         active.save(update_fields=["status"])
+        emit.predictor_versions_changed([active.pk])
     version.status = PredictorStatus.ACTIVE
     version.save(update_fields=["status"])
+    emit.predictor_versions_changed([version.pk])
     return version
 
 
 @transaction.atomic
 def predictor_rollback(*, version: PredictorVersion) -> PredictorVersion:
     """Make an earlier version active again, whatever its score (the admin's action)."""
-    PredictorVersion.objects.select_for_update().filter(name=version.name, status=PredictorStatus.ACTIVE).exclude(
+    retired = PredictorVersion.objects.select_for_update().filter(name=version.name, status=PredictorStatus.ACTIVE).exclude(
         pk=version.pk
-    ).update(status=PredictorStatus.RETIRED)
+    )
+    retired_ids = list(retired.values_list("pk", flat=True))
+    retired.update(status=PredictorStatus.RETIRED)
     version.status = PredictorStatus.ACTIVE
     version.save(update_fields=["status"])
+    emit.predictor_versions_changed([*retired_ids, version.pk])
     return version
 
 

@@ -16,6 +16,7 @@ from django.db.models import Avg
 from django.utils import timezone
 
 from catalog.models import Measurement, MeasurementSource
+from gogh_web.events import emit
 from scheduler.lifecycle import JobState
 from scheduler.models import Allocation, Job, SolveTrigger
 from scheduler.services import job_transition, scheduling_round_request
@@ -72,6 +73,7 @@ def job_progress_report(
     if status in (SUCCEEDED, FAILED):  # its GPUs are free: pending jobs may fit now
         scheduling_round_request(trigger=SolveTrigger.FINISH)
     job.refresh_from_db()
+    emit.job_changed(job)  # progress, total steps, observed throughput
     return job
 
 

@@ -17,6 +17,7 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from gogh_web.api.permissions import AGENT_PERMISSION
+from gogh_web.events import emit
 from scheduler.models import SolveTrigger
 from scheduler.services import scheduling_round_request
 
@@ -72,6 +73,8 @@ def node_register(
     _note_report(node)
     node.save()
     _gpus_sync(node=node, gpus=gpus, gpu_types=gpu_types, rows=rows, now=now)
+    emit.node_changed(node.pk)
+    emit.gpus_changed([*Gpu.objects.filter(node=node).values_list("pk", flat=True), *(row.pk for row in rows.values())])
     scheduling_round_request(trigger=SolveTrigger.NODE)  # new or changed capacity
     return node, created
 
@@ -81,9 +84,12 @@ def node_heartbeat(*, node: Node, agent_user) -> Node:
     """Record that the node's agent is alive; a down node becomes ready again."""
     node = Node.objects.select_for_update().get(pk=node.pk)
     check_may_report(node, agent_user)
+    was = node.state
     node.last_heartbeat = timezone.now()
     _note_report(node)
     node.save(update_fields=["last_heartbeat", "state", "state_reason", "updated_at"])
+    if node.state != was:  # pages show the state, not the heartbeat time
+        emit.node_changed(node.pk)
     return node
 
 
@@ -101,6 +107,7 @@ def node_set_state(*, node: Node, state: str, reason: str = "") -> Node:
         return node
     node.state, node.state_reason = state, _clip(reason)
     node.save(update_fields=["state", "state_reason", "updated_at"])
+    emit.node_changed(node.pk)
     return node
 
 
@@ -139,6 +146,7 @@ def gpu_set_state(*, gpu: Gpu, state: str, reason: str = "") -> Gpu:
     lifecycle.check_gpu_operator_move(gpu.state, state)
     gpu.state, gpu.state_reason = state, _clip(reason)
     gpu.save(update_fields=["state", "state_reason"])
+    emit.gpus_changed([gpu.pk])
     return gpu
 
 
@@ -170,6 +178,8 @@ def _nodes_go_down(*, node_ids: list[int], reason: str) -> int:
     count = Node.objects.filter(pk__in=going).update(
         state=NodeState.DOWN, state_reason=_clip(reason), updated_at=timezone.now()
     )
+    for node_id in going:
+        emit.node_changed(node_id)
     jobs_requeue_from_nodes(node_ids=going, reason=reason)
     return count
 

@@ -14,6 +14,8 @@ from django.db.models import Avg, Count, Max
 from django.db.models.functions import TruncMinute
 from django.utils import timezone
 
+from gogh_web.events import emit
+
 from ..models import Gpu, GpuSample, GpuSampleMinute, Node
 from .access import check_is_agent, may_report
 
@@ -47,6 +49,7 @@ def gpu_samples_ingest(*, agent_user, samples: list[dict], dropped: int | None =
         raise ValidationError(errors)
     rows = [GpuSample(gpu=gpus[s["gpu"]], ts=s["ts"], **{m: s.get(m) for m in _MEASURES}) for s in samples]
     GpuSample.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+    emit.gpus_changed(gpu.pk for gpu in gpus.values())  # once per GPU per batch, however many samples
     if dropped is not None:
         Node.objects.filter(pk__in={gpu.node_id for gpu in gpus.values()}).update(samples_dropped=dropped)
     return len(rows)
@@ -93,6 +96,9 @@ def gpu_samples_downsample(*, retention_s: float, now=None) -> int:
     GpuSampleMinute.objects.bulk_create(new, batch_size=500)
     GpuSampleMinute.objects.bulk_update(merged, [f for f in _aggregate_fields() if f != "minute"], batch_size=500)
     folded, _ = old.delete()
+    # Pages show each GPU's newest raw sample: it changed only for GPUs that have none left.
+    gpu_ids = {group["gpu_id"] for group in groups}
+    emit.gpus_changed(gpu_ids - set(GpuSample.objects.filter(gpu_id__in=gpu_ids).values_list("gpu_id", flat=True)))
     return folded
 
 

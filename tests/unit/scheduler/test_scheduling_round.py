@@ -171,7 +171,7 @@ def test_a_decision_overtaken_by_another_round_is_not_applied(measured, alice, b
     assert run.status == "superseded" and run.num_placed == 2
     job.refresh_from_db()
     assert job.state == "pending" and not job.allocations.exists()
-    assert len(callbacks) == 1  # a fresh round is asked for
+    assert sum(callback.func is services._send_round for callback in callbacks) == 1  # a fresh round is asked for
 
 
 def test_a_decision_using_a_node_gone_down_is_not_applied(measured, alice, resnet50, monkeypatch):

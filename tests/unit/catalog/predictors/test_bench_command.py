@@ -23,5 +23,6 @@ def test_quick_benchmark_on_a_measurements_file(tmp_path, capsys):
     call_command("bench_predictors", "--json", str(out), "--data", str(data), "--quick")
     report = json.loads(out.read_text())
     assert report["settings"]["workloads"] == 5 and report["data"] == str(data)
-    assert set(report["p1"]["leave_one_workload_out"]) >= {"feedforward", "rnn", "transformer", "ensemble", "low_rank"}
+    rows = {"feedforward", "rnn", "transformer", "structured", "ensemble", "low_rank"}
+    assert set(report["p1"]["leave_one_workload_out"]) >= rows
     assert "LOWO val" in capsys.readouterr().out

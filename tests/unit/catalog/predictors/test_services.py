@@ -126,3 +126,19 @@ def test_retraining_waits_for_enough_new_records(slice_):
                                    source="telemetry", observed_at=timezone.now())
     retrained = services.predictor_retrain_if_due(after_records=2, hyperparameters=TINY)
     assert retrained is not None and PredictorVersion.objects.count() == 2
+
+
+def test_structured_default_trains_exports_and_predicts(slice_):
+    """The structured predictor (the default model) goes through the same lifecycle: stored,
+    exported, imported (weights_only load) and used for a new job's prediction."""
+    version = services.predictor_train(architecture="structured")
+    assert version.status == "active" and 0 <= version.val_mae <= 1
+    imported = services.predictor_import(data=services.predictor_export(version=version), fine_tune=False)
+    features = weights_load(version).features_of("LM (batch size 10)")
+    np.testing.assert_array_equal(weights_load(version).predict(features).rho,
+                                  weights_load(imported).predict(features).rho)
+    new = Workload.objects.create(name="LM (batch size 15)", family="LM", batch_size=15)
+    record = services.prediction_create(workload=new)
+    rho = np.array(record.estimates["rho"])
+    assert record.estimates["low_confidence"]
+    assert ((rho >= 0) & (rho <= 1)).all() and (np.array(record.estimates["tau"]) > 0).all()

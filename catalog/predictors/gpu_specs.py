@@ -1,0 +1,101 @@
+"""Estimates for GPU types the catalog has no measurements on, from their datasheet specs.
+
+A job's throughput on an unmeasured type u is carried over from each measured type a by a
+roofline-style mix: the compute-bound share of a step (the workload's compute density, c)
+scales with FP32 throughput, the rest with memory bandwidth,
+
+    log tau(w, u) = log tau(w, a) + c log(F_u / F_a) + (1 - c) log(B_u / B_a),
+
+and the carried-over values are averaged in log space over the measured types (their spread is
+the uncertainty, plus UNMEASURED_LOG_SD). FP32 because the reference workloads train in FP32
+(Gavel's implementations use no mixed precision); tensor cores and TF32 would make newer GPUs
+faster than this says for jobs that use them. rho on u is the mean of the job's rho on the
+measured types where the pair fits (a pair that fits in 16 GB is assumed to fit on any type
+with at least that much memory); on a type with less memory than every measured one the pairs
+that fit nowhere stay 0. Every such estimate is low-confidence: nothing was measured.
+"""
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import UnknownGpuType
+
+#: Extra log-space standard deviation of a throughput carried over to an unmeasured type.
+UNMEASURED_LOG_SD = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSpec:
+    fp32_tflops: float
+    memory_bandwidth_gbs: float
+    memory_gb: float
+    source: str
+
+
+#: Per GPU (not per board), boost clocks, the variants catalog/gpu_type_defaults.py describes.
+GPU_SPECS: dict[str, GpuSpec] = {
+    "k80": GpuSpec(4.37, 240.0, 12, "NVIDIA Tesla K80 datasheet: 8.73 TFLOPS FP32 and 480 GB/s per board of two GPUs"),
+    "p100": GpuSpec(9.3, 732.0, 16, "NVIDIA Tesla P100 datasheet, PCIe 16 GB: 9.3 TFLOPS FP32, 732 GB/s"),
+    "v100": GpuSpec(15.7, 900.0, 16, "NVIDIA Tesla V100 datasheet, SXM2: 15.7 TFLOPS FP32, 900 GB/s"),
+    "t4": GpuSpec(8.1, 320.0, 16, "NVIDIA T4 datasheet: 8.1 TFLOPS FP32, 320 GB/s"),
+    "a100": GpuSpec(19.5, 1555.0, 40, "NVIDIA A100 datasheet, SXM4 40 GB: 19.5 TFLOPS FP32, 1,555 GB/s"),
+    "h100": GpuSpec(67.0, 3350.0, 80, "NVIDIA H100 datasheet, SXM5 80 GB: 67 TFLOPS FP32, 3.35 TB/s"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class UnmeasuredEstimate:
+    """One job on one unmeasured GPU type (1 GPU): steps/s, rho per partner, uncertainties."""
+
+    gpu_type: str
+    tau: float
+    tau_std: float  # log-space
+    partners: list[str]
+    rho: np.ndarray
+    rho_std: np.ndarray
+    low_confidence: bool = True
+
+
+def carry_over(log_tau: float, compute_density: float, source: GpuSpec, target: GpuSpec) -> float:
+    """log steps/s on `target` from log steps/s on `source` (the module docstring's mix)."""
+    c = min(max(compute_density, 0.0), 1.0)
+    return (log_tau + c * math.log(target.fp32_tflops / source.fp32_tflops)
+            + (1 - c) * math.log(target.memory_bandwidth_gbs / source.memory_bandwidth_gbs))
+
+
+def estimate_unmeasured(prediction, features, gpu_type: str, spec: GpuSpec | None = None,
+                        specs: dict[str, GpuSpec] = GPU_SPECS) -> UnmeasuredEstimate:
+    """The job's estimates on `gpu_type`, absent from `prediction` (a P1 or P2 Prediction),
+    from the measured types' estimates and the specs (`spec` for a type not in `specs`)."""
+    target = spec or specs.get(gpu_type)
+    if target is None:
+        raise UnknownGpuType(f"no specs for GPU type {gpu_type!r} (known: {', '.join(sorted(specs))}); "
+                             "give its FP32 TFLOPS, memory bandwidth and memory")
+    if gpu_type in prediction.gpu_types:
+        raise ValueError(f"{gpu_type!r} has measurements: read its prediction instead")
+    measured = [a for a in prediction.gpu_types if a in specs]
+    if not measured:
+        raise UnknownGpuType(f"none of the measured GPU types ({', '.join(prediction.gpu_types)}) has specs")
+    density = 0.5 if features.compute_density is None else features.compute_density
+    carried = [carry_over(math.log(prediction.isolated(a)), density, specs[a], target)
+               for a in measured if prediction.isolated(a) > 0]
+    if not carried:
+        raise ValueError(f"{features.name} fits on none of the measured GPU types: nothing to carry over")
+    columns = [prediction.gpu_types.index(a) for a in measured]
+    rho = prediction.rho[:, columns]
+    fits = rho > 0
+    with np.errstate(invalid="ignore"):
+        mean_fit = np.where(fits.any(axis=1), np.where(fits, rho, 0).sum(axis=1) / np.maximum(fits.sum(axis=1), 1), 0)
+    smallest = min(specs[a].memory_gb for a in measured)
+    if target.memory_gb < smallest:
+        mean_fit = np.where(fits.all(axis=1), mean_fit, 0.0)
+    spread = rho.std(axis=1) + prediction.rho_std[:, columns].mean(axis=1)
+    return UnmeasuredEstimate(
+        gpu_type=gpu_type,
+        tau=float(math.exp(np.mean(carried))),
+        tau_std=float(math.hypot(np.std(carried), UNMEASURED_LOG_SD)),
+        partners=list(prediction.partners),
+        rho=np.clip(mean_fit, 0.0, 1.0),
+        rho_std=spread,
+    )

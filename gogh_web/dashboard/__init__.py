@@ -1,0 +1,1 @@
+"""The admin console: Cluster, Jobs, Predictions, Solver and Trade-off pages (docs/dashboard.md)."""

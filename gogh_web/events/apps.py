@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class EventsConfig(AppConfig):
+    """The live-update event stream: model, emission, snapshot, WebSocket consumer."""
+
+    name = "gogh_web.events"
+    label = "events"
+    verbose_name = "Live events"

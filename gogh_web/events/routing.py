@@ -1,0 +1,6 @@
+"""WebSocket routes of the live stream (mounted by gogh_web.asgi)."""
+from django.urls import path
+
+from .consumers import LiveConsumer
+
+websocket_urlpatterns = [path("ws/live/", LiveConsumer.as_asgi())]

@@ -1,0 +1,236 @@
+"""The dashboard in a real browser: Playwright driving Debian's Chromium (headless, no browser
+download) against a real daphne with the Redis channel layer and a real Celery worker on
+Redis. Screenshots of every page at 1280x800 and 390x844 go to GOGH_TEST_ARTIFACTS (default
+var/test-artifacts/). A missing Chromium fails the run; nothing is skipped."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+import redis
+from django.contrib.auth.hashers import PBKDF2PasswordHasher
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
+
+from catalog.models import Measurement
+from gogh_web.dashboard.tradeoff import sweep_grid
+from scheduler.models import SolverConfigChange
+from telemetry.models import Gpu, GpuSample, Node
+
+from .conftest import REDIS_URL, ROOT, free_port, test_database_url, wait_for_http
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CHROMIUM = Path(os.environ.get("GOGH_CHROMIUM", "/usr/bin/chromium"))
+ARTIFACTS = Path(os.environ.get("GOGH_TEST_ARTIFACTS", ROOT / "var" / "test-artifacts"))
+SIZES = {"wide": (1280, 800), "narrow": (390, 844)}
+PAGES = {"cluster": "/dashboard/", "jobs": "/dashboard/jobs/", "predictions": "/dashboard/predictions/",
+         "solver": "/dashboard/solver/", "tradeoff": "/dashboard/tradeoff/"}
+# SwiftShader gives headless Chromium WebGL without a GPU (Plotly's 3D scatter needs it).
+CHROMIUM_ARGS = ["--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--no-sandbox"]
+WAIT_MS = 30_000
+
+
+@pytest.fixture(scope="module")
+def stack(django_db_setup, django_db_blocker, tmp_path_factory):
+    """daphne (channel layer and broker on Redis) and a Celery worker on Redis, for the module."""
+    redis.Redis.from_url(REDIS_URL).flushdb()
+    var = tmp_path_factory.mktemp("dashboard-var")
+    with django_db_blocker.unblock():
+        database_url = test_database_url()
+    env = {**os.environ, "DATABASE_URL": database_url, "GOGH_VAR_DIR": str(var), "PYTHONUNBUFFERED": "1",
+           "REDIS_URL": REDIS_URL, "CELERY_BROKER_URL": REDIS_URL, "GOGH_ROUND_DEBOUNCE_S": "0.5"}
+    procs = []
+
+    def start(name, argv):
+        log = var / f"{name}.log"
+        procs.append(subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
+                                      start_new_session=True))
+        return procs[-1], log
+
+    collect, _ = start("collectstatic", [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"])
+    assert collect.wait(timeout=180) == 0
+    start("worker", [sys.executable, "-m", "celery", "-A", "gogh_web", "worker", "--pool", "solo", "-l", "INFO",
+                     "-n", "dashboard@%h", "--without-gossip", "--without-mingle"])
+    port = free_port()
+    daphne, log = start("daphne", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                                   "gogh_web.asgi:application"])
+    base = f"http://127.0.0.1:{port}"
+    wait_for_http(base + "/", daphne, log)
+    yield base, var
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    if not CHROMIUM.exists():
+        pytest.fail(f"Chromium is not installed at {CHROMIUM}; install Debian's package (`make services` does).")
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API keeps an event loop on this thread while it runs; the tests' own
+    # ORM calls (and the database flush after each test) are still plain synchronous code.
+    before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+            yield browser
+            browser.close()
+    finally:
+        if before is None:
+            del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
+
+
+@pytest.fixture
+def demo(v100, resnet50, make_user):
+    """Two V100s with ResNet-50 measured on one and two of them; a user and a staff member
+    whose passwords daphne can check (its default hasher)."""
+    node = Node.objects.create(hostname="gpu-a")
+    for i in range(2):
+        gpu = Gpu.objects.create(node=node, index=i, uuid=f"GPU-a{i}", gpu_type=v100)
+        GpuSample.objects.create(gpu=gpu, ts=timezone.now(), power_w=60.0 + 150 * i, utilization=0.1 + 0.8 * i)
+    for k, throughput in ((1, 4.0), (2, 7.5)):
+        Measurement.objects.create(workload=resnet50, gpu_type=v100, num_gpus=k, throughput=throughput, power_w=250,
+                                   utilization=0.9, source="reference", observed_at=timezone.now())
+    users = {"alice": make_user("alice", tenant="research"), "operator": make_user("operator", tenant="ops", staff=True)}
+    for name, user in users.items():
+        user.password = PBKDF2PasswordHasher().encode("pw-" + name, "dashboardsalt", iterations=1000)
+        user.save()
+    return users
+
+
+def signed_in(chromium, base, username, size="wide"):
+    width, height = SIZES[size]
+    page = chromium.new_context(viewport={"width": width, "height": height}).new_page()
+    page.errors = []  # uncaught script errors, checked by the tests
+    page.on("pageerror", lambda error: page.errors.append(str(error)))
+    page.goto(base + "/dashboard/jobs/")
+    assert "/accounts/login/" in page.url  # sign-in is required
+    page.fill("#id_username", username)
+    page.fill("#id_password", "pw-" + username)
+    page.click("button[type=submit]")
+    page.wait_for_url(base + "/dashboard/jobs/")
+    return page
+
+
+def submit_job(base, user, **fields):
+    body = json.dumps({"workload": "ResNet-50 (batch size 64)", "min_throughput": 3, "max_gpus": 2, **fields}).encode()
+    request = urllib.request.Request(base + "/api/jobs/", data=body, method="POST", headers={
+        "Authorization": f"Token {Token.objects.get_or_create(user=user)[0].key}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 201
+        return json.loads(response.read())["id"]
+
+
+def test_submitted_job_appears_and_changes_state_without_reload(stack, chromium, demo):
+    base, _ = stack
+    page = signed_in(chromium, base, "alice")
+    page.wait_for_selector("#live-status[data-status=live]", timeout=WAIT_MS)
+    page.evaluate("window.__notReloaded = true")
+    job_id = submit_job(base, demo["alice"])
+    row = f'#jobs-table tr[data-job="{job_id}"]'
+    page.wait_for_selector(row, timeout=WAIT_MS)
+    # a scheduling round in the worker places it; the row follows without a reload
+    page.wait_for_selector(f'{row}[data-state="placed"]', timeout=WAIT_MS)
+    assert "2 x v100" in page.inner_text(row) or "1 x v100" in page.inner_text(row)
+    # cancel from the page (REST API, session + CSRF token): the row follows
+    page.click(f"{row} button[data-cancel]")
+    page.wait_for_selector(f'{row}[data-state="cancelled"]', timeout=WAIT_MS)
+    # submit from the page's form
+    page.click("#submit-panel summary")
+    page.fill("#submit-form input[name=min_throughput]", "3")
+    page.click("#submit-form button[type=submit]")
+    page.wait_for_selector("#submit-message.ok", timeout=WAIT_MS)
+    form_job = int(page.inner_text("#submit-message").split()[-1].rstrip("."))
+    page.wait_for_selector(f'#jobs-table tr[data-job="{form_job}"]', timeout=WAIT_MS)
+    assert page.evaluate("window.__notReloaded") is True
+    assert page.errors == []
+
+
+def sweep_rendered(page):
+    page.wait_for_function(
+        "n => { const p = document.getElementById('tradeoff-plot');"
+        " return p && p.dataset.complete === 'true' && p.data && p.data[0].x.length === n; }",
+        arg=len(sweep_grid()), timeout=WAIT_MS,
+    )
+
+
+def test_trade_off_plot_renders_in_webgl_and_preview_updates_it(stack, chromium, demo):
+    base, _ = stack
+    submit_job(base, demo["alice"])
+    page = signed_in(chromium, base, "alice")
+    page.goto(base + "/dashboard/tradeoff/")
+    sweep_rendered(page)
+    webgl = page.evaluate(
+        "() => { const c = document.querySelector('#tradeoff-plot .gl-container canvas');"
+        " return !!c && !!(c.getContext('webgl') || c.getContext('experimental-webgl')); }"
+    )
+    assert webgl, "the 3D plot has no WebGL canvas"
+    points = page.evaluate("() => document.getElementById('tradeoff-plot').data.map(t => t.x.length)")
+    assert points == [len(sweep_grid()), 1, 0]  # the sweep, where the cluster runs now, no preview yet
+
+    page.fill("#weight", "0.05")
+    assert page.inner_text("#weight-value") == "0.05"
+    page.click("#preview")
+    page.wait_for_function("() => document.getElementById('tradeoff-plot').data[2].x.length === 1", timeout=WAIT_MS)
+    moves = page.locator("#moves li")
+    assert moves.count() >= 1
+    assert "0.050" in page.inner_text("#preview-summary")
+    # at weight 0.05 the surplus is worth the second GPU: the job placed on one would move
+    assert page.locator("#moves li[data-kind]").count() >= 1, page.inner_text("#moves")
+
+
+def test_a_user_cannot_apply_but_staff_can(stack, chromium, demo):
+    base, _ = stack
+    page = signed_in(chromium, base, "alice")
+    page.goto(base + "/dashboard/tradeoff/")
+    assert page.locator("#apply").count() == 0
+    status = page.evaluate(
+        "() => GoghDash.api('POST', '/dashboard/api/tradeoff/apply/', {base_energy_weight: 2, adaptive_weight: false,"
+        " load_window: 5, throughput_value_w: 100}).then(r => r.status)"
+    )
+    assert status == 403 and not SolverConfigChange.objects.exists()
+
+    staff_page = signed_in(chromium, base, "operator")
+    staff_page.goto(base + "/dashboard/tradeoff/")
+    staff_page.fill("#weight", "2")
+    staff_page.click("#apply")
+    staff_page.wait_for_selector("#tradeoff-message.ok", timeout=WAIT_MS)
+    assert {c.field for c in SolverConfigChange.objects.filter(changed_by=demo["operator"])} >= {"base_energy_weight"}
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_screenshots_of_every_page_and_no_sideways_scroll(stack, chromium, demo, size):
+    base, _ = stack
+    submit_job(base, demo["alice"])
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page = signed_in(chromium, base, "operator", size)
+    for name, path in PAGES.items():
+        page.goto(base + path)
+        if name == "tradeoff":
+            sweep_rendered(page)
+        if name == "cluster":  # the two fresh samples, as rendered and as live.js re-draws them
+            assert page.inner_text("#power-now") == "270 W"
+        page.wait_for_selector("#live-status[data-status=live]", timeout=WAIT_MS)
+        page.screenshot(path=str(ARTIFACTS / f"dashboard-{name}-{size}.png"), full_page=True)
+        overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 1, f"{name} scrolls sideways by {overflow} px at {SIZES[size]}"
+    assert page.errors == []
+    login = chromium.new_page(viewport=dict(zip(("width", "height"), SIZES[size])))
+    login.goto(base + "/accounts/login/")
+    login.screenshot(path=str(ARTIFACTS / f"dashboard-login-{size}.png"))
+    assert all((ARTIFACTS / f"dashboard-{name}-{size}.png").stat().st_size > 0 for name in PAGES)

@@ -1,0 +1,64 @@
+"""What the Cluster and Predictions pages compute: energy today, power now, catalog coverage."""
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from catalog.models import Measurement, PredictionRecord, PredictorVersion
+from gogh_web.dashboard import selectors
+from scheduler.models import Allocation, Job
+from telemetry.models import GpuSample, GpuSampleMinute
+from telemetry.services.job_progress import measurement_reference
+
+
+def test_energy_today_adds_raw_spans_and_minute_aggregates(cluster):
+    now = timezone.now().replace(hour=12, minute=0, second=0, microsecond=0)
+    gpu = cluster[0]
+    for s in range(0, 61):  # one minute at 200 W, one sample a second
+        GpuSample.objects.create(gpu=gpu, ts=now - timedelta(seconds=60 - s), power_w=200.0)
+    GpuSampleMinute.objects.create(gpu=gpu, minute=now - timedelta(hours=1), samples=60, power_w_mean=300.0)
+    GpuSampleMinute.objects.create(gpu=gpu, minute=now - timedelta(days=1), samples=60, power_w_mean=999.0)  # yesterday
+    assert selectors.energy_today_wh(now=now) == pytest.approx((200 * 60 + 300 * 60) / 3600)
+
+
+def test_power_now_counts_only_fresh_samples(cluster):
+    now = timezone.now()
+    GpuSample.objects.create(gpu=cluster[0], ts=now - timedelta(seconds=5), power_w=150.0, utilization=0.5)
+    GpuSample.objects.create(gpu=cluster[1], ts=now - timedelta(hours=1), power_w=999.0)
+    overview = selectors.cluster_overview(now=now)
+    assert overview["power_now_w"] == 150.0
+    assert [g["utilization"] for g in overview["gpus"]] == [0.5, None]
+
+
+def test_coverage_marks_measured_and_unknown_cells(cluster, resnet50, lm, v100):
+    Measurement.objects.create(workload=resnet50, gpu_type=v100, partner=lm, throughput=2.0, source="reference",
+                               observed_at=timezone.now())
+    coverage = selectors.catalog_coverage()
+    assert coverage["workloads"] == [lm.name, resnet50.name]
+    assert coverage["partners"] == ["(alone)", lm.name, resnet50.name]
+    lm_row, resnet_row = coverage["by_type"]["v100"]
+    assert resnet_row == [selectors.MEASURED, selectors.MEASURED, selectors.UNKNOWN]
+    assert lm_row == [selectors.UNKNOWN] * 3
+
+
+def test_coverage_marks_cells_a_stored_estimate_predicts(cluster, resnet50, lm, v100):
+    version = PredictorVersion.objects.create(name="p1", architecture="feedforward", weights_file="p1.pt",
+                                              weights_sha256="0" * 64, metrics={"val_mae": 0.09})
+    PredictionRecord.objects.create(workload=lm, version=version, estimates={
+        "partners": [resnet50.name], "gpu_types": ["v100"], "rho": [[0.8]], "configs": [["v100", 1, True]], "tau": [3.0],
+        "low_confidence": True,
+    })
+    lm_row, _ = selectors.catalog_coverage()["by_type"]["v100"]
+    assert lm_row == [selectors.PREDICTED, selectors.UNKNOWN, selectors.PREDICTED]  # alone, with LM, with ResNet
+    assert selectors.validation_mae_series() == {"p1": [(version.created_at.isoformat(), 0.09)]}
+
+
+def test_live_prediction_error_of_a_running_job(alice, cluster, submit, resnet50, v100):
+    job = submit(alice)
+    Job.objects.filter(pk=job.pk).update(state="running", pending_reason="")
+    Allocation.objects.create(job=job, gpu=cluster[0], start=timezone.now(), predicted_throughput=4.0, predicted_power_w=250)
+    Measurement.objects.create(workload=resnet50, gpu_type=v100, throughput=3.0, source="telemetry",
+                               reference=measurement_reference(job.pk), observed_at=timezone.now())
+    (row,) = selectors.live_prediction_errors(alice)
+    assert (row["id"], row["predicted"], row["observed"], row["confidence"]) == (job.pk, 4.0, 3.0, "catalog")
+    assert row["error"] == pytest.approx(-0.25)

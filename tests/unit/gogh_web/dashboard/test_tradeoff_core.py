@@ -1,0 +1,91 @@
+"""The pure trade-off core: Jain's index, operating points, moves and the state digest."""
+import pytest
+
+from gogh_web.dashboard import tradeoff
+from scheduler.optimizer import Allocation, CurrentPlacement, JobSpec, Placement, Problem, SolverSettings
+from scheduler.optimizer.serialization import problem_to_dict
+
+
+def job(id_, tenant, t_min=2.0, current=None):
+    return JobSpec(id=id_, workload="w", tenant=tenant, min_throughput=t_min, max_gpus=2, current=current)
+
+
+def placement(job_id, gpus, throughput=4.0, power=200.0):
+    return Placement(job_id, "v100", tuple(gpus), True, None, throughput, power)
+
+
+def allocation(placements):
+    return Allocation("ilp", {p.job_id: p for p in placements}, {}, 0.0, 0.0, "optimal", 1.0, 0.0)
+
+
+class EmptyPredictions:
+    def tau(self, *a):
+        return None
+
+    rho = utilisation = power_w = tau
+
+
+def problem(jobs, **settings):
+    return Problem(jobs=tuple(jobs), gpus=(), gpu_types={}, predictions=EmptyPredictions(), settings=SolverSettings(**settings))
+
+
+def test_jain_index():
+    assert tradeoff.jain([1.0, 1.0, 1.0]) == 1.0
+    assert tradeoff.jain([1.0, 0.0]) == pytest.approx(0.5)
+    assert tradeoff.jain([]) == 1.0 and tradeoff.jain([0.0, 0.0]) == 1.0
+
+
+def test_operating_point_sums_and_scores_tenants_by_normalised_throughput():
+    jobs = (job("1", "a"), job("2", "a"), job("3", "b"))
+    point = tradeoff.operating_point(jobs, {"1": (4.0, 100.0), "3": (2.0, 50.0)})
+    assert point.throughput == 6.0 and point.power_w == 150.0 and point.placed == 2
+    # tenant a: mean(4/2, 0) = 1; tenant b: 2/2 = 1 -> equal shares
+    assert point.fairness == pytest.approx(1.0)
+    unfair = tradeoff.operating_point(jobs, {"1": (4.0, 100.0)})
+    assert unfair.fairness == pytest.approx(0.5)
+
+
+def test_moves_name_placed_moved_and_preempted_jobs_only():
+    jobs = (job("1", "a"), job("2", "a", current=CurrentPlacement(("7",))),
+            job("3", "a", current=CurrentPlacement(("8",))), job("4", "a", current=CurrentPlacement(("9",))))
+    moves = tradeoff.job_moves(problem(jobs), allocation([placement("1", ["5"]), placement("2", ["6"]), placement("4", ["9"])]))
+    assert [(m.job_id, m.kind, m.from_gpus, m.to_gpus) for m in moves] == [
+        ("1", "place", (), ("5",)), ("2", "move", ("7",), ("6",)), ("3", "preempt", ("8",), ()),
+    ]
+
+
+def test_grid_covers_every_weight_with_fairness_off_and_on():
+    grid = tradeoff.sweep_grid()
+    assert len(grid) == len(tradeoff.ENERGY_WEIGHTS) * 2
+    assert [g.index for g in grid] == list(range(len(grid)))
+    assert {(g.energy_weight, g.fairness) for g in grid} == {(w, f) for w in tradeoff.ENERGY_WEIGHTS for f in (False, True)}
+
+
+def test_point_problem_fixes_the_weight_and_fairness():
+    p = tradeoff.point_problem(problem([], adaptive_weight=True, base_energy_weight=1.0), tradeoff.SweepSetting(3, 0.2, True))
+    assert (p.settings.base_energy_weight, p.settings.adaptive_weight, p.settings.fairness) == (0.2, False, True)
+
+
+def test_digest_ignores_swept_settings_and_load_history_but_not_the_cluster():
+    base = problem_to_dict(problem([job("1", "a")]))
+    same = problem_to_dict(problem([job("1", "a")], base_energy_weight=3.0, adaptive_weight=False, load_window=5, fairness=True))
+    same["load_history"] = [0.5, 0.7]
+    assert tradeoff.state_digest(base) == tradeoff.state_digest(same)
+    assert tradeoff.state_digest(base) != tradeoff.state_digest(problem_to_dict(problem([job("1", "a"), job("2", "b")])))
+    assert tradeoff.state_digest(base) != tradeoff.state_digest(problem_to_dict(problem([job("1", "a")], throughput_value_w=50.0)))
+
+
+def test_surplus_value_defaults_only_when_unset():
+    assert tradeoff.surplus_value_w(0.0) == tradeoff.DEFAULT_SURPLUS_VALUE_W
+    assert tradeoff.surplus_value_w(30.0) == 30.0
+
+
+def test_core_imports_no_django():
+    import ast
+    import inspect
+
+    tree = ast.parse(inspect.getsource(tradeoff))
+    modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | {
+        a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+    }
+    assert not any(m and m.startswith("django") for m in modules)

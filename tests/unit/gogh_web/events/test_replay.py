@@ -1,0 +1,61 @@
+"""The live-update guarantee: a page that starts from a snapshot and applies the events after
+its id ends where a fresh snapshot is, for every viewer, whatever the services did meanwhile."""
+from datetime import timedelta
+
+from django.utils import timezone
+
+from gogh_web.events.models import Event
+from gogh_web.events.selectors import events_after, snapshot, viewer_for
+from scheduler import services
+from scheduler.models import Job
+from telemetry.models import Gpu
+from telemetry.services import gpu_samples_ingest, node_set_state
+
+from .conftest import apply_events, plain
+
+
+def test_state_after_applying_events_equals_a_fresh_snapshot(measured, alice, bob, staff, resnet50, lm, committed, settings):
+    settings.GOGH_LIVE_ENDED_JOBS_KEPT = 1  # so that jobs and solve runs also leave their windows
+    settings.GOGH_LIVE_SOLVE_RUNS_KEPT = 2
+    viewers = {user.username: viewer_for(user) for user in (alice, bob, staff)}
+    starts = {name: plain(snapshot(viewer)) for name, viewer in viewers.items()}
+
+    with committed():
+        mine = services.job_submit(owner=alice, workload=resnet50, min_throughput=8, max_gpus=1).job
+        early = services.job_submit(owner=alice, workload=lm, min_throughput=1, max_gpus=1).job
+        theirs = services.job_submit(owner=bob, workload=lm, min_throughput=15, max_gpus=1).job
+    with committed():
+        services.scheduling_round_run(trigger="manual")
+    with committed():
+        services.job_transition(job=Job.objects.get(pk=mine.pk), to="running", reason="Started by its node agent.")
+    with committed():
+        services.job_cancel(job=early, by=alice)
+    with committed():
+        services.job_cancel(job=theirs, by=bob)  # alice's ended job leaves the window of one
+    with committed():
+        node = Gpu.objects.get(allocations__job=mine, allocations__end__isnull=True).node
+        node_set_state(node=node, state="down", reason="maintenance")  # mine goes back to pending
+    with committed():
+        now = timezone.now()
+        samples = [{"gpu": gpu.uuid, "ts": now - timedelta(seconds=s), "power_w": 100.0 + s, "utilization": 0.5}
+                   for gpu in Gpu.objects.all()[:2] for s in range(3)]
+        gpu_samples_ingest(agent_user=staff, samples=samples)
+    with committed():
+        services.solver_config_update(by=staff, values={"base_energy_weight": 2.0})
+    with committed():
+        services.scheduling_round_run(trigger="manual")
+        services.scheduling_round_run(trigger="manual")  # the first round leaves the window of two
+
+    for name, viewer in viewers.items():
+        start = starts[name]
+        events = events_after(viewer, start["event_id"], limit=10_000)
+        assert apply_events(start["state"], events) == plain(snapshot(viewer)["state"]), name
+
+    alice_keys = {(e["kind"], e["key"]) for e in events_after(viewers["alice"], 0, limit=10_000)}
+    assert ("job", str(mine.pk)) in alice_keys and ("job", str(theirs.pk)) not in alice_keys
+    assert {"job", "node", "gpu", "solve_run", "solver_config"} <= {kind for kind, _ in alice_keys}
+    assert Event.objects.filter(kind="job", key=str(early.pk), op="delete").exists()
+    assert Event.objects.filter(kind="solve_run", op="delete").exists()
+    final = snapshot(viewers["alice"])["state"]
+    assert final["job"][str(mine.pk)]["state"] == "pending"  # its V100 node went down; a K80 is too slow
+    assert final["node"][str(node.pk)]["state"] == "down"
