@@ -8,7 +8,7 @@ from typing import ClassVar
 from .choices import Choice
 from .instance import Instance, compile_instance
 from .placement import place
-from .problem import Allocation, Problem
+from .problem import Allocation, Problem, theta_error
 from .reasons import pending_reason
 
 
@@ -42,7 +42,8 @@ class Solver:
 
 
 def finish(inst: Instance, outcome: Outcome, name: str, optimising: bool, started: float) -> Allocation:
-    placements, failed = place(inst, outcome.choices)
+    placements, failed, placed = place(inst, outcome.choices, retry=optimising)
+    moved = sum(1 for j, c in enumerate(placed) if c != outcome.choices[j] and inst.jobs[j].id in placements)
     reasons = {}
     power = objective = 0.0
     used_gpus = set()
@@ -52,7 +53,7 @@ def finish(inst: Instance, outcome: Outcome, name: str, optimising: bool, starte
             reasons[job.id] = failed.get(j) or pending_reason(inst, j, name, optimising)
             continue
         power += placement.predicted_power_w
-        objective += inst.cost(j, outcome.choices[j])
+        objective += inst.cost(j, placed[j])
         used_gpus.update(placement.gpu_ids)
     if not inst.problem.settings.idle_gpus_powered_down:
         power += sum(inst.problem.gpu_types[g.gpu_type].idle_w for g in inst.problem.gpus if g.id not in used_gpus)
@@ -71,5 +72,13 @@ def finish(inst: Instance, outcome: Outcome, name: str, optimising: bool, starte
         variables=outcome.variables,
         constraints=outcome.constraints,
         fallback_reason=outcome.fallback_reason,
-        notes=outcome.notes,
+        notes=settings_notes(inst.problem) + outcome.notes + (
+            [f"{moved} job(s) found no GPUs for the configuration chosen and took another meeting T_min."] if moved else []
+        ),
     )
+
+
+def settings_notes(problem: Problem) -> list[str]:
+    """Settings the solvers do not honour as asked, said in every allocation's notes."""
+    why = theta_error(problem.settings.theta)
+    return [why] if why else []

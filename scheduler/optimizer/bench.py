@@ -30,7 +30,7 @@ GPU_TYPES = {  # per GPU, from catalog.gpu_type_defaults (datasheet TDP, idle pl
 TENANTS = ("research", "vision", "speech", "ads")
 GPU_CHOICES = (1, 1, 1, 1, 1, 2, 2, 4, 8)
 GLOBAL_ILP_LIMIT_S = 60.0
-GENETIC_LIMIT_S = 2.0
+GENETIC_LIMIT_S = 5.0  # a safety net: the genetic algorithm stops on its generation budget
 
 
 def gpu_types() -> dict[str, GpuTypeSpec]:

@@ -21,9 +21,11 @@ from .problem import JobSpec, Problem
 
 
 def pair_candidates(
-    problem: Problem, jobs: tuple[JobSpec, ...], capacity, currents, weight: float, idle_on: bool, cheapest_alone: list[float]
+    problem: Problem, jobs: tuple[JobSpec, ...], capacity, currents, weight: float, idle_on: bool, cheapest_alone: list[float],
+    memory: list[float | None],
 ) -> list[Pair]:
-    """cheapest_alone[j]: objective cost of job j's cheapest option alone (inf: it has none)."""
+    """cheapest_alone[j]: objective cost of job j's cheapest option alone (inf: it has none);
+    memory[j]: GB per GPU job j needs (None: unknown, counted as nothing)."""
     settings = problem.settings
     if settings.theta < 2:
         return []
@@ -54,7 +56,7 @@ def pair_candidates(
         out = []
         for t in types:
             entry = shared.get((jobs[a].workload, jobs[b].workload, t))
-            if entry is None or not _fits(problem, jobs[a], jobs[b], t):
+            if entry is None or (memory[a] or 0.0) + (memory[b] or 0.0) > problem.gpu_types[t].memory_gb:
                 continue
             tau_a, tau_b, power = entry
             if tau_a < jobs[a].min_throughput or tau_b < jobs[b].min_throughput:
@@ -118,12 +120,6 @@ def pair_candidates(
 def _util(pred, workload: str, gpu_type: str) -> float:
     u = pred.utilisation(workload, gpu_type)
     return 1.0 if u is None else u
-
-
-def _fits(problem: Problem, a: JobSpec, b: JobSpec, gpu_type: str) -> bool:
-    if a.memory_gb is None or b.memory_gb is None:
-        return True
-    return a.memory_gb + b.memory_gb <= problem.gpu_types[gpu_type].memory_gb
 
 
 def _is_current(jobs, currents, a: int, b: int, gpu_type: str) -> bool:

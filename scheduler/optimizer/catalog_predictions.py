@@ -1,5 +1,6 @@
 """Predictions straight from measurement rows (plain dataclasses): the mean of what was
-measured for each configuration. The optimiser and the benchmark run on it without the
+measured for each configuration (memory: the peak per GPU over all of a workload's
+measurements, its need on any GPU). The optimiser and the benchmark run on it without the
 learned predictors; the Django shell feeds it catalog rows, the benchmark Gavel's file.
 
 A throughput of 0 means "does not fit" and is never averaged in. A single-GPU job is the
@@ -21,12 +22,16 @@ class MeasurementRow:
     throughput: float
     power_w: float | None = None
     utilisation: float | None = None
+    memory_gb: float | None = None  # peak GPU memory per GPU during the measurement
 
 
 class CatalogPredictions:
     def __init__(self, rows):
         tau, pair, power, util = defaultdict(list), defaultdict(list), defaultdict(list), defaultdict(list)
+        memory: dict[str, float] = {}
         for row in rows:
+            if row.memory_gb is not None and row.memory_gb > 0:
+                memory[row.workload] = max(memory.get(row.workload, 0.0), row.memory_gb)
             consolidated = row.consolidated or row.num_gpus == 1
             if row.partner is None:
                 key = (row.workload, row.gpu_type, row.num_gpus, consolidated)
@@ -42,6 +47,7 @@ class CatalogPredictions:
         self._pair = {k: fmean(v) for k, v in pair.items()}
         self._power = {k: fmean(v) for k, v in power.items()}
         self._util = {k: fmean(v) for k, v in util.items()}
+        self._memory = memory
 
     @classmethod
     def from_gavel(cls, records) -> "CatalogPredictions":
@@ -66,6 +72,10 @@ class CatalogPredictions:
 
     def power_w(self, workload, gpu_type):
         return self._power.get((workload, gpu_type))
+
+    def memory_gb(self, workload):
+        """The most GPU memory per GPU any measurement of the workload used (its need)."""
+        return self._memory.get(workload)
 
     def workloads(self) -> list[str]:
         return sorted({k[0] for k in self._tau})

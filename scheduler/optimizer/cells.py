@@ -6,7 +6,8 @@ cells, so every cell holds a slice of every type (when there are enough nodes of
 placed or running job to the cell it runs in, any other job (by priority) to the cell with
 the most room left of the GPU type its cheapest configuration uses. Each cell is then solved
 alone with the ILP; jobs a cell could not admit get a second chance, in one more (small) ILP
-over the GPUs all cells left free. `run_cells` maps the per-cell solve: in turn by default, or as a Celery
+over the GPUs all cells left free (with topology-aware isolation: first per tenant on the
+free GPUs of switches it owns, then on switches nobody owns; see second_chances). `run_cells` maps the per-cell solve: in turn by default, or as a Celery
 group from the Django shell.
 """
 import math
@@ -16,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from .aggregation import block_sizes
-from .base import Solver
+from .base import Solver, settings_notes
 from .ilp import IlpSolver
 from .problem import Allocation, JobSpec, Problem
 
@@ -31,9 +32,10 @@ def partition(problem: Problem) -> dict[str, list]:
     """Cell name -> GPUs."""
     settings = problem.settings
     if all(g.cell for g in problem.gpus) and problem.gpus:
+        label: dict[str, str] = {}  # a node lies in one cell: its first GPU's label
         cells = defaultdict(list)
         for gpu in problem.gpus:
-            cells[gpu.cell].append(gpu)
+            cells[label.setdefault(gpu.node, gpu.cell)].append(gpu)
         return dict(cells)
     count = max(1, math.ceil(len(problem.gpus) / max(1, settings.cell_size_gpus)))
     nodes_by_type: dict[str, list[str]] = defaultdict(list)
@@ -76,14 +78,13 @@ class CellsSolver(Solver):
             reasons.update(result.reasons)
             for placement in result.placements.values():
                 used.update(placement.gpu_ids)
-        leftovers = tuple(job for job in problem.jobs if job.id not in placements)
-        second = None
-        if leftovers:
-            rest = replace(problem, jobs=leftovers, gpus=tuple(g for g in problem.gpus if g.id not in used))
-            second = IlpSolver().solve(rest)
+        second_objective = 0.0
+        for jobs, gpus in second_chances(problem, placements, used):
+            second = IlpSolver().solve(replace(problem, jobs=jobs, gpus=gpus))
             placements.update(second.placements)
             reasons = {job_id: why for job_id, why in {**reasons, **second.reasons}.items() if job_id not in placements}
             used.update(g for p in second.placements.values() for g in p.gpu_ids)
+            second_objective += second.objective
         power = sum(p.predicted_power_w for p in placements.values())
         if not problem.settings.idle_gpus_powered_down:
             power += sum(problem.gpu_types[g.gpu_type].idle_w for g in problem.gpus if g.id not in used)
@@ -94,7 +95,7 @@ class CellsSolver(Solver):
             placements=placements,
             reasons=reasons,
             power_w=power,
-            objective=sum(r.objective for r in results) + (second.objective if second else 0.0),
+            objective=sum(r.objective for r in results) + second_objective,
             status="fallback" if fallbacks else ("optimal" if statuses == {"optimal"} else "feasible"),
             energy_weight=results[0].energy_weight,
             load=results[0].load,
@@ -102,8 +103,44 @@ class CellsSolver(Solver):
             variables=sum(r.variables for r in results),
             constraints=sum(r.constraints for r in results),
             fallback_reason="; ".join(fallbacks[:3]),
-            notes=[f"{len(cells)} cells of {', '.join(str(len(cells[n])) for n in names)} GPUs"],
+            notes=settings_notes(problem) + [f"{len(cells)} cells of {', '.join(str(len(cells[n])) for n in names)} GPUs"],
         )
+
+
+def second_chances(problem: Problem, placements: dict, used: set):
+    """Yield (jobs, GPUs) for the second chance of the jobs no cell admitted, over the GPUs
+    all cells left free. With topology-aware isolation the cells' placements own PCIe
+    switches, which a problem over the free GPUs cannot see; so each tenant first gets the
+    free GPUs on switches it already owns, then all jobs still waiting share the GPUs on
+    switches nobody owns (whose placement gives each switch to one tenant). Placed jobs are
+    read from `placements` between passes."""
+    def waiting() -> tuple:
+        return tuple(job for job in problem.jobs if job.id not in placements)
+
+    free = [g for g in problem.gpus if g.id not in used]
+    if not waiting() or not free:
+        return
+    if not problem.settings.topology_isolation:
+        yield waiting(), tuple(free)
+        return
+    gpu_by_id = {g.id: g for g in problem.gpus}
+    tenant_of = {job.id: job.tenant for job in problem.jobs}
+    owner = {}
+    for placement in placements.values():
+        for g in placement.gpu_ids:
+            if gpu_by_id[g].pcie_switch:
+                owner[(gpu_by_id[g].node, gpu_by_id[g].pcie_switch)] = tenant_of[placement.job_id]
+    owned = defaultdict(list)
+    for g in free:
+        if g.pcie_switch and (g.node, g.pcie_switch) in owner:
+            owned[owner[(g.node, g.pcie_switch)]].append(g)
+    for tenant in sorted(owned):
+        jobs = tuple(job for job in waiting() if job.tenant == tenant)
+        if jobs:
+            yield jobs, tuple(owned[tenant])
+    unowned = tuple(g for g in free if not g.pcie_switch or (g.node, g.pcie_switch) not in owner)
+    if waiting() and unowned:
+        yield waiting(), unowned
 
 
 def _cheapest_type(problem: Problem, job: JobSpec, types: list[str]) -> tuple[str | None, int]:

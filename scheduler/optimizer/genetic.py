@@ -23,8 +23,11 @@ Every individual is a feasible decision:
   that fits, and two co-location partners running alone share one GPU where that is cheaper.
 Crossover takes each gene from either parent (uniform) and decode + repair make the child
 feasible; mutation redraws a few genes. The first population holds the greedy decision and
-the pair-first one (greedy.pair_first_choices), repaired, and mutants of both; the elite is
-kept, so the answer is never worse by the fitness than either.
+the rounded LP relaxation of admission (relaxation.py: HiGHS on the continuous admission
+program, no integer search; without it the greedy-seeded search admitted 26 jobs fewer than
+the ILP at 6144 GPUs), or the pair-first decision (greedy.pair_first_choices) where the
+relaxation is unavailable, each repaired, and mutants of them; the elite is kept, so the
+answer is never worse by the fitness than either.
 
 Stop criterion: a generation budget, so that the same seed gives the same allocation on any
 machine: settings.genetic_generations, lowered for large instances so that the work
@@ -39,8 +42,9 @@ from .base import Outcome, Solver
 from .capacity import CapacityLedger
 from .choices import Choice
 from .greedy import cheapest, greedy_choices, pair_first_choices
-from .ilp_model import admitted_value, total_cost
+from .ilp_model import admitted_by_level, admitted_value, level_maxima, total_cost
 from .instance import Instance
+from .relaxation import rounded_choices
 
 POWER_WEIGHT = 1.0
 LATENCY_WEIGHT = 1e4
@@ -436,8 +440,15 @@ class GeneticSolver(Solver):
                     break
             return choices
 
-        seeds = [polish(greedy), polish(pair_first_choices(inst, order))]
-        population = seeds + [decode(mutate(seeds[k % 2], rate)) for k in range(population_size - 2)]
+        maxima, greedy_levels = level_maxima(inst), admitted_by_level(inst, greedy)
+        full = set()  # levels whose optimum the relaxation need not solve for
+        for level in sorted(maxima, reverse=True):  # levels the greedy fills, with all above
+            if greedy_levels.get(level, 0.0) < maxima[level] - 1e-9:
+                break
+            full.add(level)
+        rounded = rounded_choices(inst, deadline, frozenset(full))
+        seeds = [polish(greedy)] + ([polish(rounded)] if rounded else [polish(pair_first_choices(inst, order))])
+        population = seeds + [decode(mutate(seeds[k % len(seeds)], rate)) for k in range(population_size - len(seeds))]
         scored = sorted(((fitness(g), k, g) for k, g in enumerate(population)), reverse=True)
         generations = 0
         counter = len(population)

@@ -22,6 +22,7 @@ class Instance:
     job_all_options: list[list[int]] = field(default_factory=list)
     job_pairs: list[list[int]] = field(default_factory=list)
     values: list[float] = field(default_factory=list)
+    memory: list[float | None] = field(default_factory=list)  # GB per GPU each job needs (None: unknown)
     weight: float = 1.0
     load: float = 0.0
 
@@ -76,16 +77,19 @@ def compile_instance(problem: Problem) -> Instance:
             clip=settings.weight_clip,
         )
     idle_on = not settings.idle_gpus_powered_down
+    memory = [memory_need(problem, job) for job in jobs]
     all_options: list[Option] = []
     for j, job in enumerate(jobs):
         for gpu_type in capacity:
+            if memory[j] is not None and memory[j] > problem.gpu_types[gpu_type].memory_gb:
+                continue  # does not fit this type's memory
             all_options.extend(_job_options(problem, j, job, gpu_type, capacity[gpu_type], sizes, currents[j], weight, idle_on))
     options_idx = _useful(all_options, settings.throughput_value_w > 0)
     cheapest_alone = [float("inf")] * len(jobs)
     for i in options_idx:
         opt = all_options[i]
         cheapest_alone[opt.job] = min(cheapest_alone[opt.job], opt.cost)
-    pairs = pair_candidates(problem, jobs, capacity, currents, weight, idle_on, cheapest_alone)
+    pairs = pair_candidates(problem, jobs, capacity, currents, weight, idle_on, cheapest_alone, memory)
     inst = Instance(
         problem=problem,
         jobs=jobs,
@@ -93,6 +97,7 @@ def compile_instance(problem: Problem) -> Instance:
         sizes=sizes,
         all_options=all_options,
         pairs=pairs,
+        memory=memory,
         weight=weight,
         load=load,
     )
@@ -132,14 +137,19 @@ def _min_gpus(problem: Problem, job: JobSpec, capacity) -> int:
     return best
 
 
-def _fits_memory(problem: Problem, job: JobSpec, gpu_type: str, share: float = 0.0) -> bool:
-    return job.memory_gb is None or job.memory_gb + share <= problem.gpu_types[gpu_type].memory_gb
+def memory_need(problem: Problem, job: JobSpec) -> float | None:
+    """GB per GPU the job needs: what its submitter said, else the most its workload was
+    measured to use (predictions.memory_gb, where the predictions offer it), else unknown
+    (None: then the catalog's throughputs, which are 0 where a workload does not fit a
+    type, are all the model knows)."""
+    if job.memory_gb is not None:
+        return job.memory_gb
+    measured = getattr(problem.predictions, "memory_gb", None)
+    return measured(job.workload) if measured is not None else None
 
 
 def _job_options(problem, j, job, gpu_type, cap, sizes, current, weight, idle_on) -> list[Option]:
     spec = problem.gpu_types[gpu_type]
-    if not _fits_memory(problem, job, gpu_type):
-        return []
     settings = problem.settings
     util = problem.predictions.utilisation(job.workload, gpu_type)
     measured = problem.predictions.power_w(job.workload, gpu_type)

@@ -4,7 +4,8 @@ Jobs that keep their current configuration stay on their GPUs; consolidated mult
 go next, largest first, each onto the node of its type with the fewest free GPUs that still
 hold it (best fit, so whole nodes stay whole for the next large job); single GPUs, pairs and
 spread-out jobs fill what is left. With topology-aware isolation a PCIe switch serves one
-tenant only. A job that cannot be placed stays pending with the reason.
+tenant only, and a tenant's jobs take GPUs on its own switches before they open another (so
+switches are not split among tenants needlessly). A job that cannot be placed stays pending with the reason.
 """
 from collections import defaultdict
 
@@ -15,13 +16,21 @@ from .problem import Placement
 UNPLACEABLE = "Could not be placed onto concrete GPUs ({why}); it stays pending until capacity frees up."
 
 
-def place(inst: Instance, choices: list[Choice]) -> tuple[dict[str, Placement], dict[int, str]]:
+def place(
+    inst: Instance, choices: list[Choice], *, retry: bool = True
+) -> tuple[dict[str, Placement], dict[int, str], list[Choice]]:
+    """(placements, job index -> why it could not be placed, the choices as placed). With
+    `retry`, a job that cannot get GPUs for its chosen configuration tries its others that
+    meet T_min, cheapest first, on the GPUs left (the aggregated model sees neither running
+    jobs' exact GPUs nor PCIe switches)."""
     problem = inst.problem
+    choices = list(choices)
     isolate = problem.settings.topology_isolation
     free: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))  # type -> node -> free GPUs
     for gpu in problem.gpus:
         free[gpu.gpu_type][gpu.node].append(gpu)
     switch_tenant: dict[tuple[str, str], str] = {}
+    tenant_nodes: dict[str, set] = defaultdict(set)  # nodes where a tenant owns a switch
     placements: dict[str, Placement] = {}
     failed: dict[int, str] = {}
 
@@ -29,6 +38,31 @@ def place(inst: Instance, choices: list[Choice]) -> tuple[dict[str, Placement], 
         if isolate and gpu.pcie_switch:
             return switch_tenant.get((gpu.node, gpu.pcie_switch), tenant) == tenant
         return True
+
+    def own(gpu, tenant: str) -> bool:
+        return bool(gpu.pcie_switch) and switch_tenant.get((gpu.node, gpu.pcie_switch)) == tenant
+
+    def usable(gpus, tenant: str) -> list:
+        """The GPUs of one node the tenant may take, with isolation those on its own switches
+        first (so tenants fill their switches before they open new ones)."""
+        if not isolate:
+            return list(gpus)
+        return [g for g in gpus if own(g, tenant)] + [g for g in gpus if allowed(g, tenant) and not own(g, tenant)]
+
+    def pick(nodes, tenant: str, k: int) -> list:
+        """k GPUs of any nodes (single GPUs, pairs, spread jobs); with isolation the free GPUs
+        on the tenant's own switches first. [] when there are not k."""
+        gpus, taken = [], set()
+        for node in sorted(tenant_nodes[tenant]) if isolate else ():
+            for g in nodes.get(node, ()):
+                if own(g, tenant) and len(gpus) < k:
+                    gpus.append(g)
+                    taken.add(g.id)
+        for gs in nodes.values():
+            if len(gpus) == k:
+                break
+            gpus += [g for g in gs if g.id not in taken and allowed(g, tenant)][: k - len(gpus)]
+        return gpus if len(gpus) == k else []
 
     def claim(gpus, tenant: str) -> None:
         for gpu in gpus:
@@ -38,6 +72,7 @@ def place(inst: Instance, choices: list[Choice]) -> tuple[dict[str, Placement], 
                 del free[gpu.gpu_type][gpu.node]
             if gpu.pcie_switch:
                 switch_tenant[(gpu.node, gpu.pcie_switch)] = tenant
+                tenant_nodes[tenant].add(gpu.node)
 
     def record(j: int, gpus) -> None:
         choice = choices[j]
@@ -64,39 +99,48 @@ def place(inst: Instance, choices: list[Choice]) -> tuple[dict[str, Placement], 
                     record(j, gpus)
                 continue
         rest.append(unit)
+    def find(gpu_type: str, k: int, consolidated: bool, tenant: str) -> tuple[list, str]:
+        """GPUs for one unit ([] if none) and why not."""
+        nodes = free[gpu_type]
+        if consolidated and k > 1:
+            fitting = []
+            for node, gs in nodes.items():
+                if len(gs) >= k:
+                    ok = usable(gs, tenant)
+                    if len(ok) >= k:
+                        fitting.append((len(ok), node, ok))
+            gpus = min(fitting, key=lambda f: f[:2])[2][:k] if fitting else []
+            why = f"no node of type {gpu_type} has {k} free GPUs left"
+        else:
+            gpus = pick(nodes, tenant, k)
+            why = f"not enough free {gpu_type} GPUs left"
+        return gpus, why + (" on PCIe switches free of other tenants" if isolate else "")
+
     # 2. consolidated blocks, largest first, best fit; 3. single GPUs, pairs, spread-out jobs
     rest.sort(key=lambda u: (not (u["consolidated"] and u["k"] > 1), -u["k"], inst.jobs[u["jobs"][0]].id))
     for unit in rest:
         tenant = inst.jobs[unit["jobs"][0]].tenant
-        nodes = free[unit["type"]]
-        if unit["consolidated"] and unit["k"] > 1:
-            fitting = []
-            for node, gs in nodes.items():
-                if len(gs) >= unit["k"]:
-                    usable = [g for g in gs if allowed(g, tenant)] if isolate else gs
-                    if len(usable) >= unit["k"]:
-                        fitting.append((len(usable), node, usable))
-            gpus = min(fitting, key=lambda f: f[:2])[2][: unit["k"]] if fitting else []
-            why = f"no node of type {unit['type']} has {unit['k']} free GPUs left"
-        else:
-            gpus = []
-            for gs in nodes.values():
-                gpus += [g for g in gs if allowed(g, tenant)][: unit["k"] - len(gpus)]
-                if len(gpus) == unit["k"]:
-                    break
-            if len(gpus) < unit["k"]:
-                gpus = []
-            why = f"not enough free {unit['type']} GPUs left"
+        gpus, why = find(unit["type"], unit["k"], unit["consolidated"], tenant)
         if not gpus:
-            if isolate:
-                why += " on PCIe switches free of other tenants"
             for j in unit["jobs"]:
                 failed[j] = UNPLACEABLE.format(why=why)
             continue
         claim(gpus, tenant)
         for j in unit["jobs"]:
             record(j, gpus)
-    return placements, failed
+    # 4. with retry, jobs that got no GPUs try their other configurations, by priority
+    for j in [j for j in inst.admission_order() if j in failed] if retry else ():
+        tenant = inst.jobs[j].tenant
+        for i in sorted(inst.job_options[j], key=lambda i: (inst.all_options[i].cost, i)):
+            opt = inst.all_options[i]
+            gpus, _ = find(opt.gpu_type, opt.num_gpus, opt.consolidated, tenant)
+            if gpus:
+                choices[j] = ("o", i)
+                claim(gpus, tenant)
+                record(j, gpus)
+                del failed[j]
+                break
+    return placements, failed, choices
 
 
 def _units(inst: Instance, choices: list[Choice]) -> list[dict]:

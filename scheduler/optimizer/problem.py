@@ -10,6 +10,23 @@ from typing import Protocol
 from .power import PowerCurve
 
 
+MAX_THETA = 2
+THETA_LIMIT = (
+    "theta = {theta}: at most {max} jobs share a GPU here. Co-location is modelled for pairs only, "
+    "because co-located throughput is measured for pairs (Gavel: 26 x 26 ordered pairs) and for no "
+    "group of three or more; a larger theta is treated as {max}."
+)
+
+
+def theta_error(theta: int) -> str | None:
+    """Why a theta is not honoured as asked (None when it is). Solvers put it in their notes
+    (a theta above MAX_THETA acts as MAX_THETA, one below 1 as 1); settings forms can refuse
+    the value with it."""
+    if theta < 1:
+        return f"theta = {theta}: at least one job runs on a GPU; treated as 1 (no sharing)."
+    return THETA_LIMIT.format(theta=theta, max=MAX_THETA) if theta > MAX_THETA else None
+
+
 class Predictions(Protocol):
     """What the optimiser needs to know about a workload; None means unknown.
 
@@ -26,6 +43,9 @@ class Predictions(Protocol):
     def utilisation(self, workload: str, gpu_type: str) -> float | None: ...
 
     def power_w(self, workload: str, gpu_type: str) -> float | None: ...
+
+    # Optional: memory_gb(workload) -> GB per GPU the workload was measured to use at its peak,
+    # or None. Predictions without it leave the memory need to JobSpec.memory_gb.
 
 
 @dataclass(frozen=True)
@@ -65,7 +85,7 @@ class JobSpec:
     min_throughput: float  # T_min, steps/s
     max_gpus: int  # D_j
     priority: int = 0
-    memory_gb: float | None = None  # per GPU, when the user said; None: trust "fits" in predictions
+    memory_gb: float | None = None  # per GPU, when the user said; None: the workload's measured peak, if any
     current: CurrentPlacement | None = None
 
 

@@ -2,6 +2,9 @@
 from .instance import Instance
 
 NO_GPUS = "The cluster has no healthy GPU on a ready node."
+NO_MEMORY = (
+    "Needs {need:g} GB of GPU memory per GPU: more than any GPU type in the cluster has ({types})."
+)
 NO_PREDICTION = "No throughput is known for {workload} on any GPU type in the cluster ({types})."
 BELOW_TMIN = (
     "No GPU type reaches T_min = {tmin:g} steps/s within D_j = {dj} GPU(s): the best is {best:.3g} steps/s "
@@ -18,6 +21,10 @@ def pending_reason(inst: Instance, j: int, solver: str, optimising: bool) -> str
     job = inst.jobs[j]
     if not inst.capacity:
         return NO_GPUS
+    need = inst.memory[j]
+    if need is not None and all(need > inst.problem.gpu_types[t].memory_gb for t in inst.capacity):
+        types = ", ".join(f"{t} {inst.problem.gpu_types[t].memory_gb:g} GB" for t in inst.capacity)
+        return NO_MEMORY.format(need=need, types=types)
     if not inst.job_all_options[j] and not inst.job_pairs[j]:
         return NO_PREDICTION.format(workload=job.workload, types=", ".join(inst.capacity))
     if not inst.job_options[j] and not inst.job_pairs[j]:

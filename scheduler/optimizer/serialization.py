@@ -11,23 +11,26 @@ from .problem import Allocation, CurrentPlacement, GpuSpec, GpuTypeSpec, JobSpec
 
 class PredictionSnapshot:
     """Predictions from tables: [workload, type, k, consolidated, tau], [workload, partner,
-    type, rho], [workload, type, utilisation], [workload, type, watts]."""
+    type, rho], [workload, type, utilisation], [workload, type, watts], [workload, GB]."""
 
-    def __init__(self, taus, rhos, utilisations, powers):
+    def __init__(self, taus, rhos, utilisations, powers, memories=()):
         self._tau = {(w, t, k, c): v for w, t, k, c, v in taus}
         self._rho = {(w, p, t): v for w, p, t, v in rhos}
         self._util = {(w, t): v for w, t, v in utilisations}
         self._power = {(w, t): v for w, t, v in powers}
+        self._memory = {w: v for w, v in memories}
 
     @classmethod
     def of(cls, predictions, workloads, gpu_types, largest: int) -> "PredictionSnapshot":
         ws, ts = sorted(workloads), sorted(gpu_types)
+        memory = getattr(predictions, "memory_gb", None) or (lambda workload: None)
         configs = [(k, c) for k in block_sizes(largest) for c in ((True, False) if k > 1 else (True,))]
         return cls(
             [[w, t, k, c, v] for w in ws for t in ts for k, c in configs if (v := predictions.tau(w, t, k, c)) is not None],
             [[w, p, t, v] for w in ws for p in ws for t in ts if (v := predictions.rho(w, p, t)) is not None],
             [[w, t, v] for w in ws for t in ts if (v := predictions.utilisation(w, t)) is not None],
             [[w, t, v] for w in ws for t in ts if (v := predictions.power_w(w, t)) is not None],
+            [[w, v] for w in ws if (v := memory(w)) is not None],
         )
 
     def tables(self) -> dict:
@@ -36,6 +39,7 @@ class PredictionSnapshot:
             "rhos": [[*k, v] for k, v in self._rho.items()],
             "utilisations": [[*k, v] for k, v in self._util.items()],
             "powers": [[*k, v] for k, v in self._power.items()],
+            "memories": [[w, v] for w, v in self._memory.items()],
         }
 
     def tau(self, workload, gpu_type, num_gpus, consolidated):
@@ -49,6 +53,9 @@ class PredictionSnapshot:
 
     def power_w(self, workload, gpu_type):
         return self._power.get((workload, gpu_type))
+
+    def memory_gb(self, workload):
+        return self._memory.get(workload)
 
 
 def problem_to_dict(problem: Problem) -> dict:

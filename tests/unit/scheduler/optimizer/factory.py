@@ -6,10 +6,11 @@ from scheduler.optimizer import CurrentPlacement, GpuSpec, GpuTypeSpec, JobSpec,
 
 @dataclass
 class TablePredictions:
-    """tau[(workload, type, k, consolidated)], rho[(workload, partner, type)]."""
+    """tau[(workload, type, k, consolidated)], rho[(workload, partner, type)], memories[workload] (GB)."""
 
     taus: dict = field(default_factory=dict)
     rhos: dict = field(default_factory=dict)
+    memories: dict = field(default_factory=dict)
 
     def tau(self, workload, gpu_type, num_gpus, consolidated):
         return self.taus.get((workload, gpu_type, num_gpus, consolidated or num_gpus == 1))
@@ -23,6 +24,9 @@ class TablePredictions:
     def power_w(self, workload, gpu_type):
         return None
 
+    def memory_gb(self, workload):
+        return self.memories.get(workload)
+
 
 def gpu_type(name: str, tdp: float, idle: float = 10.0, memory: float = 16.0) -> GpuTypeSpec:
     return GpuTypeSpec(name, memory, idle, tdp, PowerCurve.from_points([], idle, tdp))
@@ -34,9 +38,9 @@ def node(gpu_type_name: str, name: str, count: int, switch_every: int = 0) -> li
     ]
 
 
-def job(id, workload="w", tenant="t", tmin=1.0, dj=1, priority=0, current=None) -> JobSpec:
+def job(id, workload="w", tenant="t", tmin=1.0, dj=1, priority=0, current=None, memory=None) -> JobSpec:
     placement = CurrentPlacement(tuple(current[0]), current[1]) if current else None
-    return JobSpec(str(id), workload, tenant, tmin, dj, priority, current=placement)
+    return JobSpec(str(id), workload, tenant, tmin, dj, priority, memory_gb=memory, current=placement)
 
 
 def problem(jobs, gpus, types, predictions, **settings) -> Problem:

@@ -205,3 +205,19 @@ def test_the_genetic_stop_is_a_generation_budget_not_the_clock():
     long = get_solver("genetic").solve(replace(p, settings=replace(p.settings, time_limit_s=60.0)))
     assert short.placements == long.placements
     assert "7 generations of 7" in short.notes[0]
+
+
+@pytest.mark.parametrize("solver", ["ilp", "genetic", "cells", "greedy"])
+def test_theta_above_two_still_puts_at_most_a_pair_on_a_gpu_and_says_why(solver):
+    """Three jobs of one tenant that all keep T_min sharing one fast GPU, theta = 3: groups of
+    three are not modelled, so one pair shares a GPU and the third job runs alone (600 W)."""
+    from scheduler.optimizer.problem import THETA_LIMIT, theta_error
+
+    preds = TablePredictions(taus={("a", "fast", 1, True): 10}, rhos={("a", "a", "fast"): 0.6})
+    jobs = [job(i, "a", tmin=5) for i in (1, 2, 3)]
+    result = get_solver(solver).solve(problem(jobs, node("fast", "f", 3), [FAST], preds, theta=3))
+    assert len(result.placements) == 3
+    assert max(sum(g in p.gpu_ids for p in result.placements.values()) for g in ("f-0", "f-1", "f-2")) == 2
+    assert result.power_w == pytest.approx(600)
+    assert THETA_LIMIT.format(theta=3, max=2) in result.notes
+    assert theta_error(2) is None and theta_error(1) is None and "treated as 1" in theta_error(0)

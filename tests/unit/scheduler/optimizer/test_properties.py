@@ -1,6 +1,7 @@
 """Property tests over random small instances, for every solver: whatever the instance,
-tenant isolation, per-GPU capacity (theta), D_j and node consolidation hold, and every job is
-either placed or has a reason."""
+tenant isolation (also per PCIe switch when that setting is on, with cells small enough to
+split the cluster), per-GPU capacity (theta, pairs at most), GPU memory, D_j and node
+consolidation hold, and every job is either placed or has a reason."""
 from collections import defaultdict
 from dataclasses import replace
 
@@ -8,10 +9,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scheduler.optimizer import SOLVERS, get_solver
+from scheduler.optimizer.problem import MAX_THETA, THETA_LIMIT
 
 from .factory import TablePredictions, gpu_type, job, node, problem
 
-TYPES = [gpu_type("k80", tdp=150), gpu_type("p100", tdp=250), gpu_type("v100", tdp=300)]
+TYPES = [gpu_type("k80", tdp=150, memory=12), gpu_type("p100", tdp=250, memory=16), gpu_type("v100", tdp=300, memory=32)]
 WORKLOADS = ["a", "b", "c"]
 
 
@@ -19,10 +21,12 @@ WORKLOADS = ["a", "b", "c"]
 def instances(draw):
     types = draw(st.lists(st.sampled_from(TYPES), min_size=1, max_size=3, unique_by=lambda t: t.name))
     gpus = []
+    switch_every = draw(st.sampled_from([1, 2, 4]))
     for n in range(draw(st.integers(1, 4))):
         t = draw(st.sampled_from(types))
-        gpus += node(t.name, f"n{n}", draw(st.sampled_from([1, 2, 4])), switch_every=2)
+        gpus += node(t.name, f"n{n}", draw(st.sampled_from([1, 2, 4])), switch_every=switch_every)
     taus, rhos = {}, {}
+    memories = {w: m for w in WORKLOADS if (m := draw(st.sampled_from([None, 4, 8, 14, 20, 40]))) is not None}
     for w in WORKLOADS:
         for t in types:
             base = draw(st.floats(1, 20))
@@ -33,12 +37,14 @@ def instances(draw):
                 if draw(st.booleans()):
                     rhos[(w, other, t.name)] = draw(st.floats(0.3, 1.0))
     jobs = [
-        job(i, draw(st.sampled_from(WORKLOADS)), tenant=draw(st.sampled_from(["t", "u"])), tmin=draw(st.floats(0.5, 30)),
-            dj=draw(st.sampled_from([1, 2, 4])), priority=draw(st.integers(0, 2)))
+        job(i, draw(st.sampled_from(WORKLOADS)), tenant=draw(st.sampled_from(["t", "u", "v"])), tmin=draw(st.floats(0.5, 30)),
+            dj=draw(st.sampled_from([1, 2, 4])), priority=draw(st.integers(0, 2)),
+            memory=draw(st.sampled_from([None, None, 6, 10, 20])))
         for i in range(draw(st.integers(0, 8)))
     ]
-    return problem(jobs, gpus, types, TablePredictions(taus, rhos), seed=draw(st.integers(0, 5)),
-                   topology_isolation=draw(st.booleans()), time_limit_s=5.0, genetic_generations=5)
+    return problem(jobs, gpus, types, TablePredictions(taus, rhos, memories), seed=draw(st.integers(0, 5)),
+                   topology_isolation=draw(st.booleans()), theta=draw(st.sampled_from([1, 2, 3])),
+                   cell_size_gpus=draw(st.sampled_from([2, 4, 1024])), time_limit_s=5.0, genetic_generations=5)
 
 
 def check(p, result):
@@ -59,8 +65,10 @@ def check(p, result):
             on_gpu[g].append(j)
     switch_tenants = defaultdict(set)
     for g, held in on_gpu.items():
-        assert len(held) <= p.settings.theta  # capacity
+        assert len(held) <= min(p.settings.theta, MAX_THETA)  # capacity
         assert len({j.tenant for j in held}) == 1  # tenant isolation
+        need = sum(j.memory_gb if j.memory_gb is not None else p.predictions.memories.get(j.workload, 0.0) for j in held)
+        assert need <= p.gpu_types[gpus[g].gpu_type].memory_gb  # memory
         if len(held) > 1:
             assert all(result.placements[j.id].num_gpus == 1 for j in held)
             a, b = held
@@ -68,6 +76,8 @@ def check(p, result):
         switch_tenants[(gpus[g].node, gpus[g].pcie_switch)].update(j.tenant for j in held)
     if p.settings.topology_isolation:
         assert all(len(t) == 1 for t in switch_tenants.values())
+    if p.settings.theta > MAX_THETA:
+        assert THETA_LIMIT.format(theta=p.settings.theta, max=MAX_THETA) in result.notes
 
 
 @settings(max_examples=25, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])

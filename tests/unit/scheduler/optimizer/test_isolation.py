@@ -1,0 +1,64 @@
+"""Topology-aware isolation: a PCIe switch serves one tenant, also across cells and the
+cells' second chance, and tenants fill their own switches before they open another."""
+import pytest
+
+from scheduler.optimizer import get_solver
+
+from .factory import TablePredictions, gpu_type, job, node, problem
+
+FAST = gpu_type("fast", tdp=300)
+PREDS = TablePredictions(taus={("a", "fast", 1, True): 10})
+
+
+def switch_tenants(p, result):
+    gpus = {g.id: g for g in p.gpus}
+    tenant = {j.id: j.tenant for j in p.jobs}
+    owners = {}
+    for placement in result.placements.values():
+        for g in placement.gpu_ids:
+            owners.setdefault((gpus[g].node, gpus[g].pcie_switch), set()).add(tenant[placement.job_id])
+    return owners
+
+
+def test_cells_second_chance_does_not_put_another_tenant_on_a_switch_a_cell_gave_away():
+    """Cell a: one node, two GPUs on one switch; cell b: one GPU. Both jobs are routed to a
+    (most room); a's placement gives its switch to t, so u's job waits and gets its second
+    chance, which must use b's GPU, not the free GPU on t's switch."""
+    gpus = [g.__class__(g.id, g.node, g.gpu_type, g.pcie_switch, "a") for g in node("fast", "x", 2, switch_every=2)]
+    gpus += [g.__class__(g.id, g.node, g.gpu_type, g.pcie_switch, "b") for g in node("fast", "y", 1, switch_every=2)]
+    jobs = [job(1, "a", tenant="t", tmin=5, priority=2), job(2, "a", tenant="u", tmin=5, priority=1)]
+    p = problem(jobs, gpus, [FAST], PREDS, topology_isolation=True, theta=1)
+    result = get_solver("cells").solve(p)
+    assert set(result.placements) == {"1", "2"}
+    assert result.placements["2"].gpu_ids == ("y-0",)
+    assert all(len(tenants) == 1 for tenants in switch_tenants(p, result).values())
+
+
+@pytest.mark.parametrize("solver", ["ilp", "genetic", "greedy"])
+def test_a_tenant_fills_its_own_switch_before_opening_another(solver):
+    """Four GPUs, two switches. Job 1 (t) runs on f-2 (switch 1). Job 2 (t) should take f-3,
+    next to it, leaving switch 0 whole for tenant u's two jobs; taking f-0 would leave u one
+    job short."""
+    jobs = [job(1, "a", tenant="t", tmin=5, current=(["f-2"], None)), job(2, "a", tenant="t", tmin=5),
+            job(3, "a", tenant="u", tmin=5), job(4, "a", tenant="u", tmin=5)]
+    p = problem(jobs, node("fast", "f", 4, switch_every=2), [FAST], PREDS, topology_isolation=True, theta=1)
+    result = get_solver(solver).solve(p)
+    assert set(result.placements) == {"1", "2", "3", "4"}
+    assert result.placements["2"].gpu_ids == ("f-3",)
+    assert all(len(tenants) == 1 for tenants in switch_tenants(p, result).values())
+
+
+@pytest.mark.parametrize("solver", ["ilp", "genetic", "greedy"])
+def test_a_job_the_switch_rule_keeps_off_its_chosen_gpus_takes_another_configuration(solver):
+    """Two slow GPUs (100 W) on one switch, one fast GPU (300 W). The model, blind to switches,
+    puts t's and u's jobs on the two slow GPUs; the switch goes to t, and u's job, rather than
+    wait, takes the fast GPU (it meets T_min there too)."""
+    slow = gpu_type("slow", tdp=100)
+    preds = TablePredictions(taus={("a", t, 1, True): 10 for t in ("slow", "fast")})
+    jobs = [job(1, "a", tenant="t", tmin=5), job(2, "a", tenant="u", tmin=5)]
+    p = problem(jobs, node("slow", "s", 2, switch_every=2) + node("fast", "f", 1, switch_every=1), [slow, FAST], preds,
+                topology_isolation=True, theta=1)
+    result = get_solver(solver).solve(p)
+    assert {pl.gpu_type for pl in result.placements.values()} == {"slow", "fast"}
+    assert result.power_w == pytest.approx(400)
+    assert any("took another meeting T_min" in note for note in result.notes)
