@@ -25,6 +25,7 @@ COLUMNS = (
     "partner_throughput",
     "power_w",
     "utilization",
+    "memory_gb",
     "source",
     "observed_at",
     "reference",
@@ -51,6 +52,7 @@ class MeasurementRow:
     partner_throughput: float | None = None
     power_w: float | None = None
     utilization: float | None = None
+    memory_gb: float | None = None
     source: str = DEFAULT_SOURCE
     observed_at: datetime | None = None
     reference: str = ""
@@ -265,6 +267,7 @@ _PARSERS = {
     "partner_throughput": _number,
     "power_w": _number,
     "utilization": _utilization,
+    "memory_gb": _number,
     "source": _source,
     "observed_at": _timestamp,
     "reference": _reference,

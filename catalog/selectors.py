@@ -41,3 +41,14 @@ def latest_estimates_by_workload(*, names: Iterable[str], include_shadow: bool =
         .values("newest")
     )
     return dict(PredictionRecord.objects.filter(pk__in=newest).values_list("workload__name", "estimates"))
+
+
+def peak_memory_by_workload(*, names: Iterable[str]) -> dict[str, float]:
+    """GB per GPU each named workload was seen to use at its peak while running alone (a shared
+    GPU's memory is both jobs'); workloads never seen are absent."""
+    peaks = (
+        Measurement.objects.filter(workload__name__in=set(names), partner__isnull=True, memory_gb__isnull=False)
+        .values("workload__name")
+        .annotate(peak=Max("memory_gb"))
+    )
+    return {row["workload__name"]: row["peak"] for row in peaks}

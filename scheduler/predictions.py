@@ -38,9 +38,10 @@ class WorkloadEstimates:
 class LearnedPredictions:
     """The optimiser's Predictions protocol over measured numbers with estimates as fallback."""
 
-    def __init__(self, measured, estimates: dict[str, WorkloadEstimates]):
+    def __init__(self, measured, estimates: dict[str, WorkloadEstimates], memory_gb: dict[str, float] | None = None):
         self._measured = measured
         self._estimates = estimates
+        self._memory_gb = memory_gb or {}
 
     def tau(self, workload, gpu_type, num_gpus, consolidated):
         value = self._measured.tau(workload, gpu_type, num_gpus, consolidated)
@@ -66,6 +67,10 @@ class LearnedPredictions:
 
     def power_w(self, workload, gpu_type):
         return self._measured.power_w(workload, gpu_type)
+
+    def memory_gb(self, workload):
+        """Peak GB per GPU telemetry saw the workload use; None when never seen (no constraint)."""
+        return self._memory_gb.get(workload)
 
     def source(self, workload: str, gpu_type: str, num_gpus: int = 1, consolidated: bool = True) -> str | None:
         """Where tau(workload, gpu_type, ...) comes from: MEASURED, PREDICTED or None (unknown)."""

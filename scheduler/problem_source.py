@@ -4,7 +4,7 @@ and measurements, the solver settings and the load history of earlier rounds."""
 from catalog.models import GpuType
 from catalog.predictors.data import TRUSTED_SOURCES, apply_policy
 from catalog.services.predictors_store import catalog_policy, catalog_records
-from catalog.selectors import latest_estimates_by_workload
+from catalog.selectors import latest_estimates_by_workload, peak_memory_by_workload
 from telemetry.models import Gpu, GpuState, NodeState
 
 from .lifecycle import JobState
@@ -51,10 +51,13 @@ def catalog_predictions() -> CatalogPredictions:
 
 
 def planning_predictions(workloads: set[str], *, include_shadow: bool = False) -> LearnedPredictions:
-    """Measured means, with the newest P1/P2 estimates of the jobs' workloads where nothing was measured."""
+    """Measured means, with the newest P1/P2 estimates of the jobs' workloads where nothing was
+    measured; memory needs from the peaks telemetry saw of each workload running alone."""
     estimates = latest_estimates_by_workload(names=workloads, include_shadow=include_shadow)
     return LearnedPredictions(
-        catalog_predictions(), {name: WorkloadEstimates.from_record(e) for name, e in estimates.items()}
+        catalog_predictions(),
+        {name: WorkloadEstimates.from_record(e) for name, e in estimates.items()},
+        memory_gb=peak_memory_by_workload(names=workloads),
     )
 
 
@@ -84,6 +87,7 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
             min_throughput=job.min_throughput,
             max_gpus=job.max_gpus,
             priority=job.priority,
+            memory_gb=job.memory_gb,
             current=current.get(job.pk),
         )
         for job in jobs

@@ -1,5 +1,5 @@
 """Reads for the scheduler: what a user may see, and the facts submission checks against."""
-from django.db.models import QuerySet
+from django.db.models import Max, QuerySet
 
 from telemetry.models import Gpu, GpuState
 
@@ -24,3 +24,9 @@ def cluster_gpu_count() -> int:
     """GPUs a job could ever be given: registered, reported by their agent, not disabled.
     Failed GPUs count: they come back when repaired."""
     return Gpu.objects.exclude(state__in=[GpuState.DISABLED, GpuState.MISSING]).count()
+
+
+def largest_gpu_memory_gb() -> float | None:
+    """Memory of the largest GPU type among the GPUs counted above; None with no GPUs."""
+    gpus = Gpu.objects.exclude(state__in=[GpuState.DISABLED, GpuState.MISSING])
+    return gpus.aggregate(largest=Max("gpu_type__memory_gb"))["largest"]

@@ -110,7 +110,8 @@ class MeasurementSerializer(CatalogModelSerializer):
         model = Measurement
         fields = [
             "id", "workload", "gpu_type", "num_gpus", "consolidated", "partner", "throughput",
-            "partner_throughput", "power_w", "utilization", "source", "reference", "observed_at", "created_at",
+            "partner_throughput", "power_w", "utilization", "memory_gb", "source", "reference", "observed_at",
+            "created_at",
         ]
         read_only_fields = ["id", "created_at"]
         extra_kwargs = {
@@ -118,6 +119,7 @@ class MeasurementSerializer(CatalogModelSerializer):
             "throughput": {"min_value": 0},
             "partner_throughput": {"min_value": 0},
             "power_w": {"min_value": 0},
+            "memory_gb": {"min_value": 0},
             "utilization": _UNIT_RANGE,
             "observed_at": {"required": False, "help_text": "When it was measured; default: when it arrives."},
         }

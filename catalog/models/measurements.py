@@ -35,6 +35,9 @@ class Measurement(models.Model):
     )
     power_w = models.FloatField(null=True, blank=True, help_text="Average power of the GPU(s) in W.")
     utilization = models.FloatField(null=True, blank=True, help_text="Average GPU utilisation, 0..1.")
+    memory_gb = models.FloatField(
+        null=True, blank=True, help_text="Peak GPU memory used per GPU in GB (telemetry: the busiest GPU of the job)."
+    )
     source = models.CharField(max_length=16, choices=MeasurementSource.choices, db_index=True)
     reference = models.CharField(
         max_length=200, blank=True, help_text="Provenance: data set and key, file:line, or job id."

@@ -54,6 +54,7 @@ def measurements_import(*, path: Path | str) -> list[Measurement]:
                 "partner_throughput": row.partner_throughput,
                 "power_w": row.power_w,
                 "utilization": row.utilization,
+                "memory_gb": row.memory_gb,
                 "source": row.source,
                 "reference": row.reference or f"{file_name}:{row.line}",
                 **({"observed_at": row.observed_at} if row.observed_at else {}),

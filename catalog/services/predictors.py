@@ -12,11 +12,11 @@ import torch
 from django.conf import settings
 from django.db import transaction
 
-from catalog.predictors import Observation, PerformancePredictor
+from catalog.predictors import Observation, PerformancePredictor, UnknownGpuType, estimate_unmeasured
 from catalog.predictors.bench import score_p1
 from gogh_web.events import emit
 
-from ..models import Measurement, PredictionRecord, PredictorStatus, PredictorVersion, Workload
+from ..models import GpuType, Measurement, PredictionRecord, PredictorStatus, PredictorVersion, Workload
 from .predictors_store import catalog_snapshot, weights_load, weights_save, workload_features
 
 EXPORT_FORMAT = "gogh-predictor/1"
@@ -156,11 +156,19 @@ def prediction_create(*, workload: Workload, job_id: int | None = None, shadow: 
         version = active_version(name)
     except NoActivePredictor:
         version = active_version("p1")  # one network serves both until a separate P2 is trained
-    job = weights_load(version).job(workload_features(workload))
+    model = weights_load(version)
+    features = workload_features(workload)
+    job = model.job(features)
+    # A type the catalog has but the model was trained without (a new A100) is estimated from
+    # specs below, where its observations count; any other unknown type is the model's error.
+    untrained = set(GpuType.objects.exclude(name__in=model.catalog_.gpu_types).values_list("name", flat=True))
     for fields in observations or []:
-        job.observe(Observation(**fields))
+        if fields["gpu_type"] not in untrained:
+            job.observe(Observation(**fields))
+    estimates = _estimates(job.prediction())
+    _add_unmeasured_types(estimates, job.prediction(), features, observations or [])
     return PredictionRecord.objects.create(workload=workload, job_id=job_id, version=version, shadow=shadow,
-                                           observations=observations or [], estimates=_estimates(job.prediction()))
+                                           observations=observations or [], estimates=estimates)
 
 
 @transaction.atomic
@@ -191,6 +199,32 @@ def _estimates(prediction) -> dict:
         "tau": prediction.tau.round(4).tolist(), "tau_std": prediction.tau_std.round(4).tolist(),
         "low_confidence": prediction.low_confidence,
     }
+
+
+def _add_unmeasured_types(estimates: dict, prediction, features, observations: list[dict]) -> None:
+    """Extend `estimates` to the catalog's GPU types the predictor was trained without (a T4,
+    A100 or H100 nobody has measured yet), from datasheet specs (catalog.predictors.gpu_specs):
+    single-GPU throughput and co-location fractions, marked in `unmeasured_gpu_types`. The job's
+    own isolated observations on such a type replace the spec guess. Types without specs are
+    left out: rounds then have nothing to plan with there."""
+    added = []
+    for gpu_type in GpuType.objects.exclude(name__in=prediction.gpu_types).order_by("name").values_list("name", flat=True):
+        try:
+            guess = estimate_unmeasured(prediction, features, gpu_type)
+        except (UnknownGpuType, ValueError):
+            continue
+        seen = [o["throughput"] for o in observations
+                if o["gpu_type"] == gpu_type and o.get("partner") is None and o.get("num_gpus", 1) == 1]
+        tau, tau_std = (sum(seen) / len(seen), 0.0) if seen else (guess.tau, guess.tau_std)
+        estimates["gpu_types"].append(gpu_type)
+        estimates["configs"].append([gpu_type, 1, True])
+        estimates["tau"].append(round(tau, 4))
+        estimates["tau_std"].append(round(tau_std, 4))
+        for row, std_row, rho, rho_std in zip(estimates["rho"], estimates["rho_std"], guess.rho, guess.rho_std):
+            row.append(round(float(rho), 4))
+            std_row.append(round(float(rho_std), 4))
+        added.append(gpu_type)
+    estimates["unmeasured_gpu_types"] = added
 
 
 def _plain(metrics: dict) -> dict:

@@ -8,7 +8,7 @@ from catalog.models import Workload
 from gogh_web.api.strict import StrictFieldsMixin
 
 from ..models import Allocation, Job
-from ..selectors import cluster_gpu_count
+from ..selectors import cluster_gpu_count, largest_gpu_memory_gb
 
 
 class WorkloadByName(serializers.SlugRelatedField):
@@ -27,6 +27,10 @@ class JobSubmitSerializer(StrictFieldsMixin, serializers.Serializer):
     max_gpus = serializers.IntegerField(min_value=1, help_text="D_j: the most GPUs the job may use.")
     priority = serializers.IntegerField(required=False, default=0, min_value=-1000, max_value=1000)
     total_steps = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=1)
+    memory_gb = serializers.FloatField(
+        required=False, allow_null=True, default=None,
+        help_text="GPU memory needed on each GPU, GB (> 0); omitted: the workload's measured peak, if known.",
+    )
     deadline = serializers.DateTimeField(required=False, allow_null=True, default=None)
     name = serializers.CharField(required=False, default="", allow_blank=True, max_length=120)
     command = serializers.CharField(required=False, default="", allow_blank=True, max_length=4000)
@@ -37,6 +41,16 @@ class JobSubmitSerializer(StrictFieldsMixin, serializers.Serializer):
     def validate_min_throughput(self, value):
         if not math.isfinite(value) or value <= 0:
             raise serializers.ValidationError("Must be a finite number of steps per second greater than 0.")
+        return value
+
+    def validate_memory_gb(self, value):
+        if value is None:
+            return value
+        if not math.isfinite(value) or value <= 0:
+            raise serializers.ValidationError("Must be a finite number of GB greater than 0.")
+        largest = largest_gpu_memory_gb()
+        if largest is not None and value > largest:
+            raise serializers.ValidationError(f"No GPU of the cluster has more than {largest:g} GB.")
         return value
 
     def validate_max_gpus(self, value):
@@ -79,7 +93,7 @@ class JobSerializer(serializers.ModelSerializer):
         model = Job
         fields = [
             "id", "name", "workload", "tenant", "owner", "state", "pending_reason", "state_reason",
-            "min_throughput", "max_gpus", "priority", "total_steps", "steps_done", "deadline",
+            "min_throughput", "max_gpus", "memory_gb", "priority", "total_steps", "steps_done", "deadline",
             "command", "environment", "submitted_at", "placed_at", "started_at", "finished_at",
             "allocations",
         ]

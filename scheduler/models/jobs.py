@@ -18,6 +18,10 @@ class Job(models.Model):
     max_gpus = models.PositiveSmallIntegerField(help_text="D_j: the most GPUs the job may be spread over.")
     priority = models.IntegerField(default=0, help_text="Higher is admitted first when demand exceeds the cluster.")
     total_steps = models.BigIntegerField(null=True, blank=True)
+    memory_gb = models.FloatField(
+        null=True, blank=True,
+        help_text="GPU memory the job needs on each of its GPUs, in GB; empty: the workload's measured peak, if any.",
+    )
     deadline = models.DateTimeField(null=True, blank=True)
     command = models.TextField(blank=True, help_text="What an agent runs for this job.")
     environment = models.JSONField(default=dict, blank=True, help_text="Extra environment variables.")
@@ -42,6 +46,7 @@ class Job(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(min_throughput__gt=0), name="job_min_throughput_positive"),
             models.CheckConstraint(condition=Q(max_gpus__gte=1), name="job_max_gpus_positive"),
+            models.CheckConstraint(condition=Q(memory_gb__isnull=True) | Q(memory_gb__gt=0), name="job_memory_positive"),
             models.CheckConstraint(
                 condition=Q(total_steps__isnull=True) | Q(total_steps__gte=1), name="job_total_steps_positive"
             ),

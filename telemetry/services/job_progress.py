@@ -12,7 +12,7 @@ from functools import partial
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.db.models import Avg
+from django.db.models import Avg, Max
 from django.utils import timezone
 
 from catalog.models import Measurement, MeasurementSource
@@ -100,7 +100,7 @@ def _record_measurement(job: Job, allocations: list[Allocation], steps_per_s: fl
     partner = next((a.partner for a in allocations if a.partner_id), None)
     recent = GpuSample.objects.filter(
         gpu__in=[a.gpu for a in allocations], ts__gt=now - timedelta(seconds=SAMPLE_WINDOW_S)
-    ).aggregate(power_w=Avg("power_w"), utilization=Avg("utilization"))
+    ).aggregate(power_w=Avg("power_w"), utilization=Avg("utilization"), memory_mb=Max("memory_used_mb"))
     measurement = Measurement.objects.create(
         workload=job.workload,
         gpu_type=gpu_types.pop(),
@@ -110,6 +110,7 @@ def _record_measurement(job: Job, allocations: list[Allocation], steps_per_s: fl
         throughput=steps_per_s,
         power_w=recent["power_w"],
         utilization=recent["utilization"],
+        memory_gb=recent["memory_mb"] / 1024 if recent["memory_mb"] is not None else None,
         source=MeasurementSource.TELEMETRY,
         reference=measurement_reference(job.pk),
         observed_at=now,

@@ -9,7 +9,7 @@ class Command(BaseCommand):
     help = (
         "Import measurements from a CSV file (format: docs/measurements-csv.md). Header row "
         "required; columns workload, gpu_type, throughput (required) and num_gpus, "
-        "consolidated, partner, partner_throughput, power_w, utilization, source, "
+        "consolidated, partner, partner_throughput, power_w, utilization, memory_gb, source, "
         "observed_at, reference (optional). All rows or none: if any row is bad, nothing is "
         "imported, every problem is printed to stderr as FILE:LINE: REASON and the command "
         "exits with status 1."

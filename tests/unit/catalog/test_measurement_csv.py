@@ -24,7 +24,7 @@ def test_every_column_is_read(tmp_path):
     path = write(
         tmp_path,
         ",".join(COLUMNS) + "\n"
-        "ResNet-50 (batch size 64),v100,2,false,LM (batch size 20),7.5,3.25,250.5,0.93,telemetry,"
+        "ResNet-50 (batch size 64),v100,2,false,LM (batch size 20),7.5,3.25,250.5,0.93,14.2,telemetry,"
         '2024-05-01T12:00:00+02:00,"run 17, node a"\n',
     )
     (row,) = read_measurements(path)
@@ -39,6 +39,7 @@ def test_every_column_is_read(tmp_path):
         partner_throughput=3.25,
         power_w=250.5,
         utilization=0.93,
+        memory_gb=14.2,
         source="telemetry",
         observed_at=datetime(2024, 5, 1, 12, tzinfo=timezone(timedelta(hours=2))),
         reference="run 17, node a",

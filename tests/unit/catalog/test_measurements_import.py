@@ -17,6 +17,7 @@ GOOD = {
     "partner_throughput": "",
     "power_w": "250",
     "utilization": "0.9",
+    "memory_gb": "11.5",
     "source": "profiling",
     "observed_at": "2024-05-01T12:00:00Z",
     "reference": "",
@@ -68,6 +69,7 @@ def test_good_file_is_imported(catalog, csv_file):
     assert (alone.workload.name, alone.gpu_type.name, alone.throughput, alone.power_w, alone.utilization) == (
         "ResNet-50 (batch size 64)", "v100", 12.5, 250, 0.9
     )
+    assert alone.memory_gb == 11.5
     assert alone.reference == "bench 1" and alone.source == "profiling"
     assert (pair.partner.name, pair.partner_throughput, pair.power_w) == ("LM (batch size 20)", 3, None)
     assert pair.reference == "m.csv:3"
@@ -76,12 +78,13 @@ def test_good_file_is_imported(catalog, csv_file):
 
 
 BAD_ROWS = [
-    ("wrong number of fields", "ResNet-50 (batch size 64),v100,1", "expected 12 fields, found 3"),
+    ("wrong number of fields", "ResNet-50 (batch size 64),v100,1", "expected 13 fields, found 3"),
     ("non-numeric", row(throughput="fast"), "throughput: 'fast' is not a number"),
     ("NaN", row(throughput="NaN"), "throughput: 'NaN' is not a finite number"),
     ("infinite", row(power_w="inf"), "power_w: 'inf' is not a finite number"),
     ("negative", row(throughput="-0.5"), "throughput: -0.5 is negative"),
     ("negative power", row(power_w="-1"), "power_w: -1 is negative"),
+    ("negative memory", row(memory_gb="-2"), "memory_gb: -2 is negative"),
     ("num_gpus 0", row(num_gpus="0"), "num_gpus: 0 is not between 1 and 32767"),
     ("num_gpus not whole", row(num_gpus="1.5"), "num_gpus: '1.5' is not a whole number"),
     ("utilization > 1", row(utilization="93"), "utilization: 93 is not within 0..1 (a fraction, not a percentage)"),

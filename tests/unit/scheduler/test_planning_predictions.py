@@ -170,3 +170,44 @@ def test_measured_numbers_follow_the_catalog_policy(unmeasured, v100, k80, setti
     measure(v100, 9.0, source="reference", seconds=10**6)
     assert catalog_predictions().tau("New", "v100", 1, True) == 9.0
     assert CatalogPolicy().min_samples == 3  # the documented default the setting mirrors
+
+
+def test_memory_need_steers_placement_and_leaves_jobs_that_fit_nowhere_pending(cluster, alice, lm, k80, v100):
+    """LM on K80 would be cheapest, but 14 GB only fits a V100 (16 GB; K80: 12 GB)."""
+    for gpu_type, tau in ((v100, 30.0), (k80, 20.0)):
+        Measurement.objects.create(workload=lm, gpu_type=gpu_type, throughput=tau, source="reference",
+                                   observed_at=timezone.now())
+    big = services.job_submit(owner=alice, workload=lm, min_throughput=15, max_gpus=1, memory_gb=14).job
+    services.scheduling_round_run(trigger="manual")
+    assert Allocation.objects.get(job=big).gpu.gpu_type.name == "v100"
+    Measurement.objects.create(workload=lm, gpu_type=k80, throughput=20, memory_gb=18, source="telemetry",
+                               observed_at=timezone.now())  # seen using 18 GB: no GPU here has that much
+    unstated = services.job_submit(owner=alice, workload=lm, min_throughput=15, max_gpus=1).job
+    services.scheduling_round_run(trigger="manual")
+    unstated.refresh_from_db()
+    assert unstated.state == "pending" and "18 GB of GPU memory" in unstated.pending_reason
+
+
+def test_gpu_types_nobody_measured_get_spec_estimates_and_observations_replace_them(db, alice, settings, tmp_path):
+    from catalog.models import GpuType
+    from catalog.services.predictors import predictor_train, prediction_create
+    from tests.unit.catalog.predictors.conftest import TINY
+    from tests.unit.catalog.predictors.db_slice import load_slice
+
+    settings.VAR_DIR = tmp_path
+    workloads, _ = load_slice()
+    predictor_train(architecture="feedforward", hyperparameters=TINY)
+    GpuType.objects.create(name="a100", memory_gb=40, tdp_w=400, idle_w=50, power_curve=[[0, 50], [1, 400]])
+    GpuType.objects.create(name="x9", memory_gb=8, tdp_w=100, idle_w=10, power_curve=[[0, 10], [1, 100]])  # no specs
+    a3c = workloads["A3C"]
+    estimates = prediction_create(workload=a3c).estimates
+    assert estimates["unmeasured_gpu_types"] == ["a100"] and "x9" not in estimates["gpu_types"]
+    a100 = estimates["configs"].index(["a100", 1, True])
+    assert estimates["tau"][a100] > 0 and estimates["tau_std"][a100] >= 0.5  # a guess, and says so
+    assert all(len(row) == len(estimates["gpu_types"]) for row in estimates["rho"])
+    seen = {"gpu_type": "a100", "throughput": 123.0, "partner": None, "partner_throughput": None, "num_gpus": 1,
+            "consolidated": True}
+    refined = prediction_create(workload=a3c, observations=[seen]).estimates
+    assert refined["tau"][a100] == 123.0 and refined["tau_std"][a100] == 0.0
+    learned = LearnedPredictions(CatalogPredictions([]), {"A3C": WorkloadEstimates.from_record(refined)})
+    assert learned.tau("A3C", "a100", 1, True) == 123.0 and learned.source("A3C", "a100") == PREDICTED

@@ -58,7 +58,8 @@ def test_progress_moves_the_job_to_running_then_succeeded_and_records_throughput
     job = placed_job(alice, resnet50, gpus[:2])
     now = timezone.now()
     for i, gpu in enumerate(gpus[:2]):
-        GpuSample.objects.create(gpu=gpu, ts=now - timedelta(seconds=5), power_w=200 + 20 * i, utilization=0.9)
+        GpuSample.objects.create(gpu=gpu, ts=now - timedelta(seconds=5), power_w=200 + 20 * i, utilization=0.9,
+                                 memory_used_mb=10240 + 1024 * i)
     response = report({"job": job.pk, "status": "running", "steps": 0})
     assert response.status_code == 200 and response.json()["state"] == "running"
     response = report({"job": job.pk, "status": "running", "steps": 120, "total_steps": 1000, "steps_per_s": 4.2})
@@ -67,6 +68,7 @@ def test_progress_moves_the_job_to_running_then_succeeded_and_records_throughput
     assert (measurement.workload, measurement.gpu_type.name, measurement.num_gpus) == (resnet50, "v100", 2)
     assert measurement.throughput == 4.2 and measurement.consolidated and measurement.partner is None
     assert measurement.power_w == pytest.approx(210) and measurement.utilization == pytest.approx(0.9)
+    assert measurement.memory_gb == pytest.approx(11)  # the busier of its two GPUs
     assert measurement.reference == f"telemetry: job {job.pk}"
 
     report({"job": job.pk, "status": "running", "steps": 200, "steps_per_s": 4.4})  # within the interval
