@@ -22,6 +22,7 @@ demo: venv
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput -v0
 	$(PY) manage.py load_reference_catalog
+	$(PY) manage.py train_predictor --if-none
 	$(PY) manage.py load_demo_cluster
 	$(PY) manage.py create_demo_admin
 	$(PY) manage.py run_stack --demo-agents

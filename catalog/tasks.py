@@ -6,8 +6,13 @@ is sent by telemetry.services.job_progress when it stores a measurement of a run
 """
 from celery import shared_task
 
-from .models import Measurement, Workload
-from .services.predictors import prediction_create, prediction_refine, predictor_retrain_if_due, predictor_train
+from .models import Measurement
+from .services.predictors import (
+    NoActivePredictor,
+    prediction_refine,
+    predictor_retrain_if_due,
+    predictor_train,
+)
 
 
 @shared_task(name="catalog.tasks.predictor_retrain")
@@ -23,15 +28,12 @@ def predictor_retrain_if_due_task(name: str = "p1") -> int | None:
     return version.pk if version else None
 
 
-@shared_task(name="catalog.tasks.prediction_for_job")
-def prediction_for_job(workload_id: int, job_id: int | None = None, shadow: bool = False) -> int:
-    """P1 for a new job (or a shadow-mode one); returns the PredictionRecord id."""
-    return prediction_create(workload=Workload.objects.get(pk=workload_id), job_id=job_id, shadow=shadow).pk
-
-
 @shared_task(name="catalog.tasks.prediction_refine")
-def prediction_refine_task(measurement_id: int, job_id: int | None = None) -> int | None:
-    """P2 on a new telemetry measurement of a job; None when there is no prediction to refine."""
-    record = prediction_refine(measurement=Measurement.objects.select_related("workload", "gpu_type", "partner").get(
-        pk=measurement_id), job_id=job_id)
-    return record.pk if record else None
+def prediction_refine_task(measurement_id: int, job_id: int) -> int | None:
+    """P2 on a new telemetry measurement of a job: the refined PredictionRecord's id, None while
+    no predictor is trained."""
+    measurement = Measurement.objects.select_related("workload", "gpu_type", "partner").get(pk=measurement_id)
+    try:
+        return prediction_refine(measurement=measurement, job_id=job_id).pk
+    except NoActivePredictor:
+        return None

@@ -206,6 +206,8 @@ GOGH_LIVE_PRUNE_EVERY_S = float(os.environ.get("GOGH_LIVE_PRUNE_EVERY_S", "300")
 GOGH_LIVE_POLL_S = float(os.environ.get("GOGH_LIVE_POLL_S", "2" if os.environ.get("REDIS_URL") else "0.2"))
 GOGH_LIVE_ENDED_JOBS_KEPT = int(os.environ.get("GOGH_LIVE_ENDED_JOBS_KEPT", "500"))
 GOGH_LIVE_SOLVE_RUNS_KEPT = int(os.environ.get("GOGH_LIVE_SOLVE_RUNS_KEPT", "50"))
+# Dashboard (docs/dashboard.md): Trade-off previews (a solve in the web request) per user, DRF rate syntax.
+GOGH_DASHBOARD_PREVIEW_RATE = os.environ.get("GOGH_DASHBOARD_PREVIEW_RATE", "10/min")
 CELERY_BEAT_SCHEDULE = {
     "predictor-retrain-nightly": {
         "task": "catalog.tasks.predictor_retrain",

@@ -1,16 +1,16 @@
-"""What the optimiser plans with: measured catalog numbers first, the learned predictors' estimates
-where nothing was measured (pure Python, no Django).
+"""What the optimiser plans with: the catalog's measurements and the learned predictors'
+estimates, combined (pure Python, no Django).
 
-A measurement of a configuration is knowledge; an estimate from P1/P2 is a guess with an
-uncertainty. So a configuration the catalog measured keeps its measured mean, and the stored
-estimates of the job's workload (P1 at submission, refined by P2 as telemetry arrives) fill every
-gap: a new workload with no measurements at all, GPU types the workload never ran on, partners
-it never shared a GPU with. `source(...)` says which one a number came from.
+Before a workload has run here, a configuration the catalog measured keeps its measured mean (a
+measurement is knowledge, P1's estimate a guess), and P1's estimates fill every gap: a new
+workload with no measurements at all, GPU types it never ran on, partners it never shared a GPU
+with. Once telemetry has observed the workload on this cluster, P2's refined estimates win
+wherever they speak: they hold the observed cells' values and carry what was learned (this
+cluster's workload runs 12% slower than the reference said) to the GPU types and partners not
+yet observed, which the catalog's reference means cannot. Cells P2 says nothing about fall back
+to the measurements.
 """
 from dataclasses import dataclass
-
-MEASURED, PREDICTED = "measured", "predicted"
-
 
 @dataclass(frozen=True)
 class WorkloadEstimates:
@@ -19,6 +19,7 @@ class WorkloadEstimates:
     rho: dict[tuple[str, str], float]  # (partner, gpu_type) -> co-located fraction
     tau: dict[tuple[str, int, bool], float]  # (gpu_type, num_gpus, consolidated) -> steps/s
     low_confidence: bool
+    observed: int = 0  # observations of the workload P2 has folded in (0: P1 alone)
 
     @classmethod
     def from_record(cls, estimates: dict) -> "WorkloadEstimates":
@@ -32,7 +33,19 @@ class WorkloadEstimates:
             (gpu_type, int(num_gpus), bool(consolidated)): float(value)
             for (gpu_type, num_gpus, consolidated), value in zip(estimates["configs"], estimates["tau"])
         }
-        return cls(rho=rho, tau=tau, low_confidence=bool(estimates.get("low_confidence", False)))
+        return cls(rho=rho, tau=tau, low_confidence=bool(estimates.get("low_confidence", False)),
+                   observed=int(estimates.get("observed", 0)))
+
+    @classmethod
+    def from_prediction(cls, prediction, observed: int = 0) -> "WorkloadEstimates":
+        """From a catalog.predictors Prediction in memory (the simulation's P2, no database)."""
+        rho = {
+            (partner, gpu_type): float(prediction.rho[p, a])
+            for p, partner in enumerate(prediction.partners)
+            for a, gpu_type in enumerate(prediction.gpu_types)
+        }
+        tau = {tuple(config): float(value) for config, value in zip(prediction.configs, prediction.tau)}
+        return cls(rho=rho, tau=tau, low_confidence=bool(prediction.low_confidence), observed=observed)
 
 
 class LearnedPredictions:
@@ -44,22 +57,19 @@ class LearnedPredictions:
         self._memory_gb = memory_gb or {}
 
     def tau(self, workload, gpu_type, num_gpus, consolidated):
-        value = self._measured.tau(workload, gpu_type, num_gpus, consolidated)
-        if value is not None:
-            return value
+        key = (gpu_type, num_gpus, consolidated or num_gpus == 1)
         estimate = self._estimates.get(workload)
-        if estimate is None:
-            return None
-        value = estimate.tau.get((gpu_type, num_gpus, consolidated or num_gpus == 1))
-        return value if value and value > 0 else None
+        measured = self._measured.tau(workload, gpu_type, num_gpus, consolidated)
+        if estimate is None or key not in estimate.tau or (measured is not None and not estimate.observed):
+            return measured
+        value = estimate.tau[key]
+        return value if value > 0 else None
 
     def rho(self, workload, partner, gpu_type):
-        value = self._measured.rho(workload, partner, gpu_type)
-        if value is not None:
-            return value
         estimate = self._estimates.get(workload)
-        if estimate is None or (partner, gpu_type) not in estimate.rho:
-            return None
+        measured = self._measured.rho(workload, partner, gpu_type)
+        if estimate is None or (partner, gpu_type) not in estimate.rho or (measured is not None and not estimate.observed):
+            return measured
         return min(1.0, max(0.0, estimate.rho[(partner, gpu_type)]))
 
     def utilisation(self, workload, gpu_type):
@@ -71,9 +81,3 @@ class LearnedPredictions:
     def memory_gb(self, workload):
         """Peak GB per GPU telemetry saw the workload use; None when never seen (no constraint)."""
         return self._memory_gb.get(workload)
-
-    def source(self, workload: str, gpu_type: str, num_gpus: int = 1, consolidated: bool = True) -> str | None:
-        """Where tau(workload, gpu_type, ...) comes from: MEASURED, PREDICTED or None (unknown)."""
-        if self._measured.tau(workload, gpu_type, num_gpus, consolidated) is not None:
-            return MEASURED
-        return PREDICTED if self.tau(workload, gpu_type, num_gpus, consolidated) is not None else None

@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from catalog.models import PredictionRecord
+from catalog.models import PredictionRecord, PredictorStatus, PredictorVersion
 from catalog.services.predictors import NoActivePredictor, prediction_create
 from gogh_web.events import emit
 from telemetry.models import Gpu, GpuState, NodeState
@@ -27,6 +27,7 @@ from .problem_source import problem_from_database
 from .selectors import tenant_of
 
 WAITING_FOR_ROUND = "Waiting for the next scheduling round."
+SHADOW_REASON = "Shadow mode: not dispatched; the solve runs record where it would run (decision)."
 ROUND_REQUESTED_KEY = "scheduler:round-requested"
 
 
@@ -235,13 +236,33 @@ def scheduling_round_run(*, trigger: str, dry_run: bool = False, solver: str | N
         if superseded:
             scheduling_round_request(trigger=trigger)
         elif shadow:
-            Job.objects.filter(pk__in=[int(job_id) for job_id in allocation.placements], state=JobState.PENDING.value).update(
-                pending_reason=f"Shadow mode: not dispatched; solve {run.pk} recorded where it would run."
-            )
-            emit.jobs_changed(int(job_id) for job_id in allocation.placements)
+            would_run = Job.objects.filter(
+                pk__in=[int(job_id) for job_id in allocation.placements], state=JobState.PENDING.value
+            ).exclude(pending_reason=SHADOW_REASON)
+            changed = list(would_run.values_list("pk", flat=True))
+            Job.objects.filter(pk__in=changed).update(pending_reason=SHADOW_REASON)
+            emit.jobs_changed(changed)
         elif not dry_run:
             _apply(allocation, run, now)
+    if not dry_run:
+        _predict_the_unknown(problem)
     return RoundResult(solve_run=run, allocation=allocation)
+
+
+def _predict_the_unknown(problem: optimizer.Problem) -> None:
+    """Ask P1 again for jobs the round knew nothing about (no measurement and no estimate on any
+    GPU type of the cluster) that have no prediction: submitted before any predictor was
+    trained, or whose request was lost on the way to the broker. Its arrival asks for a round."""
+    if not PredictorVersion.objects.filter(status=PredictorStatus.ACTIVE).exists():
+        return
+    unknown = [
+        int(job.id) for job in problem.jobs
+        if all(problem.predictions.tau(job.workload, gpu_type, 1, True) is None for gpu_type in problem.gpu_types)
+    ]
+    predicted = set(PredictionRecord.objects.filter(job_id__in=unknown).values_list("job_id", flat=True))
+    for job_id in unknown:
+        if job_id not in predicted:
+            _send_prediction(job_id)
 
 
 def _decision(allocation: optimizer.Allocation) -> dict:
@@ -273,16 +294,20 @@ def _apply(allocation: optimizer.Allocation, run: SolveRun, now) -> None:
         "job_id", "gpu_id", "partner_id"
     ):
         open_allocs.setdefault(job_id, set()).add((gpu_id, partner_id))
+    reasons_changed = []  # events only for reasons that changed, all in one batch
     for job_id, reason in allocation.reasons.items():
         job = jobs[job_id]
         try:
             if job.state == JobState.PENDING.value:
-                Job.objects.filter(pk=job.pk, state=JobState.PENDING.value).update(pending_reason=reason[:300])
-                emit.job_changed(job)
+                if job.pending_reason != reason[:300] and Job.objects.filter(
+                    pk=job.pk, state=JobState.PENDING.value
+                ).update(pending_reason=reason[:300]):
+                    reasons_changed.append(job.pk)
             else:
                 job_transition(job=job, to=JobState.PENDING.value, reason=f"Preempted by solve {run.pk}: {reason}"[:300], now=now)
         except IllegalTransition:
             continue  # the job ended while the round was solving
+    emit.jobs_changed(reasons_changed)
     for job_id, placement in allocation.placements.items():
         job = jobs[job_id]
         partner = int(placement.partner) if placement.partner else None

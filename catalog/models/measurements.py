@@ -47,7 +47,11 @@ class Measurement(models.Model):
 
     class Meta:
         ordering = ["-observed_at", "-id"]
-        indexes = [models.Index(fields=["workload", "gpu_type", "partner", "-observed_at"], name="measurement_window")]
+        indexes = [
+            models.Index(fields=["workload", "gpu_type", "partner", "-observed_at"], name="measurement_window"),
+            # A job's telemetry rows (live pages read the newest observed throughput of each job).
+            models.Index(fields=["source", "reference"], name="measurement_reference"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(num_gpus__gte=1),

@@ -7,7 +7,13 @@ Three facts of the data carry most of the signal (docs/predictors.md, "Structure
   workloads of the nearest smaller and larger batch (the nearest one beyond the family's
   range); isolated throughput likewise in log steps/s, with a slope clipped to [-1, 0] when it
   is extrapolated (steps/s never rise with the batch, samples/s never fall). An unseen family
-  gets the partner's mean (rho) or the catalog's median compute rate per configuration (tau).
+  gets the partner's mean over the catalog's families, each family weighing once (rho), or
+  the catalog's median compute rate per configuration (tau).
+- **A multi-GPU step is a 1-GPU step plus communication.** n GPUs run n / (1 / tau_1 + c)
+  steps/s (the catalog counts the n GPUs' steps together), where c, the seconds a step spends
+  in the all-reduce and waiting, is interpolated linearly in batch size within the family. So
+  a job seen to be faster or slower than its neighbours on one GPU keeps their communication
+  time rather than their speed-up factor.
 - **A pair that does not fit in memory runs at 0.** Each workload gets a memory footprint
   m(w, a) = alpha_a + beta_a x (FLOPs per sample x batch size) / reference, the product being
   a proxy of activation memory that needs no measurement; alpha, beta per GPU type are fitted
@@ -18,9 +24,11 @@ Three facts of the data carry most of the signal (docs/predictors.md, "Structure
   of a common offset, a per-GPU-type offset, a per-partner offset and a per-(partner family,
   GPU type) offset, whose variances are measured (method of moments) on the catalog's own
   leave-one-out residuals; one observation moves every cell of the same GPU type or partner
-  by the posterior mean. Isolated throughputs likewise: a Gaussian process over
-  configurations in log steps/s (common, same GPU type, same number of GPUs), so a profiled
-  throughput moves its own GPU type's multi-GPU configurations most and the others less.
+  by the posterior mean. The variances are measured on the cells where the pair both fits
+  and is predicted to (the only cells the process moves). Isolated throughputs likewise: a
+  Gaussian process over configurations in log steps/s (common, same GPU type, same number of
+  GPUs); unobserved multi-GPU configurations are then rebuilt from the posterior 1-GPU
+  throughputs and the communication times.
 """
 import math
 import warnings
@@ -60,9 +68,10 @@ class StructuredModel:
         self.relative_flops_ = _relative_flops(catalog, self.memory_[2])
         self.gpu_of_config_ = np.array([catalog.gpu_types.index(c[0]) for c in catalog.configs])
         self.setup_of_config_ = _setups(catalog)
-        residuals = self._leave_one_out_residuals()
+        self._set_communication()
+        residuals, fitting = self._leave_one_out_residuals()
         self.train_mae_ = float(np.nanmean(np.abs(residuals)))
-        self.kernel_ = residual_kernel(residuals, catalog.families)
+        self.kernel_ = residual_kernel(np.where(fitting, residuals, np.nan), catalog.families)
         self.tau_kernel_ = tau_residual_kernel(self._leave_one_out_tau(), self.gpu_of_config_, self.setup_of_config_)
         return self
 
@@ -91,8 +100,12 @@ class StructuredModel:
             if same:
                 value, spread = _interpolate(self.log_batch_[same], rho[same], math.log(features.batch_size or 1))
                 value = np.where(np.isnan(value), np.nanmean(rho[same], axis=0), value)
-            else:
-                value, spread = partner_mean, np.nanstd(rho, axis=0)
+            else:  # an unseen family: a draw of a family, so every catalog family counts once
+                families = sorted({f for i, f in enumerate(catalog.families) if i != exclude})
+                value = np.nanmean([np.nanmean(rho[[i for i, f in enumerate(catalog.families)
+                                                    if f == family and i != exclude]], axis=0)
+                                    for family in families], axis=0)
+                spread = np.nanstd(rho, axis=0)
         value = np.nan_to_num(np.where(np.isnan(value), partner_mean, value), nan=0.0)
         return value, np.nan_to_num(spread, nan=0.1)
 
@@ -118,11 +131,41 @@ class StructuredModel:
             return self._rate_guess(features, others)
         log_batch = math.log(features.batch_size or 1)
         value, spread = _interpolate(self.log_batch_[same], self.log_tau_[same], log_batch, TAU_SLOPE)
+        value = self.with_communication(value, self.communication(features, exclude))
         known = ~np.isnan(value)
         if known.all():
             return value, np.nan_to_num(spread, nan=0.3)
         rate_guess, rate_spread = self._rate_guess(features, others)
         return np.where(known, value, rate_guess), np.where(known, np.nan_to_num(spread, nan=0.3), rate_spread)
+
+    def communication(self, features, exclude: int | None = None) -> np.ndarray:
+        """Seconds per step a multi-GPU configuration adds to the 1-GPU step time (all-reduce
+        and waiting), interpolated in log batch size within the family; NaN for an unseen
+        family or where no same-family workload knows the configuration."""
+        same = [i for i, f in enumerate(self.catalog_.families) if f == features.family and i != exclude]
+        if not same:
+            return np.full(len(self.catalog_.configs), np.nan)
+        return _interpolate(np.exp(self.log_batch_[same]), self.comm_[same], float(features.batch_size or 1))[0]
+
+    def with_communication(self, log_tau: np.ndarray, comm: np.ndarray) -> np.ndarray:
+        """log steps/s with every multi-GPU configuration that has a communication time
+        rebuilt from its GPU type's 1-GPU throughput: n / (1 / tau_1 + comm) (steps/s of the
+        n GPUs together, as the catalog counts them). A job faster or slower than its
+        neighbours on one GPU keeps their communication time, not their speed-up."""
+        step = np.exp(-log_tau[self.single_of_config_]) + comm
+        usable = self.multi_ & np.isfinite(comm) & (step > 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rebuilt = np.log(self.gpus_of_config_) - np.log(step)
+        return np.where(usable, rebuilt, log_tau)
+
+    def _set_communication(self) -> None:
+        catalog = self.catalog_
+        self.single_of_config_ = np.array([catalog.configs.index((c[0], 1, True)) for c in catalog.configs])
+        self.gpus_of_config_ = np.array([float(c[1]) for c in catalog.configs])
+        self.multi_ = self.gpus_of_config_ > 1
+        with np.errstate(divide="ignore", invalid="ignore"):
+            comm = self.gpus_of_config_[None, :] / catalog.tau - 1.0 / catalog.tau[:, self.single_of_config_]
+        self.comm_ = np.where((catalog.tau > 0) & self.multi_[None, :] & np.isfinite(comm), comm, np.nan)
 
     def _rate_guess(self, features, others):
         """An unseen family: the lower of two guesses per configuration. (1) The catalog's
@@ -167,10 +210,12 @@ class StructuredModel:
         posterior = np.where(fits, np.clip(prior + mean, 0.0, 1.0), prior)
         return posterior, np.where(fits, std * np.sqrt(shrink), std)
 
-    def tau_shift(self, log_tau: np.ndarray, observations) -> np.ndarray:
+    def tau_shift(self, log_tau: np.ndarray, observations, comm: np.ndarray | None = None) -> np.ndarray:
         """log steps/s after isolated observations [(config, steps/s)]: the Gaussian-process
         posterior mean of the log ratio to the prior (kernel: common, same GPU type, same
-        setup of GPUs; variances measured on the catalog's leave-one-out residuals)."""
+        setup of GPUs; variances measured on the catalog's leave-one-out residuals). With the
+        job's communication times (`communication`), multi-GPU configurations not observed
+        are then rebuilt from the posterior 1-GPU throughputs."""
         observed = [(c, math.log(steps) - log_tau[c]) for c, steps in observations if steps > 0]
         if not observed:
             return log_tau
@@ -178,7 +223,12 @@ class StructuredModel:
         residual = np.array([r for _, r in observed])
         everything = np.arange(len(log_tau))
         k_oo = self._tau_kernel(configs, configs) + TAU_JITTER * np.eye(len(configs))
-        return log_tau + self._tau_kernel(everything, configs) @ np.linalg.solve(k_oo, residual)
+        shifted = log_tau + self._tau_kernel(everything, configs) @ np.linalg.solve(k_oo, residual)
+        if comm is None:
+            return shifted
+        comm = comm.copy()
+        comm[configs] = np.nan  # an observed configuration keeps its Gaussian-process value
+        return self.with_communication(shifted, comm)
 
     def _tau_kernel(self, c1, c2):
         parts, gpu, setup = self.tau_kernel_, self.gpu_of_config_, self.setup_of_config_
@@ -188,18 +238,22 @@ class StructuredModel:
                 + parts["config"] * (same_gpu & same_setup))
 
     # ---- leave-one-out residuals: train MAE and the P2 kernel -----------------------------
-    def _leave_one_out_residuals(self) -> np.ndarray:
+    def _leave_one_out_residuals(self) -> tuple[np.ndarray, np.ndarray]:
         """Each catalog workload's row predicted from the others (the memory model is the
-        catalog's own, so this is a training score); NaN where the pair does not fit or is
-        unknown; (W, P, G)."""
+        catalog's own, so this is a training score): residuals (W, P, G), NaN where unknown,
+        and where both the pair fits and it is predicted to, the only cells P2's Gaussian
+        process models (a memory-model miss, off by the whole fraction, would otherwise count
+        as noise and damp every update)."""
         catalog = self.catalog_
         out = np.full(catalog.rho.shape, np.nan)
+        fitting = np.zeros(catalog.rho.shape, dtype=bool)
         for q, features in enumerate(catalog.features):
             rho, _ = self.rho(features, exclude=q)
             keep = np.ones(len(catalog.workloads), dtype=bool)
             keep[q] = False
             out[q][keep] = (catalog.rho[q] - rho)[keep]
-        return out
+            fitting[q][keep] = ((np.nan_to_num(catalog.rho[q]) > 0) & (rho > 0))[keep]
+        return out, fitting
 
     def _leave_one_out_tau(self) -> np.ndarray:
         """Each catalog workload's log steps/s minus its prediction from the others."""
@@ -227,6 +281,7 @@ class StructuredModel:
         model.kernel_ = {k: float(v) for k, v in state["kernel"].items()}
         model.tau_kernel_ = {k: float(v) for k, v in state["tau_kernel"].items()}
         model.setup_of_config_ = _setups(catalog)
+        model._set_communication()
         model.train_mae_ = float(state["train_mae"])
         return model
 

@@ -165,30 +165,29 @@ def prediction_create(*, workload: Workload, job_id: int | None = None, shadow: 
     for fields in observations or []:
         if fields["gpu_type"] not in untrained:
             job.observe(Observation(**fields))
-    estimates = _estimates(job.prediction())
+    estimates = {**_estimates(job.prediction()), "observed": len(observations or [])}
     _add_unmeasured_types(estimates, job.prediction(), features, observations or [])
     return PredictionRecord.objects.create(workload=workload, job_id=job_id, version=version, shadow=shadow,
                                            observations=observations or [], estimates=estimates)
 
 
 @transaction.atomic
-def prediction_refine(*, measurement: Measurement, job_id: int | None = None) -> PredictionRecord | None:
-    """P2 on new telemetry: the observed job's latest prediction (else its workload's), replayed
-    with this observation added. None when there is nothing to refine."""
-    records = PredictionRecord.objects.filter(workload=measurement.workload)
-    latest = (records.filter(job_id=job_id).first() if job_id is not None else None) or records.filter(
-        shadow=False
-    ).first()
-    if latest is None:
-        return None
+def prediction_refine(*, measurement: Measurement, job_id: int) -> PredictionRecord:
+    """P2 on new telemetry of a running job: its latest prediction replayed with this observation
+    added (P1 plus the observation when it has none yet, e.g. submitted before any predictor was
+    trained). The job's records are locked, so two refinements at once both count. A running job
+    was dispatched, so the record is live (not shadow) whatever its P1 was."""
+    latest = (
+        PredictionRecord.objects.select_for_update().filter(job_id=job_id).order_by("-created_at", "-id").first()
+    )
     observation = {
         "gpu_type": measurement.gpu_type.name, "throughput": measurement.throughput,
         "partner": measurement.partner.name if measurement.partner else None,
         "partner_throughput": measurement.partner_throughput, "num_gpus": measurement.num_gpus,
         "consolidated": measurement.consolidated,
     }
-    return prediction_create(workload=measurement.workload, job_id=latest.job_id, shadow=latest.shadow,
-                             observations=[*latest.observations, observation])
+    return prediction_create(workload=measurement.workload, job_id=job_id,
+                             observations=[*(latest.observations if latest else []), observation])
 
 
 def _estimates(prediction) -> dict:

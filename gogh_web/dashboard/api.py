@@ -1,43 +1,57 @@
-"""JSON endpoints of the Trade-off page: thin DRF views that validate and call a service.
-Session authentication enforces CSRF on the POSTs; apply answers 403 to anyone but staff."""
+"""JSON endpoints of the Trade-off page: thin DRF views that validate and call a service or a
+selector. Session authentication enforces CSRF on the POSTs; apply answers 403 to anyone but
+staff; preview, which solves in the request, is throttled per user."""
 from dataclasses import asdict
 
+from django.conf import settings
+from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
+from rest_framework import status
 from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
+from rest_framework.throttling import UserRateThrottle
 from rest_framework.views import APIView
 
-from scheduler.models import SolverConfig
+from . import selectors, services
+from .models import TradeoffSweep
+from .serializers import PreviewSerializer, SweepSerializer, TradeoffApplySerializer, TradeoffSettingsSerializer
 
-from . import services
-from .serializers import PreviewSerializer, SweepPointSerializer, SweepSerializer, TradeoffSettingsSerializer
 
+class PreviewThrottle(UserRateThrottle):
+    """GOGH_DASHBOARD_PREVIEW_RATE previews per user (DRF's rate syntax, e.g. "10/min"),
+    counted in Django's cache (per process with the default local-memory cache)."""
 
-def settings_data(config) -> dict:
-    return {field: getattr(config, field) for field in services.TRADEOFF_FIELDS}
+    scope = "dashboard_preview"
+
+    def get_rate(self):
+        return settings.GOGH_DASHBOARD_PREVIEW_RATE
 
 
 class TradeoffSweepView(APIView):
-    @extend_schema(responses={200: SweepSerializer}, summary="Pareto sweep of the current cluster state")
-    def get(self, request):
-        """The sweep of the cluster as it is now; started on first request, cached per state."""
-        sweep = services.tradeoff_sweep_for_current_state()
-        points = list(sweep.points.order_by("index").values(*SweepPointSerializer().fields))
-        config = SolverConfig.load()
-        data = {
-            "sweep": sweep.pk, "state_digest": sweep.state_digest, "complete": len(points) >= sweep.points_expected,
-            "points_expected": sweep.points_expected, "surplus_value_w": sweep.surplus_value_w, "points": points,
-            "current": asdict(services.sweep_current_point(sweep)),
-            "settings": {**settings_data(config), "throughput_value_w": sweep.surplus_value_w},
-            "can_apply": request.user.is_staff,
-        }
-        return Response(SweepSerializer(data).data)
+    @extend_schema(request=None, responses={200: SweepSerializer, 201: SweepSerializer},
+                   summary="Start (or find) the Pareto sweep of the current cluster state")
+    def post(self, request):
+        """The sweep of the cluster as it is now: created and sent to the workers when the state
+        is new (201), the cached one otherwise (200); a failed one is replaced (retried)."""
+        sweep, created = services.tradeoff_sweep_for_current_state()
+        data = SweepSerializer(selectors.sweep_data(sweep, request.user)).data
+        return Response(data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class TradeoffSweepDetailView(APIView):
+    @extend_schema(responses={200: SweepSerializer}, summary="A sweep's points so far (read-only; the page polls it)")
+    def get(self, request, pk: int):
+        sweep = get_object_or_404(TradeoffSweep, pk=pk)
+        return Response(SweepSerializer(selectors.sweep_data(sweep, request.user)).data)
 
 
 class TradeoffPreviewView(APIView):
+    throttle_classes = [PreviewThrottle]
+
     @extend_schema(request=TradeoffSettingsSerializer, responses={200: PreviewSerializer})
     def post(self, request):
-        """A dry-run solve with the given settings: which jobs would move, and the totals."""
+        """A dry-run solve with the given settings (the others as stored), with a short time
+        limit: which jobs would move, and the totals."""
         body = TradeoffSettingsSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         preview = services.tradeoff_preview(user=request.user, values=body.validated_data)
@@ -55,10 +69,11 @@ class TradeoffPreviewView(APIView):
 class TradeoffApplyView(APIView):
     permission_classes = [IsAdminUser]
 
-    @extend_schema(request=TradeoffSettingsSerializer, responses={200: TradeoffSettingsSerializer})
+    @extend_schema(request=TradeoffApplySerializer, responses={200: TradeoffSettingsSerializer})
     def post(self, request):
-        """Make the settings live (staff only; every changed field is audited)."""
-        body = TradeoffSettingsSerializer(data=request.data)
+        """Make the given settings live (staff only; every changed field is audited); the
+        fields not given stay as they are."""
+        body = TradeoffApplySerializer(data=request.data)
         body.is_valid(raise_exception=True)
         config = services.tradeoff_apply(by=request.user, values=body.validated_data)
-        return Response(TradeoffSettingsSerializer(settings_data(config)).data)
+        return Response(TradeoffSettingsSerializer({f: getattr(config, f) for f in selectors.TRADEOFF_FIELDS}).data)

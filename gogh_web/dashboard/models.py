@@ -3,7 +3,8 @@
 A sweep is created once per state digest (tradeoff.state_digest) with the problem it solves,
 so every point task solves the same state even if the cluster moves on meanwhile; each point
 task stores its own row, so no result backend or chord is needed and a lost task only leaves
-its point missing (the page shows the sweep as incomplete).
+its point missing: past the sweep's timeout it counts as failed (selectors.sweep_status), and
+the page's next request replaces it.
 """
 from django.db import models
 
@@ -26,7 +27,7 @@ class TradeoffPoint(models.Model):
     sweep = models.ForeignKey(TradeoffSweep, on_delete=models.CASCADE, related_name="points")
     index = models.PositiveSmallIntegerField()
     energy_weight = models.FloatField()
-    fairness_on = models.BooleanField()
+    fairness_weight = models.FloatField(help_text="The point's SolverSettings.fairness_weight (0: off).")
     throughput = models.FloatField(help_text="Predicted steps/s, all placed jobs.")
     power_w = models.FloatField()
     jain = models.FloatField(help_text="Jain's fairness index over tenants.")

@@ -1,95 +1,108 @@
 """Reads behind the dashboard pages, scoped to what the user may see (their tenant's jobs;
 staff see all). Cluster-wide facts (nodes, GPUs, power, predictors, solver rounds) are shown
-to every signed-in user, as the live layer's cluster-wide events are."""
+to every signed-in user, as the live layer's cluster-wide events are. Jobs, nodes, GPUs and
+solve runs are read through the live layer's own selectors and windows
+(gogh_web.events.selectors), so a server-rendered page equals the snapshot its script starts
+from and the events it then applies."""
 from collections import defaultdict
-from datetime import timedelta
+from datetime import datetime, timedelta
 
-from django.db.models import Avg, Count, Max, Min, OuterRef, Q, Subquery
+from django.conf import settings
+from django.db.models import Max
 from django.utils import timezone
 
 from catalog.models import GpuType, Measurement, PredictionRecord, PredictorVersion, Workload
-from gogh_web.events.selectors import ENDED_STATES, ended_jobs_kept, jobs_data
+from gogh_web.events import state as live_state
+from gogh_web.events.selectors import gpus_data, jobs_data, jobs_in_window, nodes_data, solve_runs_kept
 from scheduler.lifecycle import JobState
-from scheduler.models import Allocation, Job, SolveRun, SolverConfig, SolverConfigChange
+from scheduler.models import Allocation, SolveRun, SolverConfig, SolverConfigChange
+from scheduler.optimizer.serialization import problem_from_dict
+from scheduler.predictions import WorkloadEstimates
 from scheduler.problem_source import ACTIVE_STATES
 from scheduler.selectors import jobs_visible_to
 from telemetry.models import Gpu, GpuSample, GpuSampleMinute, Node, NodeState
 
-RECENT_SOLVE_RUNS = 30
+from . import tradeoff
+from .models import TradeoffSweep
+
+#: SolverConfig fields the Trade-off page previews and applies.
+TRADEOFF_FIELDS = ("base_energy_weight", "adaptive_weight", "load_window", "throughput_value_w")
 
 
 # --- Cluster
-def gpu_rows() -> list[dict]:
-    """Every GPU with its latest sample (power, utilisation, temperature, when)."""
-    latest = GpuSample.objects.filter(gpu=OuterRef("pk")).order_by("-ts")
-    gpus = (
-        Gpu.objects.select_related("node", "gpu_type")
-        .annotate(
-            power_w=Subquery(latest.values("power_w")[:1]),
-            utilization=Subquery(latest.values("utilization")[:1]),
-            temperature_c=Subquery(latest.values("temperature_c")[:1]),
-            sampled_at=Subquery(latest.values("ts")[:1]),
-        )
-        .order_by("node__hostname", "index")
+def stale_after_s() -> float:
+    """A GPU sample older than this no longer counts as "now" (the /metrics rule)."""
+    return settings.GOGH_TELEMETRY_METRICS_STALE_S
+
+
+def power_now_w(gpus: list[dict], *, now: datetime) -> float:
+    """Sum of each GPU's newest power reading, if fresher than the staleness bound (live.js's
+    GPU dicts; cluster.js applies the same rule to the live ones)."""
+    limit = timedelta(seconds=stale_after_s())
+    return sum(
+        g["power_w"] for g in gpus
+        if g["power_w"] is not None and g["sampled_at"] and now - datetime.fromisoformat(g["sampled_at"]) <= limit
     )
-    return [
-        {
-            "id": g.pk, "name": f"{g.node.hostname}/{g.index}", "node": g.node.hostname, "node_state": g.node.state,
-            "gpu_type": g.gpu_type.name, "state": g.state, "power_w": g.power_w, "utilization": g.utilization,
-            "temperature_c": g.temperature_c, "sampled_at": g.sampled_at,
-        }
-        for g in gpus
-    ]
 
 
-def cluster_overview(*, now=None, stale_s: float = 120.0) -> dict:
+def cluster_overview(*, now=None) -> dict:
+    """Nodes and GPUs as the live snapshot holds them (a node's GPU count leaves out MISSING
+    GPUs, as the live one does), GPUs counted by type and state, power now and energy today."""
     now = now or timezone.now()
-    gpus = gpu_rows()
-    fresh = [g for g in gpus if g["power_w"] is not None and g["sampled_at"] and now - g["sampled_at"] <= timedelta(seconds=stale_s)]
+    gpus = sorted(gpus_data(Gpu.objects.all()).values(), key=lambda g: (g["node"], g["index"]))
+    nodes = sorted(nodes_data(Node.objects.all()).values(), key=lambda n: n["hostname"])
     by_type: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for gpu in gpus:
         by_type[gpu["gpu_type"]][gpu["state"]] += 1
     return {
-        "nodes": list(Node.objects.annotate(gpu_count=Count("gpus")).order_by("hostname")),
-        "nodes_down": Node.objects.filter(state=NodeState.DOWN).count(),
+        "nodes": nodes,
+        "nodes_down": sum(n["state"] == NodeState.DOWN for n in nodes),
         "gpus": gpus,
         "gpus_by_type": {t: dict(states) for t, states in sorted(by_type.items())},
-        "power_now_w": sum(g["power_w"] for g in fresh),
+        "power_now_w": power_now_w(gpus, now=now),
         "energy_today_wh": energy_today_wh(now=now),
+        "stale_s": stale_after_s(),
     }
 
 
 def energy_today_wh(*, now=None) -> float:
-    """Energy drawn since midnight UTC: per GPU, raw samples' mean power times the span they
-    cover, plus each per-minute aggregate's mean power over its sampled seconds (one sample a
-    second, the agents' rate)."""
+    """Energy drawn since midnight UTC, summed over GPUs. Raw samples are integrated over their
+    real timestamps: each reading holds until the next one (or now), for at most the staleness
+    bound, so an outage adds nothing and the agent's sampling interval does not matter. A
+    per-minute aggregate keeps no timestamps: its mean power counts for min(60 s, its samples
+    x 1 s), 1 s being the agents' slowest interval (a fuller minute cannot be longer)."""
     now = now or timezone.now()
     midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    cap = stale_after_s()
     joules = 0.0
-    spans = (
-        GpuSample.objects.filter(ts__gte=midnight, power_w__isnull=False)
-        .values("gpu")
-        .annotate(mean=Avg("power_w"), first=Min("ts"), last=Max("ts"), count=Count("id"))
+    previous: tuple[int, datetime, float] | None = None
+    samples = (
+        GpuSample.objects.filter(ts__gte=midnight, ts__lte=now, power_w__isnull=False)
+        .order_by("gpu_id", "ts").values_list("gpu_id", "ts", "power_w")
     )
-    for span in spans:
-        seconds = max((span["last"] - span["first"]).total_seconds(), float(span["count"] > 0))
-        joules += span["mean"] * seconds
-    for mean, samples in GpuSampleMinute.objects.filter(minute__gte=midnight, power_w_mean__isnull=False).values_list(
-        "power_w_mean", "samples"
-    ):
-        joules += mean * samples
+    for gpu_id, ts, power in samples.iterator(chunk_size=5000):
+        if previous is not None:
+            joules += _held_j(previous, ts if previous[0] == gpu_id else now, cap)
+        previous = (gpu_id, ts, power)
+    if previous is not None:
+        joules += _held_j(previous, now, cap)
+    minutes = GpuSampleMinute.objects.filter(minute__gte=midnight, power_w_mean__isnull=False)
+    for mean, count in minutes.values_list("power_w_mean", "samples"):
+        joules += mean * min(60.0, float(count))
     return joules / 3600.0
+
+
+def _held_j(sample: tuple[int, datetime, float], until: datetime, cap_s: float) -> float:
+    _, ts, power = sample
+    return power * min(max((until - ts).total_seconds(), 0.0), cap_s)
 
 
 # --- Jobs
 def job_rows(user) -> list[dict]:
-    """The jobs the live snapshot would hold for the user (active ones, and the cluster's most
-    recently ended ones that the user may see), built by the live layer's own state builder, so
-    the server-rendered rows and the live ones are the same dicts. Active first (by priority,
-    then age), then ended ones, newest first."""
-    ended = Job.objects.filter(state__in=ENDED_STATES).order_by("-finished_at", "-id").values_list("pk", flat=True)
-    jobs = jobs_visible_to(user).filter(Q(state__in=ACTIVE_STATES) | Q(pk__in=list(ended[: ended_jobs_kept()])))
-    rows = list(jobs_data(jobs).values())
+    """The jobs the live snapshot holds for the user (its window: active ones and the cluster's
+    most recently ended ones), as the same dicts. Active first (by priority, then age), then
+    ended ones, newest first: the order jobs.js keeps."""
+    rows = list(jobs_data(jobs_in_window(jobs_visible_to(user))).values())
     active = sorted((r for r in rows if r["state"] in ACTIVE_STATES), key=lambda r: (-r["priority"], r["id"]))
     return active + sorted((r for r in rows if r["state"] not in ACTIVE_STATES), key=lambda r: -r["id"])
 
@@ -152,14 +165,10 @@ def catalog_coverage() -> dict:
     )
     predicted: set[tuple[str, str, str | None]] = set()
     newest = PredictionRecord.objects.filter(shadow=False).values("workload_id").annotate(newest=Max("id")).values("newest")
-    for name, estimates in PredictionRecord.objects.filter(pk__in=newest).values_list("workload__name", "estimates"):
-        for partner, row in zip(estimates.get("partners", []), estimates.get("rho", [])):
-            for gpu_type, value in zip(estimates.get("gpu_types", []), row):
-                if value is not None:
-                    predicted.add((name, gpu_type, partner))
-        for config, value in zip(estimates.get("configs", []), estimates.get("tau", [])):
-            if config[1] == 1 and value:
-                predicted.add((name, config[0], None))
+    for name, record in PredictionRecord.objects.filter(pk__in=newest).values_list("workload__name", "estimates"):
+        estimates = WorkloadEstimates.from_record(record)
+        predicted.update((name, gpu_type, partner) for (partner, gpu_type) in estimates.rho)
+        predicted.update((name, gpu_type, None) for (gpu_type, num_gpus, _), tau in estimates.tau.items() if num_gpus == 1 and tau)
     columns = [None, *workloads]
 
     def cell(w, t, p):
@@ -173,8 +182,10 @@ def catalog_coverage() -> dict:
 
 
 # --- Solver
-def recent_solve_runs() -> list[SolveRun]:
-    return list(SolveRun.objects.order_by("-started_at", "-id")[:RECENT_SOLVE_RUNS])
+def recent_solve_runs() -> list[dict]:
+    """The solve runs a live snapshot holds (the newest GOGH_LIVE_SOLVE_RUNS_KEPT by id), as its
+    dicts, newest first: solver.js keeps the same window and order."""
+    return [live_state.solve_run_state(run) for run in SolveRun.objects.order_by("-id")[: solve_runs_kept()]]
 
 
 def solver_config() -> SolverConfig:
@@ -195,3 +206,47 @@ def current_served() -> dict[str, tuple[float, float]]:
         entry = served.setdefault(str(job_id), [throughput or 0.0, 0.0])
         entry[1] += power or 0.0
     return {job_id: (t, p) for job_id, (t, p) in served.items()}
+
+
+#: TradeoffPoint.status of a point whose solve raised (services.tradeoff_point_solve).
+FAILED_POINT = "failed"
+
+
+def sweep_status(sweep: TradeoffSweep, *, now=None) -> str:
+    """tradeoff.SOLVING, COMPLETE or FAILED (a point failed, or the sweep's time ran out with
+    points missing), by its stored points, its age and its problem's solver time limit."""
+    statuses = list(sweep.points.values_list("status", flat=True))
+    failed = statuses.count(FAILED_POINT)
+    return tradeoff.sweep_status(
+        expected=sweep.points_expected, solved=len(statuses) - failed, failed=failed,
+        age_s=((now or timezone.now()) - sweep.created_at).total_seconds(),
+        timeout_s=tradeoff.sweep_timeout_s(sweep.points_expected, sweep.problem["settings"]["time_limit_s"]),
+    )
+
+
+def sweep_data(sweep: TradeoffSweep, user) -> dict:
+    """What the Trade-off page shows of a sweep: its solved points (failed ones counted), its
+    status, where the cluster runs now, and the stored settings (the form starts from them;
+    the sweep's own surplus value is reported apart, as the sweep's assumption)."""
+    points = list(sweep.points.order_by("index").values(
+        "index", "energy_weight", "fairness_weight", "throughput", "power_w", "jain", "placed", "status", "seconds"))
+    config = solver_config()
+    return {
+        "sweep": sweep.pk, "state_digest": sweep.state_digest, "status": sweep_status(sweep),
+        "points_expected": sweep.points_expected, "surplus_value_w": sweep.surplus_value_w,
+        "points": [p for p in points if p["status"] != FAILED_POINT],
+        "failed_points": sum(p["status"] == FAILED_POINT for p in points),
+        "current": sweep_current_point(sweep),
+        "settings": {field: getattr(config, field) for field in TRADEOFF_FIELDS},
+        "can_apply": user.is_staff,
+    }
+
+
+def sweep_current_point(sweep: TradeoffSweep) -> tradeoff.OperatingPoint:
+    """Where the cluster is now (the open allocations), over the jobs of the sweep's state."""
+    return tradeoff.operating_point(tuple(problem_from_dict(sweep.problem).jobs), current_served())
+
+
+def visible_job_ids(user, job_ids: list[str]) -> set[str]:
+    """The ids among `job_ids` of jobs the user may see (str, as the optimiser names jobs)."""
+    return {str(pk) for pk in jobs_visible_to(user).filter(pk__in=[int(j) for j in job_ids]).values_list("pk", flat=True)}

@@ -14,12 +14,23 @@ def _finite(value):
 
 
 class TradeoffSettingsSerializer(StrictFieldsMixin, serializers.Serializer):
-    base_energy_weight = serializers.FloatField(min_value=0, max_value=1000, validators=[_finite])
-    adaptive_weight = serializers.BooleanField()
-    load_window = serializers.IntegerField(min_value=1, max_value=10000)
+    """Any of the four settings; the ones not given keep their stored value (the page sends
+    only what the user changed, so a setting is never switched on by the form's default)."""
+
+    base_energy_weight = serializers.FloatField(min_value=0, max_value=1000, validators=[_finite], required=False)
+    adaptive_weight = serializers.BooleanField(required=False)
+    load_window = serializers.IntegerField(min_value=1, max_value=10000, required=False)
     throughput_value_w = serializers.FloatField(
-        min_value=0, max_value=100000, validators=[_finite], help_text="W-equivalent of one unit of relative surplus."
+        min_value=0, max_value=100000, validators=[_finite], required=False,
+        help_text="W-equivalent of one unit of relative surplus.",
     )
+
+
+class TradeoffApplySerializer(TradeoffSettingsSerializer):
+    def validate(self, attrs):
+        if not attrs:
+            raise serializers.ValidationError("Nothing to apply: give at least one setting.")
+        return attrs
 
 
 class OperatingPointSerializer(serializers.Serializer):
@@ -32,7 +43,7 @@ class OperatingPointSerializer(serializers.Serializer):
 class SweepPointSerializer(serializers.Serializer):
     index = serializers.IntegerField()
     energy_weight = serializers.FloatField()
-    fairness_on = serializers.BooleanField()
+    fairness_weight = serializers.FloatField()
     throughput = serializers.FloatField()
     power_w = serializers.FloatField()
     jain = serializers.FloatField()
@@ -44,10 +55,12 @@ class SweepPointSerializer(serializers.Serializer):
 class SweepSerializer(serializers.Serializer):
     sweep = serializers.IntegerField()
     state_digest = serializers.CharField()
-    complete = serializers.BooleanField()
+    status = serializers.ChoiceField(choices=["solving", "complete", "failed"],
+                                     help_text="failed: a point failed, or the sweep ran past its time.")
     points_expected = serializers.IntegerField()
     surplus_value_w = serializers.FloatField()
     points = SweepPointSerializer(many=True)
+    failed_points = serializers.IntegerField()
     current = OperatingPointSerializer()
     settings = TradeoffSettingsSerializer()
     can_apply = serializers.BooleanField()

@@ -2,28 +2,30 @@
 points solved by Celery tasks), the preview (a dry-run solve with proposed settings) and
 apply (staff only, through scheduler.services.solver_config_update, which audits it)."""
 import logging
+import time
 from dataclasses import dataclass
 from functools import partial
 
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from scheduler import optimizer
 from scheduler.models import SolverConfig
 from scheduler.optimizer import Allocation, Problem
 from scheduler.optimizer.serialization import problem_from_dict, problem_to_dict
 from scheduler.problem_source import problem_from_database
-from scheduler.selectors import jobs_visible_to
 from scheduler.services import solver_config_update
 
-from . import tradeoff
+from . import selectors, tradeoff
 from .models import TradeoffPoint, TradeoffSweep
-from .selectors import current_served
 
 log = logging.getLogger(__name__)
-#: SolverConfig fields the Trade-off page previews and applies.
-TRADEOFF_FIELDS = ("base_energy_weight", "adaptive_weight", "load_window", "throughput_value_w")
+TRADEOFF_FIELDS = selectors.TRADEOFF_FIELDS
 SWEEPS_KEPT = 20
+FAILED_POINT = selectors.FAILED_POINT
+# The preview solves in the web request (a sync view: under daphne it holds a shared thread),
+# so it gets at most this time limit whatever the rounds' time_limit_s (up to 3600 s) is.
+PREVIEW_TIME_LIMIT_S = 2.0
 
 
 def _solve(problem: Problem) -> Allocation:
@@ -37,13 +39,19 @@ def _sweep_problem() -> Problem:
     return problem_from_database(config)
 
 
-def tradeoff_sweep_for_current_state() -> TradeoffSweep:
-    """The sweep of the cluster as it is now: the cached one when the state digest is known,
-    else a new one whose points go to the workers as one Celery group once it commits."""
+def tradeoff_sweep_for_current_state() -> tuple[TradeoffSweep, bool]:
+    """(sweep, created): the sweep of the cluster as it is now: the cached one when the state
+    digest is known, else a new one whose points go to the workers as one Celery group once it
+    commits. A cached sweep that failed (a point raised, or points were lost: a failed dispatch,
+    a lost task) is replaced by a new one, so asking again retries it; its late points are
+    skipped."""
     problem = _sweep_problem()
     data = problem_to_dict(problem)
     digest = tradeoff.state_digest(data)
     with transaction.atomic():
+        stale = TradeoffSweep.objects.filter(state_digest=digest).first()
+        if stale is not None and selectors.sweep_status(stale) == tradeoff.FAILED:
+            stale.delete()
         sweep, created = TradeoffSweep.objects.get_or_create(
             state_digest=digest,
             defaults={
@@ -55,7 +63,7 @@ def tradeoff_sweep_for_current_state() -> TradeoffSweep:
         if created:
             _prune_sweeps()
             transaction.on_commit(partial(_dispatch_sweep, sweep.pk), robust=True)
-    return sweep
+    return sweep, created
 
 
 def _prune_sweeps() -> None:
@@ -74,7 +82,9 @@ def _dispatch_sweep(sweep_id: int) -> None:
 
 def tradeoff_point_solve(*, sweep_id: int, index: int) -> TradeoffPoint | None:
     """Solve one point of a sweep and store it; a repeated delivery finds it stored, and a
-    sweep pruned meanwhile is skipped (None)."""
+    sweep pruned (or replaced) meanwhile is skipped (None), also when that happens during the
+    solve. A point whose solve raises is stored as failed (status FAILED_POINT, zero totals),
+    so the sweep ends as failed instead of waiting for it forever."""
     sweep = TradeoffSweep.objects.filter(pk=sweep_id).first()
     if sweep is None:
         return None
@@ -82,18 +92,33 @@ def tradeoff_point_solve(*, sweep_id: int, index: int) -> TradeoffPoint | None:
     if existing is not None:
         return existing
     setting = tradeoff.sweep_grid()[index]
-    problem = tradeoff.point_problem(problem_from_dict(sweep.problem), setting)
-    allocation = _solve(problem)
-    point = tradeoff.allocation_point(problem, allocation)
-    stored, _ = TradeoffPoint.objects.get_or_create(
-        sweep=sweep,
-        index=index,
-        defaults={
-            "energy_weight": setting.energy_weight, "fairness_on": setting.fairness, "throughput": point.throughput,
-            "power_w": point.power_w, "jain": point.fairness, "placed": point.placed, "status": allocation.status,
-            "seconds": allocation.seconds,
-        },
-    )
+    started = time.monotonic()
+    try:
+        problem = tradeoff.point_problem(problem_from_dict(sweep.problem), setting)
+        allocation = _solve(problem)
+        point = tradeoff.allocation_point(problem, allocation)
+        values = {"throughput": point.throughput, "power_w": point.power_w, "jain": point.fairness,
+                  "placed": point.placed, "status": allocation.status, "seconds": allocation.seconds}
+    except Exception:
+        log.exception("trade-off sweep %s: point %s failed", sweep_id, index)
+        values = {"throughput": 0.0, "power_w": 0.0, "jain": 0.0, "placed": 0, "status": FAILED_POINT,
+                  "seconds": time.monotonic() - started}
+    return _store_point(sweep_id, index, {"energy_weight": setting.energy_weight, "fairness_weight": setting.fairness_weight, **values})
+
+
+def _store_point(sweep_id: int, index: int, values: dict) -> TradeoffPoint | None:
+    """Store a point unless its sweep is gone: the sweep row is locked while the point is
+    written, so a prune cannot delete it in between (PostgreSQL); a foreign-key error from a
+    delete that got in anyway still means "pruned"."""
+    try:
+        with transaction.atomic():
+            if not list(TradeoffSweep.objects.select_for_update().filter(pk=sweep_id).values_list("pk", flat=True)):
+                return None
+            stored, _ = TradeoffPoint.objects.get_or_create(sweep_id=sweep_id, index=index, defaults=values)
+    except IntegrityError:
+        if TradeoffSweep.objects.filter(pk=sweep_id).exists():
+            raise
+        return None
     return stored
 
 
@@ -113,14 +138,15 @@ def tradeoff_preview(*, user, values: dict) -> Preview:
     compared with where jobs are now. Nothing is stored. The moves list names only jobs the
     user may see; the totals are cluster-wide, like the Cluster page's."""
     config = SolverConfig.load()
-    for field in TRADEOFF_FIELDS:
-        setattr(config, field, values[field])  # not saved
+    for field, value in values.items():
+        setattr(config, field, value)  # not saved; the fields not given keep their stored value
+    config.time_limit_s = min(config.time_limit_s, PREVIEW_TIME_LIMIT_S)
     problem = problem_from_database(config)
     allocation = _solve(problem)
     moves = tradeoff.job_moves(problem, allocation)
-    visible = {str(pk) for pk in jobs_visible_to(user).filter(pk__in=[int(m.job_id) for m in moves]).values_list("pk", flat=True)}
+    visible = selectors.visible_job_ids(user, [m.job_id for m in moves])
     return Preview(
-        current=tradeoff.operating_point(problem.jobs, current_served()),
+        current=tradeoff.operating_point(problem.jobs, selectors.current_served()),
         proposed=tradeoff.allocation_point(problem, allocation),
         energy_weight=allocation.energy_weight,
         status=allocation.status,
@@ -131,14 +157,9 @@ def tradeoff_preview(*, user, values: dict) -> Preview:
 
 
 def tradeoff_apply(*, by, values: dict) -> SolverConfig:
-    """Make the previewed settings live; staff only. Every changed field is audited by
-    solver_config_update (who, old and new value, when)."""
+    """Make the given settings live (the page sends only the fields the user changed); staff
+    only. Every changed field is audited by solver_config_update (who, old and new value, when)."""
     if not by.is_staff:
         raise PermissionDenied("Only staff may change solver settings.")
-    return solver_config_update(by=by, values={field: values[field] for field in TRADEOFF_FIELDS})
+    return solver_config_update(by=by, values={field: values[field] for field in TRADEOFF_FIELDS if field in values})
 
-
-def sweep_current_point(sweep: TradeoffSweep) -> tradeoff.OperatingPoint:
-    """Where the cluster is now (the open allocations), over the jobs of the sweep's state."""
-    jobs = tuple(problem_from_dict(sweep.problem).jobs)
-    return tradeoff.operating_point(jobs, current_served())

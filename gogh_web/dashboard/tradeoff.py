@@ -1,33 +1,37 @@
 """The trade-off between throughput, power and fairness, in plain Python (no Django).
 
-A sweep solves one cluster state under a grid of energy weights, with fairness off and on,
-and summarises each decision as an operating point: total predicted throughput, predicted
+A sweep solves one cluster state under a grid of energy weights x fairness weights, and
+summarises each decision as an operating point: total predicted throughput, predicted
 power and Jain's fairness index over tenants. The Django shell (services.py) builds the
 problem, runs the points as Celery tasks and stores them; this module only computes.
 """
 import hashlib
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 
 from scheduler.optimizer import Allocation, JobSpec, Problem
+from scheduler.simulation.metrics import jain
 
 # Effective energy weights of the sweep (the adaptive weight is off at each point, so a point
 # is the decision the solver takes at exactly that weight).
 ENERGY_WEIGHTS = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 4.0)
-FAIRNESS = (False, True)
+# Fairness weights of the sweep (SolverSettings.fairness_weight, scheduler/optimizer/fairness.py):
+# 0 is off; w values one unit of the least-served tenant's share (mean throughput / T_min of its
+# jobs) at w average GPUs' full power, so 0.5 and 2 sit below and above one GPU's worth.
+FAIRNESS_WEIGHTS = (0.0, 0.5, 2.0)
 # With no value on surplus throughput the energy weight has nothing to trade against (every
 # weight minimises power alone), so the sweep and the preview value one unit of relative
 # surplus over T_min at this many watts unless the operator set throughput_value_w.
 DEFAULT_SURPLUS_VALUE_W = 100.0
 # Settings the sweep varies or ignores: they do not enter the cluster-state digest.
-SWEPT_SETTINGS = ("base_energy_weight", "adaptive_weight", "load_window", "fairness")
+SWEPT_SETTINGS = ("base_energy_weight", "adaptive_weight", "load_window", "fairness_weight")
 
 
 @dataclass(frozen=True)
 class SweepSetting:
     index: int
     energy_weight: float
-    fairness: bool
+    fairness_weight: float
 
 
 @dataclass(frozen=True)
@@ -49,7 +53,7 @@ class Move:
 def sweep_grid() -> list[SweepSetting]:
     return [
         SweepSetting(index, weight, fair)
-        for index, (fair, weight) in enumerate((f, w) for f in FAIRNESS for w in ENERGY_WEIGHTS)
+        for index, (fair, weight) in enumerate((f, w) for f in FAIRNESS_WEIGHTS for w in ENERGY_WEIGHTS)
     ]
 
 
@@ -58,29 +62,23 @@ def surplus_value_w(configured: float) -> float:
 
 
 def point_problem(problem: Problem, setting: SweepSetting) -> Problem:
-    """The problem as solved at one sweep point: fixed weight, the point's fairness."""
+    """The problem as solved at one sweep point: fixed energy weight, the point's fairness weight."""
     settings = replace(
-        problem.settings, base_energy_weight=setting.energy_weight, adaptive_weight=False, fairness=setting.fairness
+        problem.settings, base_energy_weight=setting.energy_weight, adaptive_weight=False,
+        fairness_weight=setting.fairness_weight,
     )
     return replace(problem, settings=settings)
 
 
 def state_digest(problem_dict: dict) -> str:
-    """A digest of the cluster state a sweep depends on: jobs, GPUs, placements, predictions and
-    the settings the sweep does not vary. The load history is left out (the sweep's points use
-    fixed weights), so a new scheduling round alone does not invalidate a cached sweep."""
+    """A digest of the cluster state a sweep depends on: jobs, their placements, GPUs and the
+    settings the sweep does not vary. The prediction tables are left out: they hold measured
+    means and P2 estimates that move with every telemetry measurement, and a sweep that changed
+    with each of them would never finish on a busy cluster. The load history is left out too
+    (the sweep's points use fixed weights), so a new round alone keeps the cached sweep."""
     settings = {k: v for k, v in problem_dict["settings"].items() if k not in SWEPT_SETTINGS}
-    relevant = {**problem_dict, "settings": settings, "load_history": None}
+    relevant = {**problem_dict, "settings": settings, "load_history": None, "predictions": None}
     return hashlib.sha256(json.dumps(relevant, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def jain(values: list[float]) -> float:
-    """Jain's index (sum x)^2 / (n sum x^2), 1 = all equal. With no tenant, or nobody served,
-    every tenant is treated alike: 1."""
-    square_sum = sum(v * v for v in values)
-    if not values or square_sum <= 0:
-        return 1.0
-    return sum(values) ** 2 / (len(values) * square_sum)
 
 
 def operating_point(jobs: tuple[JobSpec, ...], served: dict[str, tuple[float, float]]) -> OperatingPoint:
@@ -117,5 +115,21 @@ def job_moves(problem: Problem, allocation: Allocation) -> list[Move]:
     return moves
 
 
-def point_dict(point: OperatingPoint) -> dict:
-    return asdict(point)
+# Seconds a sweep may take before the page stops waiting for it: a fixed allowance for the
+# queue plus each point's solver time limit (points may run one after another on one worker).
+SWEEP_ALLOWANCE_S = 60.0
+SOLVING, COMPLETE, FAILED = "solving", "complete", "failed"
+
+
+def sweep_timeout_s(points_expected: int, time_limit_s: float) -> float:
+    return SWEEP_ALLOWANCE_S + points_expected * time_limit_s
+
+
+def sweep_status(*, expected: int, solved: int, failed: int, age_s: float, timeout_s: float) -> str:
+    """complete: every point solved; failed: every point in with some that failed, or the
+    timeout passed with points missing (a lost dispatch or task); solving otherwise."""
+    if solved >= expected:
+        return COMPLETE
+    if solved + failed >= expected or age_s > timeout_s:
+        return FAILED
+    return SOLVING

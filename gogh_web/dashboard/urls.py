@@ -12,6 +12,7 @@ urlpatterns = [
     path("solver/", views.solver, name="solver"),
     path("tradeoff/", views.tradeoff, name="tradeoff"),
     path("api/tradeoff/", api.TradeoffSweepView.as_view(), name="tradeoff-sweep"),
+    path("api/tradeoff/<int:pk>/", api.TradeoffSweepDetailView.as_view(), name="tradeoff-sweep-detail"),
     path("api/tradeoff/preview/", api.TradeoffPreviewView.as_view(), name="tradeoff-preview"),
     path("api/tradeoff/apply/", api.TradeoffApplyView.as_view(), name="tradeoff-apply"),
 ]

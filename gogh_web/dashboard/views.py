@@ -7,15 +7,14 @@ from catalog.models import Workload
 from scheduler.selectors import tenant_of
 
 from . import selectors
-from .api import settings_data
-from .tradeoff import surplus_value_w
+from .tradeoff import DEFAULT_SURPLUS_VALUE_W
 
 
 @login_required
 def cluster(request):
     overview = selectors.cluster_overview()
-    gpus = [{**g, "sampled_at": g["sampled_at"].isoformat() if g["sampled_at"] else None} for g in overview["gpus"]]
-    return render(request, "dashboard/cluster.html", {"page": "cluster", **overview, "gpus_json": gpus})
+    page_data = {"gpus": overview["gpus"], "nodes": overview["nodes"], "stale_s": overview["stale_s"]}
+    return render(request, "dashboard/cluster.html", {"page": "cluster", **overview, "page_data": page_data})
 
 
 @login_required
@@ -56,6 +55,7 @@ def solver(request):
         {
             "page": "solver",
             "runs": selectors.recent_solve_runs(),
+            "runs_kept": selectors.solve_runs_kept(),
             "config": config,
             "config_fields": [(f.verbose_name, getattr(config, f.name)) for f in config._meta.fields if f.name not in ("id",)],
             "changes": selectors.solver_config_changes(),
@@ -65,7 +65,10 @@ def solver(request):
 
 @login_required
 def tradeoff(request):
-    settings = settings_data(selectors.solver_config())
-    # the form starts where the sweep is: surplus at its default when the operator set none
-    settings["throughput_value_w"] = surplus_value_w(settings["throughput_value_w"])
-    return render(request, "dashboard/tradeoff.html", {"page": "tradeoff", "settings": settings, "can_apply": request.user.is_staff})
+    """The form starts from the stored settings (apply sends only what the user changed)."""
+    config = selectors.solver_config()
+    settings = {field: getattr(config, field) for field in selectors.TRADEOFF_FIELDS}
+    return render(request, "dashboard/tradeoff.html", {
+        "page": "tradeoff", "settings": settings, "can_apply": request.user.is_staff,
+        "default_surplus_value_w": DEFAULT_SURPLUS_VALUE_W,
+    })

@@ -7,3 +7,8 @@ class EventsConfig(AppConfig):
     name = "gogh_web.events"
     label = "events"
     verbose_name = "Live events"
+
+    def ready(self):
+        from . import signals
+
+        signals.connect()

@@ -1,6 +1,6 @@
-"""What services call when they change state: one helper per kind, each a send_event (send_events
-for a batch of GPUs) whose data is built after the commit (selectors.py), so it always shows the
-committed truth and an object that is gone (or left its window) becomes a delete.
+"""What services call when they change state: one helper per kind, each one batch of events
+whose data is built after the commit (selectors.py), so it always shows the committed truth and
+an object that is gone (or left its window) becomes a delete.
 
 Only services call these (scheduler, telemetry and catalog services); views, tasks and the
 admin change state through services, so they emit through them.
@@ -9,24 +9,34 @@ from functools import partial
 
 from scheduler.models import Job
 
-from . import selectors
-from .sending import send_event, send_events
+from . import selectors, windows
+from .sending import Change, send_changes, send_event, send_events
 
 
 def job_changed(job) -> None:
-    """A job changed (submitted, moved, placed, progressed). When it ended, the ended job that its
-    end pushed out of the snapshot's window is deleted from pages."""
-    send_event(kind="job", key=job.pk, data=partial(selectors.job_data, job.pk), tenant_id=job.tenant_id)
-    if job.is_terminal:
-        leaving = selectors.ended_job_leaving_window()
-        if leaving is not None:
-            send_event(kind="job", key=leaving[0], data=partial(selectors.job_data, leaving[0]), tenant_id=leaving[1])
+    """A job changed (submitted, moved, placed, progressed, ended)."""
+    _send_jobs({str(job.pk): job.tenant_id}, ended=job.is_terminal)
 
 
 def jobs_changed(job_ids) -> None:
-    """Jobs changed by a bulk update (their pending reasons after a round)."""
-    for job in Job.objects.filter(pk__in=list(job_ids)).only("pk", "tenant_id", "state"):
-        job_changed(job)
+    """Jobs changed by a bulk update (their pending reasons after a round): one batch of events,
+    built in one read and stored in one insert."""
+    jobs = list(Job.objects.filter(pk__in=list(job_ids)).only("pk", "tenant_id", "state"))
+    _send_jobs({str(job.pk): job.tenant_id for job in sorted(jobs, key=lambda j: j.pk)},
+               ended=any(job.is_terminal for job in jobs))
+
+
+def _send_jobs(tenants: dict[str, int], *, ended: bool) -> None:
+    """When a job ended, the ended jobs its end pushed out of the window are deleted from pages:
+    worked out after the commit, under the event lock (windows.py)."""
+    if tenants:
+        send_changes(partial(_job_changes, tenants, ended))
+
+
+def _job_changes(tenants: dict[str, int], ended: bool) -> list[Change]:
+    data = selectors.jobs_data_by_key(list(tenants))
+    changes = [Change("job", key, data.get(key), tenant_id) for key, tenant_id in tenants.items()]
+    return changes + (windows.ended_jobs_changes(emitted=tenants) if ended else [])
 
 
 def node_changed(node_id: int) -> None:
@@ -40,11 +50,13 @@ def gpus_changed(gpu_ids) -> None:
 
 
 def solve_run_changed(run) -> None:
-    """A new solve run; the oldest one of the window leaves it."""
-    send_event(kind="solve_run", key=run.pk, data=partial(selectors.solve_run_data, run.pk))
-    leaving = selectors.solve_run_leaving_window()
-    if leaving is not None:
-        send_event(kind="solve_run", key=leaving, data=partial(selectors.solve_run_data, leaving))
+    """A new solve run; the oldest ones of the window leave it (windows.py)."""
+    send_changes(partial(_solve_run_changes, str(run.pk)))
+
+
+def _solve_run_changes(key: str) -> list[Change]:
+    data = selectors.solve_runs_data_by_key([key]).get(key)
+    return [Change("solve_run", key, data, None), *windows.solve_runs_changes(emitted=[key])]
 
 
 def solver_config_changed(config) -> None:

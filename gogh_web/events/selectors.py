@@ -6,8 +6,11 @@ newest GOGH_LIVE_ENDED_JOBS_KEPT ended jobs, and the newest GOGH_LIVE_SOLVE_RUNS
 a window gets a delete event (see emit.py), so applying events keeps a page inside the same window.
 """
 from dataclasses import dataclass
+from importlib import import_module
+from types import SimpleNamespace
 
 from django.conf import settings
+from django.contrib import auth
 from django.db.models import OuterRef, Q, Subquery
 
 from catalog.models import Measurement, MeasurementSource, PredictorVersion
@@ -25,7 +28,7 @@ ENDED_STATES = [s.value for s in TERMINAL]
 @dataclass(frozen=True)
 class Viewer:
     """What a signed-in user may see of the stream: staff everything, others their tenant's jobs
-    and the cluster-wide kinds. Fixed when a socket connects."""
+    and the cluster-wide kinds. Sockets compare it on every wake with the session's user now."""
 
     staff: bool
     tenant_id: int | None
@@ -47,6 +50,17 @@ class Viewer:
 def viewer_for(user) -> Viewer:
     tenant = tenant_of(user)
     return Viewer(staff=bool(user.is_staff), tenant_id=tenant.pk if tenant else None)
+
+
+def session_viewer(session_key: str | None) -> Viewer | None:
+    """What the user signed in to this session may see now; None when the session no longer
+    signs anyone in (logged out, expired, password changed, user deactivated or deleted).
+    Sockets ask on every wake: access is not fixed when they open."""
+    if not session_key:
+        return None
+    session = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
+    user = auth.get_user(SimpleNamespace(session=session))  # what a request with that cookie gets
+    return viewer_for(user) if user.is_authenticated else None
 
 
 # --- Events
@@ -88,15 +102,18 @@ def _ended_jobs():
     return Job.objects.filter(state__in=ENDED_STATES).order_by("-finished_at", "-id")
 
 
-def ended_job_leaving_window() -> tuple[int, int] | None:
-    """(id, tenant id) of the ended job just outside the window, which the newest end pushed out."""
-    kept = ended_jobs_kept()
-    return _ended_jobs().values_list("pk", "tenant_id")[kept : kept + 1].first()
+def newest_ended_job_ids(count: int) -> list[str]:
+    """The `count` most recently ended jobs, newest first (the window is the first ended_jobs_kept())."""
+    return [str(pk) for pk in _ended_jobs().values_list("pk", flat=True)[:count]]
 
 
-def solve_run_leaving_window() -> int | None:
-    kept = solve_runs_kept()
-    return SolveRun.objects.order_by("-id").values_list("pk", flat=True)[kept : kept + 1].first()
+def newest_solve_run_ids(count: int) -> list[str]:
+    return [str(pk) for pk in SolveRun.objects.order_by("-id").values_list("pk", flat=True)[:count]]
+
+
+def job_tenants(keys) -> dict[str, int]:
+    """{job key: tenant id} of the jobs that still exist."""
+    return {str(pk): tenant_id for pk, tenant_id in Job.objects.filter(pk__in=[int(k) for k in keys]).values_list("pk", "tenant_id")}
 
 
 def jobs_in_window(jobs):
@@ -127,8 +144,9 @@ def jobs_data(jobs) -> dict[str, dict]:
     }
 
 
-def job_data(job_id: int) -> dict | None:
-    return jobs_data(jobs_in_window(Job.objects.filter(pk=job_id))).get(str(job_id))
+def jobs_data_by_key(keys: list[str]) -> dict[str, dict]:
+    """What the events of these jobs carry; a job gone or outside the window is left out (a delete)."""
+    return jobs_data(jobs_in_window(Job.objects.filter(pk__in=[int(key) for key in keys])))
 
 
 def nodes_data(nodes) -> dict[str, dict]:
@@ -157,9 +175,11 @@ def _solve_runs_in_window():
     return SolveRun.objects.order_by("-id")[: solve_runs_kept()]
 
 
-def solve_run_data(run_id: int) -> dict | None:
-    run = SolveRun.objects.filter(pk=run_id, pk__in=list(_solve_runs_in_window().values_list("pk", flat=True))).first()
-    return state.solve_run_state(run) if run else None
+def solve_runs_data_by_key(keys: list[str]) -> dict[str, dict]:
+    """What the events of these solve runs carry; one gone or outside the window is left out."""
+    window = list(_solve_runs_in_window().values_list("pk", flat=True))
+    runs = SolveRun.objects.filter(pk__in=[int(key) for key in keys]).filter(pk__in=window)
+    return {str(run.pk): state.solve_run_state(run) for run in runs}
 
 
 def solver_config() -> SolverConfig:

@@ -1,11 +1,17 @@
-"""send_event: the one function that emits live events.
+"""send_event: the one way live events are emitted.
 
 Called by services inside their transaction; nothing happens unless and until it commits
-(a rollback emits nothing). After the commit the event's data is built, stored as an Event row
+(a rollback emits nothing). After the commit the event's data is built, stored as Event rows
 and the channel layer is told, all under a lock on the event table so that event ids follow
 commit order and the last event of an object always carries its latest state: a consumer that
 has sent event N never later meets an event below N, and a page that applies events in order
 ends where a fresh snapshot is.
+
+A failure after the commit (SQLite's "database is locked", a bug in a builder) would leave
+pages silently behind, so it is retried once; when the retry fails too a RESYNC marker is
+stored instead, and every socket whose page is behind it tells the page to start again from a
+fresh snapshot. If even the marker cannot be stored, the process owes it and stores it first
+with its next events.
 
 With Redis (REDIS_URL) every process notifies the consumers of every ASGI process through
 channels_redis. The embedded in-process layer cannot cross processes, so there each ASGI
@@ -14,16 +20,29 @@ Redis outage.
 """
 import logging
 from functools import partial
+from typing import NamedTuple
 
 from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import connection, transaction
 
-UPSERT, DELETE = "upsert", "delete"
+from .state import DELETE, RESYNC, UPSERT
+
 GROUP = "live"
 WAKE = {"type": "live.wake"}
+ATTEMPTS = 2  # the first try and one retry
 
 logger = logging.getLogger(__name__)
+_resync_owed = False  # this process lost events and could not store the marker yet
+
+
+class Change(NamedTuple):
+    """One object's new state as an event stores it: data None means it is gone (a delete)."""
+
+    kind: str
+    key: str
+    data: dict | None
+    tenant_id: int | None
 
 
 def send_event(*, kind: str, key, data, op: str = UPSERT, tenant_id: int | None = None) -> None:
@@ -32,43 +51,73 @@ def send_event(*, kind: str, key, data, op: str = UPSERT, tenant_id: int | None 
     `data` is the object's state dict, or a callable returning it, called after the commit under
     the event lock so it reads the committed truth; a callable that returns None (the object is
     gone or left its window) turns the event into a delete. `tenant_id` None: every signed-in
-    user sees the event; else that tenant's members and staff. Failures are logged, never raised:
-    the state change already committed, and a page that reloads sees it.
+    user sees the event; else that tenant's members and staff. Failures are never raised: the
+    state change already committed (see the module's docstring for what pages are told).
     """
     key = str(key)
 
-    def build() -> dict:
-        return {key: None if op == DELETE else (data() if callable(data) else data)}
+    def build() -> list[Change]:
+        return [Change(kind, key, None if op == DELETE else (data() if callable(data) else data), tenant_id)]
 
-    transaction.on_commit(partial(_store_and_notify, kind, build, tenant_id), robust=True)
+    send_changes(build)
 
 
-def send_events(*, kind: str, keys, data, tenant_id: int | None = None) -> None:
+def send_events(*, kind: str, keys, data, tenant_id: int | dict | None = None) -> None:
     """send_event for many objects of one kind at once: `data(keys)` returns {key: dict} built in
     one go after the commit, and a key it leaves out becomes a delete. One lock, one read, one
-    insert, one notification however many objects (the GPUs of a sample batch)."""
+    insert, one notification however many objects. `tenant_id`: one for all the keys, or
+    {key: tenant id} (the jobs of a round belong to several tenants)."""
     keys = [str(key) for key in keys]
+    tenants = {str(k): t for k, t in tenant_id.items()} if isinstance(tenant_id, dict) else dict.fromkeys(keys, tenant_id)
     if keys:
-        transaction.on_commit(partial(_store_and_notify, kind, partial(_build_many, keys, data), tenant_id), robust=True)
+        send_changes(partial(_build_many, kind, keys, data, tenants))
 
 
-def _build_many(keys: list[str], data) -> dict:
+def send_changes(build) -> None:
+    """The primitive under both: `build()` returns the Changes to store, called after the commit
+    under the event lock, inside the transaction that stores them (so it may also update what
+    must move in step with the events: windows.py)."""
+    transaction.on_commit(partial(_store_and_notify, build))
+
+
+def _build_many(kind: str, keys: list[str], data, tenants: dict) -> list[Change]:
     found = data(keys)
-    return {key: found.get(key) for key in keys}
+    return [Change(kind, key, found.get(key), tenants.get(key)) for key in keys]
 
 
-def _store_and_notify(kind: str, build, tenant_id: int | None) -> None:
-    """Store the events of `build()` ({key: data, None meaning delete}) in one locked transaction."""
+def _store_and_notify(build) -> None:
+    global _resync_owed
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            _store(build, resync=_resync_owed)
+        except Exception:  # noqa: BLE001  committed already: never raise into the service
+            logger.warning("Could not store live events (attempt %d of %d)", attempt, ATTEMPTS, exc_info=True)
+            continue
+        _resync_owed = False
+        break
+    else:
+        try:
+            _store(lambda: [], resync=True)
+            _resync_owed = False
+        except Exception:  # noqa: BLE001
+            _resync_owed = True
+            logger.error("Live events were lost; pages will be told to resync with this process's next event",
+                         exc_info=True)
+    _notify()
+
+
+def _store(build, *, resync: bool) -> None:
+    """Store `build()`'s events in one locked transaction, after a RESYNC marker when one is due."""
     from .models import Event  # the app registry is ready by the time anything commits
 
     with transaction.atomic():
         _lock_events(Event._meta.db_table)
-        events = [
-            Event(kind=kind, key=key, op=UPSERT if payload is not None else DELETE, tenant_id=tenant_id, data=payload)
-            for key, payload in build().items()
+        events = [Event(kind=RESYNC, key="", op=UPSERT, data=None)] if resync else []
+        events += [
+            Event(kind=c.kind, key=c.key, op=UPSERT if c.data is not None else DELETE, tenant_id=c.tenant_id, data=c.data)
+            for c in build()
         ]
         Event.objects.bulk_create(events)
-    _notify()
 
 
 def _lock_events(table: str) -> None:

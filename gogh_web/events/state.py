@@ -9,6 +9,10 @@ floats None, so every dict is valid JSON for any database's JSON column.
 import math
 
 KINDS = ("job", "node", "gpu", "solve_run", "solver_config", "predictor_version")
+#: What an event does to state[kind][key]: set it to the event's data, or remove it.
+UPSERT, DELETE = "upsert", "delete"
+#: The kind of the marker stored when an event could not be: sockets tell their page to resync.
+RESYNC = "resync"
 MET, VIOLATED, UNKNOWN = "met", "violated", "unknown"
 #: Fields of a SolveRun that pages show; the full decision stays in the admin and the API.
 SOLVE_RUN_FIELDS = (

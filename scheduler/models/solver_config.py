@@ -4,6 +4,8 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from ..optimizer.problem import MAX_THETA, THETA_REFUSED
+
 SOLVER_CHOICES = [
     ("ilp", "Integer program (ilp)"),
     ("genetic", "Genetic algorithm"),
@@ -30,8 +32,19 @@ class SolverConfig(models.Model):
     throughput_value_w = models.FloatField(
         default=0.0, validators=[MinValueValidator(0)], help_text="W-equivalent of one unit of relative surplus over T_min."
     )
-    fairness = models.BooleanField(default=False, help_text="Within a priority level, favour tenants with fewer jobs.")
-    theta = models.PositiveSmallIntegerField(default=2, validators=[MinValueValidator(1)], help_text="Jobs per GPU at most.")
+    fairness_weight = models.FloatField(
+        default=0.0,
+        validators=[MinValueValidator(0)],
+        help_text=(
+            "0: off. Above 0, one unit of the least-served tenant's share (mean throughput / T_min of its jobs) is worth "
+            "this many average GPUs at full power, and among equally many admitted jobs of a priority those of tenants "
+            "with fewer jobs go first."
+        ),
+    )
+    theta = models.PositiveSmallIntegerField(
+        default=2, validators=[MinValueValidator(1), MaxValueValidator(MAX_THETA, message=THETA_REFUSED)],
+        help_text=f"Jobs per GPU at most (1: no sharing; {MAX_THETA} at most: co-location is modelled for pairs).",
+    )
     migration_cost_w = models.FloatField(default=50.0, validators=[MinValueValidator(0)], help_text="Cost of moving a placed job.")
     idle_gpus_powered_down = models.BooleanField(default=True)
     topology_isolation = models.BooleanField(default=False, help_text="Tenants never share a PCIe switch.")

@@ -11,7 +11,9 @@ the dearest configuration alone first, take the partner with the largest saving;
 (tenant, workload) group the partners that can afford sharing are those with the lowest
 T_min, and the tightest of them is taken, leaving easier partners for later jobs. Jobs are
 grouped so the work grows with jobs x workloads, not with jobs squared. Pairs never cross
-tenants: tenant isolation by construction.
+tenants: tenant isolation by construction. A problem may carry the matching instead
+(`Problem.matching`, set by the cells coordinator from the whole cluster's); its pairs are
+checked like any other (tenant, T_min, memory).
 """
 import bisect
 from collections import defaultdict
@@ -66,6 +68,11 @@ def pair_candidates(
         return out
 
     by_id = {job.id: j for j, job in enumerate(jobs)}
+    if problem.matching is not None:  # fixed by a coordinator: its pairs among these jobs
+        return [
+            pair for a, b in problem.matching if a in by_id and b in by_id and jobs[by_id[a]].tenant == jobs[by_id[b]].tenant
+            for pair in pairs_of(by_id[a], by_id[b])
+        ]
     matched: set[int] = set()
     pairs: list[Pair] = []
     for j, current in enumerate(currents):  # pairs running now

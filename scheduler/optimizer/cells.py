@@ -3,9 +3,9 @@
 Nodes are partitioned into cells, by their cell label when they have one, otherwise
 automatically: the nodes, type by type, are dealt round-robin over ceil(GPUs / cell size)
 cells, so every cell holds a slice of every type (when there are enough nodes of it). An upper coordinator routes jobs to cells: a
-placed or running job to the cell it runs in, any other job (by priority) to the cell with
-the most room left of the GPU type its cheapest configuration uses. Each cell is then solved
-alone with the ILP; jobs a cell could not admit get a second chance, in one more (small) ILP
+placed or running job to the cell it runs in, any other job to a cell with room for the
+configuration the whole cluster's admission relaxation gives it (cell_routing.py), and fixes
+the co-location matching for the whole cluster. Each cell is then solved alone with the ILP; jobs a cell could not admit get a second chance, in one more (small) ILP
 over the GPUs all cells left free (with topology-aware isolation: first per tenant on the
 free GPUs of switches it owns, then on switches nobody owns; see second_chances). `run_cells` maps the per-cell solve: in turn by default, or as a Celery
 group from the Django shell.
@@ -16,10 +16,10 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import replace
 
-from .aggregation import block_sizes
 from .base import Solver, settings_notes
+from .cell_routing import route
 from .ilp import IlpSolver
-from .problem import Allocation, JobSpec, Problem
+from .problem import Allocation, Problem
 
 CellRunner = Callable[[list[Problem]], list[Allocation]]
 
@@ -66,12 +66,17 @@ class CellsSolver(Solver):
             allocation = IlpSolver().solve(problem)
             allocation.solver = self.name
             return allocation
-        routed = route(problem, cells)
+        routed, matching = route(problem, cells, started)
         sub_settings = replace(problem.settings, time_limit_s=max(0.5, problem.settings.time_limit_s / len(cells)))
         names = sorted(cells)
-        results = self.run_cells([
-            replace(problem, jobs=tuple(routed[name]), gpus=tuple(cells[name]), settings=sub_settings) for name in names
-        ])
+        cell_problems = []
+        for name in names:
+            ids = {job.id for job in routed[name]}
+            cell_problems.append(replace(
+                problem, jobs=tuple(routed[name]), gpus=tuple(cells[name]), settings=sub_settings,
+                matching=tuple(pair for pair in matching if pair[0] in ids and pair[1] in ids),
+            ))
+        results = self.run_cells(cell_problems)
         placements, reasons, used = {}, {}, set()
         for result in results:
             placements.update(result.placements)
@@ -82,7 +87,8 @@ class CellsSolver(Solver):
         for jobs, gpus in second_chances(problem, placements, used):
             second = IlpSolver().solve(replace(problem, jobs=jobs, gpus=gpus))
             placements.update(second.placements)
-            reasons = {job_id: why for job_id, why in {**reasons, **second.reasons}.items() if job_id not in placements}
+            # a cell's reason stands (the second chance sees only the GPUs left, not the cell's)
+            reasons = {job_id: why for job_id, why in {**second.reasons, **reasons}.items() if job_id not in placements}
             used.update(g for p in second.placements.values() for g in p.gpu_ids)
             second_objective += second.objective
         power = sum(p.predicted_power_w for p in placements.values())
@@ -90,6 +96,7 @@ class CellsSolver(Solver):
             power += sum(problem.gpu_types[g.gpu_type].idle_w for g in problem.gpus if g.id not in used)
         fallbacks = [r.fallback_reason for r in results if r.fallback_reason]
         statuses = {r.status for r in results}
+        notes = [f"{len(cells)} cells of {', '.join(str(len(cells[n])) for n in names)} GPUs"]
         return Allocation(
             solver=self.name,
             placements=placements,
@@ -103,7 +110,7 @@ class CellsSolver(Solver):
             variables=sum(r.variables for r in results),
             constraints=sum(r.constraints for r in results),
             fallback_reason="; ".join(fallbacks[:3]),
-            notes=settings_notes(problem) + [f"{len(cells)} cells of {', '.join(str(len(cells[n])) for n in names)} GPUs"],
+            notes=settings_notes(problem) + notes,
         )
 
 
@@ -141,38 +148,3 @@ def second_chances(problem: Problem, placements: dict, used: set):
     unowned = tuple(g for g in free if not g.pcie_switch or (g.node, g.pcie_switch) not in owner)
     if waiting() and unowned:
         yield waiting(), unowned
-
-
-def _cheapest_type(problem: Problem, job: JobSpec, types: list[str]) -> tuple[str | None, int]:
-    """GPU type and GPU count of the job's cheapest (in power) configuration meeting T_min."""
-    best = (float("inf"), None, 1)
-    for gpu_type in types:
-        spec = problem.gpu_types[gpu_type]
-        for k in block_sizes(job.max_gpus):
-            tau = problem.predictions.tau(job.workload, gpu_type, k, True)
-            if tau and tau >= job.min_throughput:
-                best = min(best, (k * spec.power_curve(1.0), gpu_type, k))
-                break
-    return best[1], best[2]
-
-
-def route(problem: Problem, cells: dict[str, list]) -> dict[str, list[JobSpec]]:
-    """Cell name -> jobs: a placed job stays in its cell, any other goes where its cheapest
-    GPU type has the most room left (by priority, so the important jobs pick first)."""
-    cell_of_gpu = {g.id: name for name, gpus in cells.items() for g in gpus}
-    room = {name: defaultdict(float) for name in cells}
-    for name, gpus in cells.items():
-        for gpu in gpus:
-            room[name][gpu.gpu_type] += 1
-    routed: dict[str, list[JobSpec]] = {name: [] for name in cells}
-    types = sorted({g.gpu_type for g in problem.gpus})
-    for job in sorted(problem.jobs, key=lambda j: (-j.priority, j.current is None, j.id)):
-        if job.current is not None and job.current.gpu_ids and job.current.gpu_ids[0] in cell_of_gpu:
-            routed[cell_of_gpu[job.current.gpu_ids[0]]].append(job)
-            continue
-        gpu_type, need = _cheapest_type(problem, job, types)
-        name = max(sorted(cells), key=lambda c: room[c][gpu_type] if gpu_type else sum(room[c].values()))
-        if gpu_type:
-            room[name][gpu_type] -= need
-        routed[name].append(job)
-    return routed

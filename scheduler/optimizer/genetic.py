@@ -5,7 +5,8 @@ fitness = 1 / (1 + power_weight * energy + latency_weight * slo_violation), with
 decision's cost relative to the greedy decision's and slo_violation the admission value left
 out, in units of one lowest-priority job (jobs that could have run at their T_min but wait;
 a job of a higher priority counts for more than all jobs below it together, see
-admission.py). With latency_weight 10^4 one job left out outweighs any power saving, so
+admission.py). With a fairness weight the cost includes the ILP's fairness term (minus lambda
+times the least-served tenant's share, fairness.py). With latency_weight 10^4 one job left out outweighs any power saving, so
 admission comes first here too.
 
 Every individual is a feasible decision:
@@ -42,9 +43,11 @@ from .base import Outcome, Solver
 from .capacity import CapacityLedger
 from .choices import Choice
 from .greedy import cheapest, greedy_choices, pair_first_choices
-from .ilp_model import admitted_by_level, admitted_value, level_maxima, total_cost
+from .fairness import fairness_price_w, least_share, tenant_sizes
+from .fairness import rate as job_rate
+from .ilp_model import admitted_value, objective
 from .instance import Instance
-from .relaxation import rounded_choices
+from .relaxation import full_levels, rounded_choices
 
 POWER_WEIGHT = 1.0
 LATENCY_WEIGHT = 1e4
@@ -134,11 +137,22 @@ class GeneticSolver(Solver):
                     pair_moves.setdefault((pair.gpu_type, inst.pairs[q].gpu_type), []).append((p, q))
         usage = {c: tuple(((t, s), n) for t, s, n in inst.usage(c)) for row in genes for c in row}
         greedy = greedy_choices(inst, order, cheapest)
-        reference = max(abs(total_cost(inst, greedy)), 1.0)
+        reference = max(abs(objective(inst, greedy)), 1.0)
+        price = fairness_price_w(inst)
         best_value = sum(inst.values)
 
         share = {c: inst.cost(0, c) for c in usage}  # a job's share of its choice's cost
         values = inst.values
+        # The objective can be negative (surplus value, fairness term): energy is measured from
+        # a lower bound of it, so that it is never negative and the fitness orders decisions
+        # by the objective.
+        floor = sum(min([0.0] + [share[c] for c in row]) for row in genes)
+        if price > 0:
+            sizes = tenant_sizes(inst)
+            best = {t: 0.0 for t in sizes}
+            for j, row in enumerate(genes):
+                best[inst.jobs[j].tenant] += max([0.0] + [job_rate(inst, j, c) for c in row]) / sizes[inst.jobs[j].tenant]
+            floor -= price * min(best.values())
 
         def fitness(choices: list[Choice]) -> float:
             cost = admitted = 0.0
@@ -146,7 +160,9 @@ class GeneticSolver(Solver):
                 if c is not None:
                     cost += share[c]
                     admitted += values[j]
-            energy = cost / reference
+            if price > 0:
+                cost -= price * least_share(inst, choices)
+            energy = (cost - floor) / reference
             violation = best_value - admitted
             return 1.0 / (1.0 + POWER_WEIGHT * energy + LATENCY_WEIGHT * violation)
 
@@ -440,13 +456,7 @@ class GeneticSolver(Solver):
                     break
             return choices
 
-        maxima, greedy_levels = level_maxima(inst), admitted_by_level(inst, greedy)
-        full = set()  # levels whose optimum the relaxation need not solve for
-        for level in sorted(maxima, reverse=True):  # levels the greedy fills, with all above
-            if greedy_levels.get(level, 0.0) < maxima[level] - 1e-9:
-                break
-            full.add(level)
-        rounded = rounded_choices(inst, deadline, frozenset(full))
+        rounded = rounded_choices(inst, deadline, full_levels(inst, greedy))
         seeds = [polish(greedy)] + ([polish(rounded)] if rounded else [polish(pair_first_choices(inst, order))])
         population = seeds + [decode(mutate(seeds[k % len(seeds)], rate)) for k in range(population_size - len(seeds))]
         scored = sorted(((fitness(g), k, g) for k, g in enumerate(population)), reverse=True)

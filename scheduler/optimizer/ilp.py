@@ -23,7 +23,7 @@ from .base import Outcome, Solver
 from .capacity import is_feasible
 from .greedy import cheapest, greedy_choices
 from .choices import Choice
-from .ilp_model import admitted_by_level, admitted_value, build, level_maxima, total_cost
+from .ilp_model import admitted_by_level, admitted_value, build, level_maxima, objective
 from .instance import Instance
 
 
@@ -75,7 +75,7 @@ class IlpSolver(Solver):
         except (SolveFailed, pulp.PulpSolverError, OSError) as exc:
             outcome.fallback_reason = f"{settings.backend} {exc}; fell back to the greedy decision."
             return outcome
-        if admitted_value(inst, greedy) >= admitted_value(inst, choices) - 1e-9 and total_cost(inst, greedy) < total_cost(inst, choices):
+        if admitted_value(inst, greedy) >= admitted_value(inst, choices) - 1e-9 and objective(inst, greedy) < objective(inst, choices):
             outcome.notes.append("The greedy decision was cheaper than the solver's incumbent at the time limit.")
             outcome.status = status
             return outcome
@@ -90,7 +90,7 @@ class IlpSolver(Solver):
         settings = inst.problem.settings
         best = level_maxima(inst)
         floors_greedy = admitted_by_level(inst, greedy)
-        abs_gap = ADMISSION_ABS_GAP_FAIRNESS if settings.fairness else ADMISSION_ABS_GAP
+        abs_gap = ADMISSION_ABS_GAP_FAIRNESS if settings.fairness_weight > 0 else ADMISSION_ABS_GAP
         floors: dict[int, float] = {}
         greedy_ok = True  # the greedy decision meets every floor set so far
         levels = sorted(best, reverse=True)

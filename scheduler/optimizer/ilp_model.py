@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pulp
 
 from .choices import Choice
+from .fairness import fairness_price_w, least_share, rate, tenant_sizes
 from .instance import Instance
 
 
@@ -77,9 +78,21 @@ def build(
     elif phase == "admit":
         lp += admitted
     else:
-        lp += pulp.LpAffineExpression(
-            [(var, inst.all_options[i].cost) for i, var in x.items()] + [(var, inst.pairs[p].cost) for p, var in y.items()]
-        )
+        cost = [(var, inst.all_options[i].cost) for i, var in x.items()] + [(var, inst.pairs[p].cost) for p, var in y.items()]
+        price = fairness_price_w(inst)
+        if price > 0:  # - lambda * z, z at most every tenant's share (fairness.py)
+            z = pulp.LpVariable("least_share", 0)
+            cost.append((z, -price))
+            sizes = tenant_sizes(inst)
+            shares: dict[str, dict] = {tenant: {z: 1.0} for tenant in sizes}  # z - share_t <= 0
+            for var, choice in [(v, ("o", i)) for i, v in x.items()] + [(v, ("p", p)) for p, v in y.items()]:
+                jobs = (inst.pairs[choice[1]].a, inst.pairs[choice[1]].b) if choice[0] == "p" else (inst.all_options[choice[1]].job,)
+                for j in jobs:  # a pair's two jobs are of one tenant: their terms add up
+                    terms = shares[inst.jobs[j].tenant]
+                    terms[var] = terms.get(var, 0.0) - rate(inst, j, choice) / sizes[inst.jobs[j].tenant]
+            for n, tenant in enumerate(sorted(sizes)):
+                lp += pulp.LpAffineExpression(list(shares[tenant].items())) <= 0, f"fair_{n}"
+        lp += pulp.LpAffineExpression(cost)
     for lvl, floor in (admit_floors or {}).items():
         if floor > 0 and level_terms.get(lvl):
             lp += pulp.LpAffineExpression(list(level_terms[lvl].items())) >= floor - 1e-6, f"admit_{lvl}"
@@ -123,3 +136,9 @@ def admitted_by_level(inst: Instance, choices: list[Choice]) -> dict[int, float]
 
 def total_cost(inst: Instance, choices: list[Choice]) -> float:
     return sum(inst.cost(j, c) for j, c in enumerate(choices))
+
+
+def objective(inst: Instance, choices: list[Choice]) -> float:
+    """The power phase's objective of a decision: its cost, less the fairness term."""
+    price = fairness_price_w(inst)
+    return total_cost(inst, choices) - (price * least_share(inst, choices) if price > 0 else 0.0)

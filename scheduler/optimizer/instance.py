@@ -84,7 +84,7 @@ def compile_instance(problem: Problem) -> Instance:
             if memory[j] is not None and memory[j] > problem.gpu_types[gpu_type].memory_gb:
                 continue  # does not fit this type's memory
             all_options.extend(_job_options(problem, j, job, gpu_type, capacity[gpu_type], sizes, currents[j], weight, idle_on))
-    options_idx = _useful(all_options, settings.throughput_value_w > 0)
+    options_idx = _useful(all_options, settings.throughput_value_w > 0 or settings.fairness_weight > 0)
     cheapest_alone = [float("inf")] * len(jobs)
     for i in options_idx:
         opt = all_options[i]
@@ -111,7 +111,7 @@ def compile_instance(problem: Problem) -> Instance:
     for i, pair in enumerate(pairs):
         inst.job_pairs[pair.a].append(i)
         inst.job_pairs[pair.b].append(i)
-    inst.values = admission_values(jobs, settings.fairness, [bool(inst.job_options[j] or inst.job_pairs[j]) for j in range(len(jobs))])
+    inst.values = admission_values(jobs, settings.fairness_weight > 0, [bool(inst.job_options[j] or inst.job_pairs[j]) for j in range(len(jobs))])
     return inst
 
 
@@ -175,8 +175,9 @@ def _job_options(problem, j, job, gpu_type, cap, sizes, current, weight, idle_on
 
 
 def _useful(options: list[Option], keep_surplus: bool) -> list[int]:
-    """Indices of options meeting T_min; without a value on surplus throughput, a larger
-    configuration of the same type and placement style only costs more, so it is dropped."""
+    """Indices of options meeting T_min; without a value on surplus throughput (neither
+    throughput_value_w nor a fairness weight), a larger configuration of the same type and
+    placement style only costs more, so it is dropped."""
     best: dict[tuple, int] = {}
     keep = []
     for i, opt in enumerate(options):

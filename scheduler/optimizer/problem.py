@@ -11,17 +11,19 @@ from .power import PowerCurve
 
 
 MAX_THETA = 2
-THETA_LIMIT = (
-    "theta = {theta}: at most {max} jobs share a GPU here. Co-location is modelled for pairs only, "
-    "because co-located throughput is measured for pairs (Gavel: 26 x 26 ordered pairs) and for no "
-    "group of three or more; a larger theta is treated as {max}."
+THETA_REASON = (
+    "Co-location is modelled for pairs only, because co-located throughput is measured for pairs "
+    "(Gavel: 26 x 26 ordered pairs) and for no group of three or more"
 )
+THETA_LIMIT = "theta = {theta}: at most {max} jobs share a GPU here. " + THETA_REASON + "; a larger theta is treated as {max}."
+# For settings forms, which refuse a theta above MAX_THETA rather than cap it.
+THETA_REFUSED = f"At most {MAX_THETA} jobs can share a GPU. " + THETA_REASON + "."
 
 
 def theta_error(theta: int) -> str | None:
     """Why a theta is not honoured as asked (None when it is). Solvers put it in their notes
-    (a theta above MAX_THETA acts as MAX_THETA, one below 1 as 1); settings forms can refuse
-    the value with it."""
+    (a theta above MAX_THETA acts as MAX_THETA, one below 1 as 1); settings forms refuse a
+    theta above MAX_THETA with THETA_REFUSED."""
     if theta < 1:
         return f"theta = {theta}: at least one job runs on a GPU; treated as 1 (no sharing)."
     return THETA_LIMIT.format(theta=theta, max=MAX_THETA) if theta > MAX_THETA else None
@@ -102,7 +104,7 @@ class SolverSettings:
     weight_clip: tuple[float, float] = (0.25, 4.0)  # multiples of base_energy_weight
     load_window: int = 20  # rounds of load history the adaptive weight looks at
     throughput_value_w: float = 0.0  # W-equivalent of one unit of relative surplus over T_min
-    fairness: bool = False
+    fairness_weight: float = 0.0  # 0: off; see fairness.py (dimensionless: GPUs of power per unit of least share)
     theta: int = 2
     migration_cost_w: float = 50.0
     idle_gpus_powered_down: bool = True
@@ -121,6 +123,10 @@ class Problem:
     predictions: Predictions
     settings: SolverSettings = field(default_factory=SolverSettings)
     load_history: tuple[float, ...] = ()  # cluster load of earlier rounds, newest last
+    # Co-location candidates fixed by a coordinator (cells: the whole cluster's matching, so a
+    # cell pairs the jobs the global decision it was routed by pairs), as job-id pairs; None:
+    # the solver computes its own matching (candidates.py).
+    matching: tuple[tuple[str, str], ...] | None = None
 
 
 @dataclass(frozen=True)

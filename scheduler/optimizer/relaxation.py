@@ -24,7 +24,7 @@ import numpy as np
 
 from .capacity import CapacityLedger
 from .choices import Choice
-from .ilp_model import level_maxima, level_units
+from .ilp_model import admitted_by_level, level_maxima, level_units
 from .instance import Instance
 
 
@@ -93,6 +93,18 @@ def relaxed_admission(inst: Instance, deadline: float, full: frozenset[int] = fr
         highs.addRow(best - 1e-6, highspy.kHighsInf, len(nonzero), nonzero, level_cost[level][nonzero])
     solution = highs.getSolution().col_value
     return list(zip(cols, solution))
+
+
+def full_levels(inst: Instance, choices: list[Choice]) -> frozenset[int]:
+    """Priority levels a feasible decision admits completely, together with every higher
+    level: their optimum is known, so the relaxation need not solve for them."""
+    maxima, admitted = level_maxima(inst), admitted_by_level(inst, choices)
+    full = set()
+    for level in sorted(maxima, reverse=True):
+        if admitted.get(level, 0.0) < maxima[level] - 1e-9:
+            break
+        full.add(level)
+    return frozenset(full)
 
 
 def rounded_choices(inst: Instance, deadline: float, full: frozenset[int] = frozenset()) -> list[Choice] | None:

@@ -68,6 +68,7 @@ def problem_to_dict(problem: Problem) -> dict:
         "predictions": snapshot.tables(),
         "settings": {**asdict(problem.settings), "weight_clip": list(problem.settings.weight_clip)},
         "load_history": list(problem.load_history),
+        "matching": None if problem.matching is None else [list(pair) for pair in problem.matching],
     }
 
 
@@ -88,6 +89,7 @@ def problem_from_dict(data: dict) -> Problem:
         predictions=PredictionSnapshot(**data["predictions"]),
         settings=SolverSettings(**{**settings, "weight_clip": tuple(settings["weight_clip"])}),
         load_history=tuple(data["load_history"]),
+        matching=None if data["matching"] is None else tuple(tuple(pair) for pair in data["matching"]),
     )
 
 

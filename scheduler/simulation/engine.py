@@ -56,7 +56,7 @@ class PolicyRun:
 class Simulation:
     def __init__(self, scenario: Scenario, truth: Truth, policy: Policy, predictions, *, seed: int = 0):
         self.sc, self.truth, self.policy, self.predictions = scenario, truth, policy, predictions
-        self.learns = hasattr(predictions, "observe")  # LearnedPredictions takes telemetry; the others are fixed
+        self.learns = hasattr(predictions, "observe")  # SimulatedLearning takes telemetry; the others are fixed
         self.rng = random.Random(f"telemetry:{seed}:{policy.name}")
         self.states = {j.id: JobState(j, j.total_steps) for j in scenario.jobs}
         self.node = {g.id: g.node for g in scenario.gpus}

@@ -40,7 +40,13 @@ def policy_metrics(run: PolicyRun) -> dict:
 
 
 def jain(values: list[float]) -> float:
-    return sum(values) ** 2 / (len(values) * sum(v * v for v in values))
+    """Jain's index (sum x)^2 / (n sum x^2), 1 = all equal. With no value, or all of them 0,
+    everyone is treated alike: 1 (the formula would divide by zero). Also the dashboard's
+    fairness axis (gogh_web.dashboard.tradeoff)."""
+    square_sum = sum(v * v for v in values)
+    if not values or square_sum <= 0:
+        return 1.0
+    return sum(values) ** 2 / (len(values) * square_sum)
 
 
 def learning_curve(curve: dict[int, list[float]], up_to: int) -> dict:

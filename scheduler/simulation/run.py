@@ -3,20 +3,23 @@ import time
 
 import torch
 
-from catalog.predictors import PerformancePredictor, build_catalog
+from catalog.predictors import NET_ARCHITECTURES, PerformancePredictor, build_catalog
 from scheduler.optimizer.catalog_predictions import CatalogPredictions
 from scheduler.optimizer.problem import SolverSettings
 
 from .cluster import DEFAULT_LAYOUT, build_gpus, gpu_types
 from .engine import LEARNING_CURVE_MAX, Simulation
 from .jobs import generate_jobs
-from .learned import LearnedPredictions
+from .learned import SimulatedLearning
 from .measurements import to_rows
 from .metrics import learning_curve, policy_metrics
 from .policies import CATALOG, LEARNED, POLICIES, TRUTH
 from .scenario import Scenario
 from .trace import trace_jobs
 from .truth import Truth
+
+#: The production default (settings.GOGH_PREDICTOR_ARCHITECTURE); `simulate --architecture` picks another.
+DEFAULT_ARCHITECTURE = "structured"
 
 #: The default scenario: about 100 s of CPU on one core (5 min wall on 2 cores shared with
 #: other work), see docs/simulation.md.
@@ -42,20 +45,22 @@ def build_scenario(truth: Truth, *, jobs: int = DEFAULT_JOBS, seed: int = 0, tra
     )
 
 
-def fit_predictor(catalog_records, *, seed: int, quick: bool = False) -> PerformancePredictor:
+def fit_predictor(catalog_records, *, architecture: str = DEFAULT_ARCHITECTURE, seed: int,
+                  quick: bool = False) -> PerformancePredictor:
+    """The predictor `gogh` starts from, fitted on the catalog; `quick` shrinks a network (tests)."""
     torch.set_num_threads(1)
-    params = {"epochs": 6, "draws": 1, "hidden": 16} if quick else {}
-    return PerformancePredictor(seed=seed, **params).fit(build_catalog(catalog_records))
+    params = {"epochs": 6, "draws": 1, "hidden": 16} if quick and architecture in NET_ARCHITECTURES else {}
+    return PerformancePredictor(architecture=architecture, seed=seed, **params).fit(build_catalog(catalog_records))
 
 
 def run_all(scenario: Scenario, truth: Truth, truth_records, catalog_records, *, seed: int = 0, quick: bool = False,
-            policies=POLICIES, log=print) -> dict:
+            architecture: str = DEFAULT_ARCHITECTURE, policies=POLICIES, log=print) -> dict:
     started = time.perf_counter()
     catalog = CatalogPredictions(to_rows(catalog_records))
     features = {}
     model = None
     if any(p.predictions == LEARNED for p in policies):
-        model = fit_predictor(catalog_records, seed=seed, quick=quick)
+        model = fit_predictor(catalog_records, architecture=architecture, seed=seed, quick=quick)
         known = build_catalog(truth_records)
         features = dict(zip(known.workloads, known.features))
         features.update(zip(model.catalog_.workloads, model.catalog_.features))
@@ -64,7 +69,7 @@ def run_all(scenario: Scenario, truth: Truth, truth_records, catalog_records, *,
     for policy in policies:
         t = time.perf_counter()
         predictions = {
-            LEARNED: lambda: LearnedPredictions(model, catalog, features),
+            LEARNED: lambda: SimulatedLearning(model, catalog, features),
             TRUTH: truth.predictions,
             CATALOG: lambda: catalog,
         }[policy.predictions]()

@@ -11,13 +11,16 @@
  * applies each event to state[kind][key] (upsert: set to event.data; delete: remove). When the
  * socket drops it reconnects with backoff from the last applied id, so no event is missed; when
  * the server answers {"type": "resync"} (the page was away longer than events are kept) it
- * starts again from a fresh snapshot. Without WebSocket support the page keeps its snapshot.
+ * starts again from a fresh snapshot, as it does after a 4400 close (its id was refused). A 4401
+ * close (signed out) stops it. Without WebSocket support the page keeps its snapshot.
  */
 (function (global) {
   "use strict";
 
   var MIN_DELAY_MS = 500;
   var MAX_DELAY_MS = 10000;
+  var STABLE_MS = 5000; // a socket open this long (or that delivered a message) resets the backoff
+  var BAD_REQUEST = 4400;
   var SIGNED_OUT = 4401;
 
   function applyEvent(state, event) {
@@ -74,12 +77,21 @@
       if (live.closed || typeof global.WebSocket !== "function") return;
       var scheme = global.location.protocol === "https:" ? "wss://" : "ws://";
       var resync = false;
+      var stable = null;
+      // The server accepts before it checks anything, so an open socket proves nothing: the
+      // backoff is reset only by a message or by staying open STABLE_MS, else a socket closed
+      // at once (4400, 1011) would reconnect every MIN_DELAY_MS forever from every tab.
+      function steady() {
+        clearTimeout(stable);
+        delay = MIN_DELAY_MS;
+      }
       socket = new global.WebSocket(scheme + global.location.host + socketPath + "?after=" + live.lastId);
       socket.onopen = function () {
-        delay = MIN_DELAY_MS;
+        stable = setTimeout(steady, STABLE_MS);
         onStatus("live");
       };
       socket.onmessage = function (message) {
+        steady();
         var event = JSON.parse(message.data);
         if (event.type === "resync") {
           resync = true;
@@ -91,11 +103,12 @@
         onEvent(event, live.state);
       };
       socket.onclose = function (closing) {
+        clearTimeout(stable);
         socket = null;
         if (live.closed) return;
         if (closing.code === SIGNED_OUT) {
           onStatus("signed-out");
-        } else if (resync) {
+        } else if (resync || closing.code === BAD_REQUEST) {
           later(fetchSnapshot);
         } else {
           later(openSocket);

@@ -10,7 +10,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from scheduler.lifecycle import JobState
-from scheduler.models import Job, SolveTrigger
+from scheduler.models import Allocation, Job, SolveTrigger
 from scheduler.services import job_transition, scheduling_round_request
 
 _ON_A_GPU = [JobState.PLACED.value, JobState.RUNNING.value]
@@ -27,22 +27,24 @@ def jobs_requeue_from_nodes(*, node_ids: list[int], reason: str) -> int:
         )
         return f"Node {', '.join(sorted(set(hosts)))} went down: {reason}"
 
-    return _requeue(Q(allocations__gpu__node_id__in=node_ids), why)
+    return _requeue(Q(gpu__node_id__in=node_ids), why)
 
 
 @transaction.atomic
 def jobs_requeue_from_gpus(*, gpu_ids: list[int], reason: str) -> int:
     """The same for jobs with an open allocation on one of `gpu_ids` (GPUs that failed)."""
-    return _requeue(Q(allocations__gpu_id__in=gpu_ids), lambda job: f"GPU failure: {reason}")
+    return _requeue(Q(gpu_id__in=gpu_ids), lambda job: f"GPU failure: {reason}")
 
 
 def _requeue(on: Q, why) -> int:
+    """`on`: which open allocations are lost (a filter of Allocation)."""
     # Find the jobs first, then lock each: PostgreSQL refuses FOR UPDATE with DISTINCT.
-    job_ids = (
-        Job.objects.filter(on, state__in=_ON_A_GPU, allocations__end__isnull=True).values_list("pk", flat=True).distinct()
-    )
+    lost = Allocation.objects.filter(on, end__isnull=True, job__state__in=_ON_A_GPU)
+    job_ids = set(lost.values_list("job_id", flat=True))
     moved = 0
-    for job in Job.objects.select_for_update().filter(pk__in=list(job_ids), state__in=_ON_A_GPU).order_by("pk"):
+    for job in Job.objects.select_for_update().filter(pk__in=job_ids, state__in=_ON_A_GPU).order_by("pk"):
+        if not Allocation.objects.filter(on, job=job, end__isnull=True).exists():
+            continue  # moved off the lost node or GPU by a round since it was found: nothing lost
         job_transition(job=job, to=JobState.PENDING.value, reason=why(job)[:300])
         moved += 1
     if moved:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import redis
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
+from django.db import transaction
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
@@ -20,6 +21,7 @@ from catalog.models import Measurement
 from gogh_web.dashboard.tradeoff import sweep_grid
 from scheduler.models import SolverConfigChange
 from telemetry.models import Gpu, GpuSample, Node
+from telemetry.services.nodes import node_register
 
 from .conftest import REDIS_URL, ROOT, free_port, test_database_url, wait_for_http
 
@@ -33,6 +35,7 @@ PAGES = {"cluster": "/dashboard/", "jobs": "/dashboard/jobs/", "predictions": "/
 # SwiftShader gives headless Chromium WebGL without a GPU (Plotly's 3D scatter needs it).
 CHROMIUM_ARGS = ["--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--no-sandbox"]
 WAIT_MS = 30_000
+PREVIEWS_PER_MINUTE = 2  # the daphne's preview throttle: the trade-off test runs into it
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +46,8 @@ def stack(django_db_setup, django_db_blocker, tmp_path_factory):
     with django_db_blocker.unblock():
         database_url = test_database_url()
     env = {**os.environ, "DATABASE_URL": database_url, "GOGH_VAR_DIR": str(var), "PYTHONUNBUFFERED": "1",
-           "REDIS_URL": REDIS_URL, "CELERY_BROKER_URL": REDIS_URL, "GOGH_ROUND_DEBOUNCE_S": "0.5"}
+           "REDIS_URL": REDIS_URL, "CELERY_BROKER_URL": REDIS_URL, "GOGH_ROUND_DEBOUNCE_S": "0.5",
+           "GOGH_DASHBOARD_PREVIEW_RATE": f"{PREVIEWS_PER_MINUTE}/min"}
     procs = []
 
     def start(name, argv):
@@ -161,6 +165,21 @@ def test_submitted_job_appears_and_changes_state_without_reload(stack, chromium,
     assert page.errors == []
 
 
+def test_a_node_registered_after_load_appears_on_the_cluster_page(stack, chromium, demo, make_user):
+    base, _ = stack
+    page = signed_in(chromium, base, "alice")
+    page.goto(base + "/dashboard/")
+    page.wait_for_selector("#live-status[data-status=live]", timeout=WAIT_MS)
+    assert page.inner_text("#nodes-count") == "1"
+    with transaction.atomic():
+        node, _ = node_register(agent_user=make_user("agent-b", agent=True), hostname="gpu-b", labels={}, cell="",
+                                agent_version="test", gpus=[{"index": 0, "uuid": "GPU-b0", "gpu_type": "v100"}])
+    page.wait_for_selector(f'#node-table tr[data-node="{node.pk}"]', timeout=WAIT_MS)
+    assert page.inner_text("#nodes-count") == "2"
+    assert "healthy 3" in page.inner_text("#gpu-type-table")  # the new GPU counted by type and state
+    assert page.errors == []
+
+
 def sweep_rendered(page):
     page.wait_for_function(
         "n => { const p = document.getElementById('tradeoff-plot');"
@@ -182,9 +201,14 @@ def test_trade_off_plot_renders_in_webgl_and_preview_updates_it(stack, chromium,
     assert webgl, "the 3D plot has no WebGL canvas"
     points = page.evaluate("() => document.getElementById('tradeoff-plot').data.map(t => t.x.length)")
     assert points == [len(sweep_grid()), 1, 0]  # the sweep, where the cluster runs now, no preview yet
+    # the form shows the live settings (surplus not valued); the sweep names its own assumption
+    assert page.input_value("#surplus") == "0.0"
+    assert "the sweep's assumption" in page.inner_text("#sweep-status")
 
     page.fill("#weight", "0.05")
     assert page.inner_text("#weight-value") == "0.05"
+    page.uncheck("#adaptive")  # exactly this weight, whatever the load of the rounds so far
+    page.fill("#surplus", "100")  # value surplus throughput, so the low weight buys the second GPU
     page.click("#preview")
     page.wait_for_function("() => document.getElementById('tradeoff-plot').data[2].x.length === 1", timeout=WAIT_MS)
     moves = page.locator("#moves li")
@@ -192,6 +216,13 @@ def test_trade_off_plot_renders_in_webgl_and_preview_updates_it(stack, chromium,
     assert "0.050" in page.inner_text("#preview-summary")
     # at weight 0.05 the surplus is worth the second GPU: the job placed on one would move
     assert page.locator("#moves li[data-kind]").count() >= 1, page.inner_text("#moves")
+    # previews are throttled per user: the one past the rate is refused, and the page says so
+    for _ in range(PREVIEWS_PER_MINUTE):
+        page.click("#preview")
+        page.wait_for_function("() => !document.getElementById('tradeoff-message').textContent.startsWith('Solving')",
+                               timeout=WAIT_MS)
+    assert page.inner_text("#tradeoff-message").startswith("Too many previews")
+    assert page.errors == []
 
 
 def test_a_user_cannot_apply_but_staff_can(stack, chromium, demo):
@@ -210,7 +241,9 @@ def test_a_user_cannot_apply_but_staff_can(stack, chromium, demo):
     staff_page.fill("#weight", "2")
     staff_page.click("#apply")
     staff_page.wait_for_selector("#tradeoff-message.ok", timeout=WAIT_MS)
-    assert {c.field for c in SolverConfigChange.objects.filter(changed_by=demo["operator"])} >= {"base_energy_weight"}
+    # only the field the operator moved: the surplus value is not switched on behind their back
+    changes = [(c.field, c.new_value) for c in SolverConfigChange.objects.filter(changed_by=demo["operator"])]
+    assert changes == [("base_energy_weight", "2.0")]
 
 
 @pytest.mark.parametrize("size", SIZES)

@@ -182,3 +182,56 @@ def test_a_change_made_in_a_worker_reaches_an_open_socket_within_a_second(stack,
     assert {"solve_run", "job"} <= {e["kind"] for e in received}
     assert _apply(start["state"], received) == _snapshot(stack.port, token)["state"]
     assert anonymous_code == 4401
+
+
+# live.js's reconnection rules, run in Debian's Chromium against stand-ins for the socket,
+# fetch and the timers, so each close code and each delay can be played exactly.
+LIVE_JS_HARNESS = """async (source) => {
+  const timers = [], sockets = [], statuses = [];
+  let fetches = 0;
+  window.setTimeout = (fn, ms) => timers.push({fn, ms, cancelled: false});
+  window.clearTimeout = (id) => { if (timers[id - 1]) timers[id - 1].cancelled = true; };
+  window.fetch = () => { fetches += 1; return Promise.resolve({status: 200, ok: true, json: () => ({event_id: 5, state: {}})}); };
+  window.WebSocket = function (url) { this.url = url; sockets.push(this); };
+  window.WebSocket.prototype.close = function () {};
+  const settle = async () => { for (let i = 0; i < 10; i++) await null; };
+  const socket = () => sockets[sockets.length - 1];
+  const reconnect = async () => {  // run the reconnection timer; its delay
+    const timer = timers.filter((t) => !t.cancelled && t.ms < 5000).pop();
+    timer.cancelled = true; timer.fn(); await settle(); return timer.ms;
+  };
+  eval(source);
+  GoghLive.connect({onStatus: (s) => statuses.push(s)});
+  await settle();
+  const delays = [];
+  for (let i = 0; i < 4; i++) {  // accepted, then closed by a server error at once
+    socket().onopen(); socket().onclose({code: 1011}); delays.push(await reconnect());
+  }
+  socket().onopen();
+  socket().onmessage({data: JSON.stringify({id: 6, kind: "node", key: "1", op: "upsert", data: {}})});
+  socket().onclose({code: 1006}); delays.push(await reconnect());  // a working socket dropped
+  const before = fetches;
+  socket().onopen(); socket().onclose({code: 4400}); await reconnect();
+  const refetched = fetches - before;
+  const opened = sockets.length;
+  socket().onopen(); socket().onclose({code: 4401});
+  return {delays, refetched, url: socket().url, signedOut: statuses[statuses.length - 1],
+          stopped: sockets.length === opened && timers.every((t) => t.cancelled || t.ms === 5000)};
+}"""
+
+
+def test_live_js_backs_off_until_a_socket_proves_healthy_and_stops_when_signed_out():
+    from playwright.sync_api import sync_playwright
+
+    chromium = "/usr/bin/chromium"
+    source = (settings.BASE_DIR / "static" / "js" / "live.js").read_text()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox"])
+        try:
+            result = browser.new_page().evaluate(LIVE_JS_HARNESS, source)
+        finally:
+            browser.close()
+    assert result["delays"] == [500, 1000, 2000, 4000, 500]  # an accept alone resets nothing
+    assert result["refetched"] == 1  # 4400: the id was refused, start again from a snapshot
+    assert result["url"].endswith("?after=5")
+    assert result["signedOut"] == "signed-out" and result["stopped"]

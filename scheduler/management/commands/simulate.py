@@ -4,9 +4,11 @@ command parses, reads the files, and writes the report."""
 import json
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from catalog.measurement_csv import MeasurementFileError
+from catalog.predictors import ARCHITECTURES
 from scheduler.simulation.measurements import load_records, to_rows
 from scheduler.simulation.policies import POLICIES
 from scheduler.simulation.run import DEFAULT_JOBS, DEFAULT_JOBS_PER_HOUR, build_scenario, format_table, run_all, scenario_summary
@@ -41,6 +43,9 @@ class Command(BaseCommand):
         parser.add_argument("--fail", action="append", default=[], metavar="SECONDS:GPU_ID",
                             help="Make a GPU fail at a virtual time, e.g. 7200:v100-s0-g1 (repeatable).")
         parser.add_argument("--quick", action="store_true", help="A tiny predictor network (seconds to fit), for tests.")
+        parser.add_argument("--architecture", choices=ARCHITECTURES, default=settings.GOGH_PREDICTOR_ARCHITECTURE,
+                            help="The predictor gogh learns with (default: GOGH_PREDICTOR_ARCHITECTURE, "
+                                 f"{settings.GOGH_PREDICTOR_ARCHITECTURE}).")
 
     def handle(self, *args, **o):
         if o["jobs"] < 1 or o["jobs_per_hour"] <= 0 or o["deviation"] < 0 or o["noise"] < 0:
@@ -69,11 +74,13 @@ class Command(BaseCommand):
         if missing:
             self.stderr.write(f"warning: the truth data has no measurements on {', '.join(missing)}; jobs cannot run there")
         report = run_all(scenario, truth, truth_records, catalog_records, seed=o["seed"], quick=o["quick"],
-                         policies=[known[name] for name in chosen], log=self.stderr.write)
+                         architecture=o["architecture"], policies=[known[name] for name in chosen],
+                         log=self.stderr.write)
         report["scenario"] = scenario_summary(
             scenario, seed=o["seed"], truth=o["truth"] or "reference (Gavel)",
             catalog=o["catalog"] or "reference (Gavel)", trace=o["trace"], deviation=o["deviation"],
             noise=o["noise"], jobs_per_hour=None if o["trace"] else o["jobs_per_hour"], quick=o["quick"],
+            predictor=o["architecture"],
         )
         o["json"].write_text(json.dumps(report, indent=2))
         self.stdout.write(format_table(report))

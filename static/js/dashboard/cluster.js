@@ -1,62 +1,82 @@
-/* Cluster page: power and utilisation per GPU as Plotly bars, updated from live GPU state. */
+/* Cluster page: power and utilisation per GPU as Plotly bars, the GPUs-by-type counts and the
+   node table, all drawn from the live layer's GPU and node dicts (the server renders the same
+   dicts first), so a GPU or node that appears after load is shown too. */
 (function () {
   "use strict";
   var G = window.GoghDash;
-  var STALE_MS = 120000;  // as the server's "power now": samples older than this do not count
-  var gpus = {};
-  (G.json("gpus-data") || []).forEach(function (g) { gpus[g.id] = g; });
+  var initial = G.json("cluster-data") || {};
+  var STALE_MS = (initial.stale_s || 120) * 1000;  // the server's rule (GOGH_TELEMETRY_METRICS_STALE_S)
+  var gpus = {}, nodes = {};
+  (initial.gpus || []).forEach(function (g) { gpus[g.id] = g; });
+  (initial.nodes || []).forEach(function (n) { nodes[n.id] = n; });
   var layout = {
     margin: { t: 10, r: 50, b: 90, l: 50 }, barmode: "group", legend: { orientation: "h", y: 1.12 },
     yaxis: { title: { text: "W" } }, yaxis2: { title: { text: "utilisation" }, overlaying: "y", side: "right", range: [0, 1] },
   };
 
-  function label(g) { return g.name || (g.node + "/" + g.index); }
+  function values(map) { return Object.keys(map).map(function (k) { return map[k]; }); }
+  function label(g) { return g.node + "/" + g.index; }
+  function byText(key) { return function (a, b) { return key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0; }; }
 
-  function draw() {
-    var list = Object.keys(gpus).map(function (k) { return gpus[k]; }).sort(function (a, b) { return label(a) < label(b) ? -1 : 1; });
-    var names = list.map(label);
+  function drawGpus() {
+    var list = values(gpus).sort(byText(label));
     var fresh = function (g) { return g.sampled_at && Date.now() - Date.parse(g.sampled_at) <= STALE_MS; };
     var total = list.reduce(function (sum, g) { return sum + (fresh(g) ? g.power_w || 0 : 0); }, 0);
     document.getElementById("power-now").textContent = total.toFixed(0) + " W";
+    var names = list.map(label);
     Plotly.react("gpu-plot", [
       { type: "bar", name: "power (W)", x: names, y: list.map(function (g) { return g.power_w; }), marker: { color: "#2a5bd7" } },
       { type: "bar", name: "utilisation", x: names, y: list.map(function (g) { return g.utilization; }), yaxis: "y2", marker: { color: "#e8a33d" } },
     ], layout, { responsive: true, displaylogo: false });
+    var types = {};
+    list.forEach(function (g) {
+      var states = (types[g.gpu_type] = types[g.gpu_type] || {});
+      states[g.state] = (states[g.state] || 0) + 1;
+    });
+    var rows = Object.keys(types).sort().map(function (type) {
+      var badges = [];
+      Object.keys(types[type]).sort().forEach(function (state) {
+        badges.push(G.el("span", { class: "badge state-" + state }, [state + " " + types[type][state]]), " ");
+      });
+      return G.el("tr", {}, [G.el("td", {}, [type]), G.el("td", {}, badges)]);
+    });
+    var tbody = document.querySelector("#gpu-type-table tbody");
+    tbody.replaceChildren.apply(tbody, rows.length ? rows : [G.el("tr", {}, [G.el("td", { colspan: 2 }, ["No GPUs registered."])])]);
   }
 
-  /* Nodes: state badges and the count of nodes down follow node events. */
-  function drawNodes(nodes) {
-    var down = 0;
-    Object.keys(nodes).forEach(function (key) {
-      var node = nodes[key];
-      if (node.state === "down") down += 1;
-      var row = document.querySelector('#node-table tr[data-node="' + key + '"]');
-      if (!row) return;
-      var cell = row.children[1];
-      var parts = [G.el("span", { class: "badge state-" + node.state }, [node.state])];
-      if (node.state_reason) parts.push(" ", G.el("small", {}, [node.state_reason]));
-      cell.replaceChildren.apply(cell, parts);
-      row.children[2].textContent = String(node.gpu_count);
+  function drawNodes() {
+    var list = values(nodes).sort(byText(function (n) { return n.hostname; }));
+    var down = list.filter(function (n) { return n.state === "down"; }).length;
+    var rows = list.map(function (node) {
+      var state = [G.el("span", { class: "badge state-" + node.state }, [node.state])];
+      if (node.state_reason) state.push(" ", G.el("small", {}, [node.state_reason]));
+      return G.el("tr", { "data-node": node.id }, [G.el("td", {}, [node.hostname]), G.el("td", {}, state), G.el("td", {}, [String(node.gpu_count)])]);
     });
+    var tbody = document.querySelector("#node-table tbody");
+    tbody.replaceChildren.apply(tbody, rows.length ? rows : [G.el("tr", {}, [G.el("td", { colspan: 3 }, ["No nodes registered."])])]);
+    document.getElementById("nodes-count").textContent = String(list.length);
     var counter = document.getElementById("nodes-down");
     counter.textContent = String(down);
     counter.parentNode.classList.toggle("bad", down > 0);
   }
 
-  draw();
+  function copy(map) {
+    var out = {};
+    Object.keys(map || {}).forEach(function (key) { out[key] = map[key]; });
+    return out;
+  }
+
+  drawGpus();
   G.live({
     onState: function (state) {
-      gpus = {};
-      Object.keys(state.gpu || {}).forEach(function (key) { gpus[key] = state.gpu[key]; });
-      draw();
-      drawNodes(state.node || {});
+      gpus = copy(state.gpu);
+      nodes = copy(state.node);
+      drawGpus();
+      drawNodes();
     },
     onEvent: function (ev, state) {
-      if (ev.kind === "node") drawNodes(state.node || {});
-      if (ev.kind !== "gpu") return;
-      if (ev.op === "delete") delete gpus[ev.key];
-      else gpus[ev.key] = ev.data;
-      draw();
+      if (ev.kind === "node") { nodes = copy(state.node); drawNodes(); }
+      if (ev.kind === "gpu") { gpus = copy(state.gpu); drawGpus(); }
     },
   });
 })();

@@ -1,4 +1,6 @@
-/* Solver page: new rounds appear at the top of the table as live.js reports them. */
+/* Solver page: the rounds table and the settings drawn from live.js's state, the same window
+   as the server-rendered rows (the newest GOGH_LIVE_SOLVE_RUNS_KEPT rounds by id), so rounds
+   added or dropped while the page was away (a resync) show too. */
 (function () {
   "use strict";
   var G = window.GoghDash;
@@ -7,7 +9,7 @@
   function row(run) {
     return G.el("tr", { "data-run": run.id }, [
       G.el("td", {}, [String(run.id)].concat(run.dry_run ? [" ", G.el("small", {}, ["dry run"])] : [])),
-      G.el("td", {}, [run.started_at ? new Date(run.started_at).toLocaleTimeString() : "-"]),
+      G.el("td", {}, [run.started_at ? run.started_at.slice(11, 19) : "-"]),
       G.el("td", {}, [run.trigger]),
       G.el("td", {}, [run.solver]),
       G.el("td", {}, [G.el("span", { class: "badge state-" + run.status }, [run.status])]),
@@ -31,18 +33,22 @@
     }));
   }
 
+  var kept = G.json("runs-kept") || 50;
+
+  function drawRuns(runs) {
+    var list = Object.keys(runs).map(function (k) { return Object.assign({ id: Number(k) }, runs[k]); })
+      .sort(function (a, b) { return b.id - a.id; }).slice(0, kept);
+    tbody.replaceChildren.apply(tbody, list.length ? list.map(row) : [G.el("tr", {}, [G.el("td", { colspan: 12 }, ["No round yet."])])]);
+  }
+
   G.live({
+    onState: function (state) {
+      drawRuns(state.solve_run || {});
+      drawConfig(state.solver_config || {});
+    },
     onEvent: function (ev, state) {
       if (ev.kind === "solver_config") drawConfig(state.solver_config || {});
-      if (ev.kind !== "solve_run") return;
-      var old = tbody.querySelector('tr[data-run="' + ev.key + '"]');
-      if (ev.op === "delete") {
-        if (old) old.remove();
-        return;
-      }
-      var fresh = row(Object.assign({ id: ev.key }, ev.data));
-      if (old) old.replaceWith(fresh);
-      else tbody.insertBefore(fresh, tbody.firstChild);
+      if (ev.kind === "solve_run") drawRuns(state.solve_run || {});
     },
   });
 })();

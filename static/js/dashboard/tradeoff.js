@@ -1,17 +1,30 @@
 /* Trade-off page: the sweep of the current cluster state as a Plotly 3D scatter (throughput x
    power x Jain fairness), the current operating point, and preview / apply of the energy
-   weight settings. The sweep is solved by Celery workers; the page polls until it is complete
-   and reloads it when live.js reports a change of jobs or settings. */
+   weight settings. The page asks for the sweep of the current state with a POST (the server
+   creates it and sends its points to the Celery workers when the state is new), polls it
+   read-only until it is complete or failed, and asks again (at most once per RELOAD_MS) when
+   live.js reports a job changing state or GPUs, a node or GPU changing state, or the settings
+   (job progress reports do not count). */
 (function () {
   "use strict";
   var G = window.GoghDash;
   var plot = document.getElementById("tradeoff-plot");
   var form = document.getElementById("tradeoff-form");
   var message = document.getElementById("tradeoff-message");
-  var sweep = null, preview = null, pollTimer = null, reloadTimer = null;
+  var sweep = null, preview = null, pollTimer = null, reloadTimer = null, lastLoad = 0;
+  var POLL_MS = 1500, RELOAD_MS = 10000;
+  var stored = G.json("tradeoff-settings") || {};  // the live settings: the form sends only what differs
+
+  var FAIRNESS_SYMBOLS = ["circle", "square", "x", "circle-open", "square-open"];  // by fairness weight, smallest first
 
   function pointText(p) {
-    return "weight " + p.energy_weight + ", fairness " + (p.fairness_on ? "on" : "off") + "<br>" + p.placed + " jobs placed";
+    return "energy weight " + p.energy_weight + ", fairness weight " + p.fairness_weight + "<br>" + p.placed + " jobs placed";
+  }
+
+  function fairnessSymbols(points) {
+    var weights = points.map(function (p) { return p.fairness_weight; })
+      .filter(function (w, i, all) { return all.indexOf(w) === i; }).sort(function (a, b) { return a - b; });
+    return points.map(function (p) { return FAIRNESS_SYMBOLS[weights.indexOf(p.fairness_weight) % FAIRNESS_SYMBOLS.length]; });
   }
 
   function draw() {
@@ -25,7 +38,7 @@
         z: points.map(function (p) { return p.jain; }),
         text: points.map(pointText), hovertemplate: "%{text}<br>%{x:.2f} steps/s, %{y:.0f} W, Jain %{z:.3f}<extra></extra>",
         marker: {
-          size: 6, symbol: points.map(function (p) { return p.fairness_on ? "square" : "circle"; }),
+          size: 6, symbol: fairnessSymbols(points),
           color: points.map(function (p) { return Math.log10(p.energy_weight); }), colorscale: "Viridis",
           colorbar: { title: { text: "log10 weight" }, thickness: 12 },
         },
@@ -52,32 +65,68 @@
     Plotly.react(plot, traces, layout, { responsive: true, displaylogo: false });
   }
 
+  function show(result) {
+    var status = document.getElementById("sweep-status");
+    var retry = document.getElementById("sweep-retry");
+    if (result.status !== 200 && result.status !== 201) {
+      status.textContent = "The sweep could not be loaded: " + G.errorText(result.data);
+      retry.hidden = false;
+      return;
+    }
+    sweep = result.data;
+    plot.dataset.sweep = sweep.sweep;
+    plot.dataset.status = sweep.status;
+    plot.dataset.complete = sweep.status === "complete";
+    var assumption = " Surplus valued at " + sweep.surplus_value_w + " W per unit over T_min" +
+      (sweep.settings.throughput_value_w > 0 ? " (the live setting)." : " (the sweep's assumption; the live setting is 0).");
+    status.textContent = sweep.status === "complete" ? sweep.points.length + " points." + assumption
+      : sweep.status === "failed" ? "The sweep failed: " + sweep.points.length + " of " + sweep.points_expected + " points solved" +
+        (sweep.failed_points ? ", " + sweep.failed_points + " failed." : ", the others did not arrive in time.")
+      : "Solving the sweep: " + sweep.points.length + " of " + sweep.points_expected + " points...";
+    retry.hidden = sweep.status !== "failed";
+    draw();
+    if (sweep.status === "solving") pollTimer = setTimeout(poll, POLL_MS);
+  }
+
+  /* The sweep of the cluster as it is now (created, or retried when it failed). */
   function load() {
     clearTimeout(pollTimer);
-    G.api("GET", "/dashboard/api/tradeoff/").then(function (result) {
-      var status = document.getElementById("sweep-status");
-      if (result.status !== 200) {
-        status.textContent = "The sweep could not be loaded: " + G.errorText(result.data);
-        return;
-      }
-      sweep = result.data;
-      plot.dataset.sweep = sweep.sweep;
-      plot.dataset.complete = sweep.complete;
-      status.textContent = sweep.complete
-        ? sweep.points.length + " points; surplus valued at " + sweep.surplus_value_w + " W per unit over T_min."
-        : "Solving the sweep: " + sweep.points.length + " of " + sweep.points_expected + " points...";
-      draw();
-      if (!sweep.complete) pollTimer = setTimeout(load, 1500);
+    clearTimeout(reloadTimer);
+    reloadTimer = null;
+    lastLoad = Date.now();
+    G.api("POST", "/dashboard/api/tradeoff/", {}).then(show);
+  }
+
+  function poll() {
+    G.api("GET", "/dashboard/api/tradeoff/" + sweep.sweep + "/").then(function (result) {
+      if (result.status === 404) load();  // replaced meanwhile: ask for the current one
+      else show(result);
     });
   }
 
+  /* Leading-edge throttle: reload now if the last load is RELOAD_MS old, else once when it is. */
+  function reloadSoon() {
+    if (reloadTimer) return;
+    var wait = Math.max(0, lastLoad + RELOAD_MS - Date.now());
+    if (wait === 0) load();
+    else reloadTimer = setTimeout(load, wait);
+  }
+
+  var FIELDS = {
+    base_energy_weight: function () { return Number(document.getElementById("weight").value); },
+    adaptive_weight: function () { return document.getElementById("adaptive").checked; },
+    load_window: function () { return Number(document.getElementById("load-window").value); },
+    throughput_value_w: function () { return Number(document.getElementById("surplus").value); },
+  };
+
+  /* Only the fields the user changed from the live settings: the others stay as stored. */
   function settings() {
-    return {
-      base_energy_weight: Number(document.getElementById("weight").value),
-      adaptive_weight: document.getElementById("adaptive").checked,
-      load_window: Number(document.getElementById("load-window").value),
-      throughput_value_w: Number(document.getElementById("surplus").value),
-    };
+    var body = {};
+    Object.keys(FIELDS).forEach(function (field) {
+      var value = FIELDS[field]();
+      if (value !== stored[field]) body[field] = value;
+    });
+    return body;
   }
 
   function signed(value, digits, unit) {
@@ -112,7 +161,7 @@
     message.className = "form-message";
     G.api("POST", "/dashboard/api/tradeoff/preview/", settings()).then(function (result) {
       if (result.status !== 200) {
-        message.textContent = G.errorText(result.data);
+        message.textContent = (result.status === 429 ? "Too many previews: " : "") + G.errorText(result.data);
         message.className = "form-message error";
         return;
       }
@@ -128,6 +177,7 @@
   if (apply) {
     apply.addEventListener("click", function () {
       G.api("POST", "/dashboard/api/tradeoff/apply/", settings()).then(function (result) {
+        if (result.status === 200) stored = result.data;
         message.textContent = result.status === 200 ? "Applied: the next round uses these settings." : G.errorText(result.data);
         message.className = "form-message " + (result.status === 200 ? "ok" : "error");
       });
@@ -136,13 +186,35 @@
 
   form.addEventListener("submit", function (event) { event.preventDefault(); });
 
+  document.getElementById("sweep-retry").addEventListener("click", load);
+
+  /* What a job contributes to the sweep's state: its state and GPUs (not its progress). */
+  var seen = {};
+  function jobKey(job) { return job ? job.state + "|" + (job.placement ? job.placement.gpu_ids.join(",") : "") : "gone"; }
+  function stateKey(kind, data) { return data ? (kind === "job" ? jobKey(data) : data.state) : "gone"; }
+
+  function remember(state) {
+    seen = {};
+    ["job", "node", "gpu"].forEach(function (kind) {
+      Object.keys(state[kind] || {}).forEach(function (key) { seen[kind + ":" + key] = stateKey(kind, state[kind][key]); });
+    });
+  }
+
   draw();
   load();
   G.live({
+    onState: function (state) {
+      var first = !Object.keys(seen).length;
+      remember(state);
+      if (!first) reloadSoon();  // a resync: something may have changed while away
+    },
     onEvent: function (ev) {
-      if (ev.kind !== "job" && ev.kind !== "solver_config" && ev.kind !== "node") return;
-      clearTimeout(reloadTimer);
-      reloadTimer = setTimeout(load, 2000);  // a burst of changes, one reload
+      if (ev.kind === "solver_config") { reloadSoon(); return; }
+      if (ev.kind !== "job" && ev.kind !== "node" && ev.kind !== "gpu") return;
+      var id = ev.kind + ":" + ev.key, now = stateKey(ev.kind, ev.op === "delete" ? null : ev.data);
+      if (seen[id] === now) return;
+      seen[id] = now;
+      reloadSoon();
     },
   });
 })();

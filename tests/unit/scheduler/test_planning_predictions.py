@@ -7,7 +7,7 @@ from catalog.models import Measurement, PredictionRecord, PredictorVersion, Work
 from scheduler import services
 from scheduler.models import Allocation, Job, SolverConfig
 from scheduler.optimizer.catalog_predictions import CatalogPredictions, MeasurementRow
-from scheduler.predictions import MEASURED, PREDICTED, LearnedPredictions, WorkloadEstimates
+from scheduler.predictions import LearnedPredictions, WorkloadEstimates
 from scheduler.problem_source import problem_from_database
 
 ESTIMATES = {
@@ -18,17 +18,29 @@ ESTIMATES = {
 }
 
 
-def test_measured_numbers_win_and_estimates_fill_the_gaps():
+def test_before_any_observation_measured_numbers_win_and_p1_fills_the_gaps():
     measured = CatalogPredictions([MeasurementRow("New", "v100", 1, True, None, 9.0)])
     learned = LearnedPredictions(measured, {"New": WorkloadEstimates.from_record(ESTIMATES)})
-    assert learned.tau("New", "v100", 1, True) == 9.0 and learned.source("New", "v100") == MEASURED
-    assert learned.tau("New", "k80", 1, True) == 3.0 and learned.source("New", "k80") == PREDICTED
+    assert learned.tau("New", "v100", 1, True) == 9.0
+    assert learned.tau("New", "k80", 1, True) == 3.0
     assert learned.tau("New", "v100", 2, True) is None  # predicted 0: does not fit, never planned on
-    assert learned.tau("New", "p100", 1, True) is None and learned.source("New", "p100") is None
+    assert learned.tau("New", "p100", 1, True) is None
     assert learned.tau("Other", "k80", 1, True) is None
     assert learned.rho("New", "ResNet-50", "v100") == 0.8
     assert learned.rho("New", "LM", "k80") == 1.0 and learned.rho("New", "LM", "v100") == 0.0  # clipped to [0, 1]
     assert learned.rho("New", "A3C", "v100") is None
+
+
+def test_once_observed_p2_wins_where_it_speaks_and_measurements_fill_the_rest():
+    measured = CatalogPredictions([
+        MeasurementRow("New", "v100", 1, True, None, 9.0), MeasurementRow("New", "p100", 1, True, None, 6.0),
+        MeasurementRow("New", "v100", 1, True, "LM", 4.5),
+    ])
+    refined = WorkloadEstimates.from_record({**ESTIMATES, "observed": 2})
+    learned = LearnedPredictions(measured, {"New": refined})
+    assert learned.tau("New", "v100", 1, True) == 12.0  # P2's value, not the reference's 9
+    assert learned.tau("New", "p100", 1, True) == 6.0  # P2 says nothing about p100
+    assert learned.rho("New", "LM", "v100") == 0.0 and learned.rho("New", "ResNet-50", "v100") == 0.8
 
 
 def _version():
@@ -80,7 +92,7 @@ def test_shadow_mode_records_the_decision_and_dispatches_nothing(unmeasured, ali
     run = services.scheduling_round_run(trigger="manual").solve_run
     job.refresh_from_db()
     assert run.shadow and not Allocation.objects.exists()
-    assert job.state == "pending" and f"solve {run.pk}" in job.pending_reason and "Shadow mode" in job.pending_reason
+    assert job.state == "pending" and job.pending_reason == services.SHADOW_REASON
     placement = run.decision["placements"][str(job.pk)]
     assert len(placement["gpu_ids"]) == 1 and placement["predicted_throughput"] == 3.0
 
@@ -210,4 +222,56 @@ def test_gpu_types_nobody_measured_get_spec_estimates_and_observations_replace_t
     refined = prediction_create(workload=a3c, observations=[seen]).estimates
     assert refined["tau"][a100] == 123.0 and refined["tau_std"][a100] == 0.0
     learned = LearnedPredictions(CatalogPredictions([]), {"A3C": WorkloadEstimates.from_record(refined)})
-    assert learned.tau("A3C", "a100", 1, True) == 123.0 and learned.source("A3C", "a100") == PREDICTED
+    assert learned.tau("A3C", "a100", 1, True) == 123.0 and refined["observed"] == 1
+
+
+def test_a_round_asks_p1_again_for_jobs_nothing_is_known_about(unmeasured, alice, monkeypatch):
+    from scheduler import tasks
+
+    sent = []
+    monkeypatch.setattr(tasks.job_predict, "delay", sent.append)
+    mystery = services.job_submit(owner=alice, workload=Workload.objects.create(name="Mystery", family="X"),
+                                  min_throughput=1, max_gpus=1).job
+    predicted = services.job_submit(owner=alice, workload=unmeasured, min_throughput=99, max_gpus=1).job
+    services.scheduling_round_run(trigger="manual")
+    assert sent == [mystery.pk]  # `predicted`'s workload has estimates: nothing to ask
+    PredictionRecord.objects.create(workload=mystery.workload, job_id=mystery.pk, version=PredictorVersion.objects.get(),
+                                    estimates={**ESTIMATES, "tau": [0.0, 0.0, 0.0]})  # P1 came: fits nowhere
+    services.scheduling_round_run(trigger="manual")
+    assert sent == [mystery.pk] and predicted.pk not in sent
+
+
+def test_without_a_trained_predictor_rounds_do_not_ask_for_p1(db, cluster, alice, monkeypatch):
+    from scheduler import tasks
+
+    sent = []
+    monkeypatch.setattr(tasks.job_predict, "delay", sent.append)
+    services.job_submit(owner=alice, workload=Workload.objects.create(name="Mystery", family="X"),
+                        min_throughput=1, max_gpus=1)
+    services.scheduling_round_run(trigger="manual")
+    assert sent == []
+
+
+def test_p2_refines_the_jobs_own_record_and_is_live(db, settings, tmp_path):
+    from catalog.services.predictors import prediction_create, prediction_refine, predictor_train
+    from tests.unit.catalog.predictors.conftest import TINY
+    from tests.unit.catalog.predictors.db_slice import load_slice
+
+    settings.VAR_DIR = tmp_path
+    workloads, types = load_slice()
+    predictor_train(architecture="feedforward", hyperparameters=TINY)
+    a3c = workloads["A3C"]
+    other = prediction_create(workload=a3c, job_id=1)  # another job of the same workload
+    shadowed = prediction_create(workload=a3c, job_id=2, shadow=True)  # submitted in shadow mode
+
+    def seen(throughput):
+        return Measurement.objects.create(workload=a3c, gpu_type=types["v100"], throughput=throughput,
+                                          source="telemetry", observed_at=timezone.now())
+
+    fresh = prediction_refine(measurement=seen(3.0), job_id=3)  # no record yet: P1 plus what was seen
+    assert fresh.job_id == 3 and [o["throughput"] for o in fresh.observations] == [3.0]
+    again = prediction_refine(measurement=seen(3.2), job_id=3)
+    assert [o["throughput"] for o in again.observations] == [3.0, 3.2]
+    live = prediction_refine(measurement=seen(2.0), job_id=2)
+    assert live.job_id == 2 and not live.shadow and shadowed.shadow
+    assert PredictionRecord.objects.filter(job_id=1).get() == other  # never touched by others' telemetry

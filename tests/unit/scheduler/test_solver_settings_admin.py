@@ -17,15 +17,15 @@ def test_editing_settings_in_the_admin_records_who_changed_what(client, root):
     url = f"/admin/scheduler/solverconfig/{config.pk}/change/"
     assert client.get(url).status_code == 200
     form = {k: v for k, v in model_to_dict(config).items() if v is not None and k != "id"}
-    form.update({"solver": "genetic", "time_limit_s": "5", "fairness": "on"})
+    form.update({"solver": "genetic", "time_limit_s": "5", "fairness_weight": "0.5"})
     form = {k: ("on" if v is True else v) for k, v in form.items() if v is not False}
     form.update({"changes-TOTAL_FORMS": "0", "changes-INITIAL_FORMS": "0"})
     response = client.post(url, form)
     assert response.status_code == 302, response.content.decode()[:2000]
     config.refresh_from_db()
-    assert (config.solver, config.time_limit_s, config.fairness) == ("genetic", 5.0, True)
+    assert (config.solver, config.time_limit_s, config.fairness_weight) == ("genetic", 5.0, 0.5)
     changes = {c.field: (c.old_value, c.new_value) for c in SolverConfigChange.objects.filter(changed_by=root)}
-    assert changes == {"solver": ("ilp", "genetic"), "time_limit_s": ("10.0", "5.0"), "fairness": ("False", "True")}
+    assert changes == {"solver": ("ilp", "genetic"), "time_limit_s": ("10.0", "5.0"), "fairness_weight": ("0.0", "0.5")}
     assert "genetic" in client.get(url).content.decode()  # the trail shows on the page
 
 
@@ -34,3 +34,28 @@ def test_settings_cannot_be_added_twice_or_deleted(client, root):
     assert client.get("/admin/scheduler/solverconfig/add/").status_code == 403
     assert client.get(f"/admin/scheduler/solverconfig/{SolverConfig.SINGLETON_PK}/delete/").status_code == 403
     assert client.get("/admin/scheduler/solverconfigchange/").status_code == 200
+
+
+@pytest.mark.parametrize("field, value", [("theta", "3"), ("fairness_weight", "-1")])
+def test_a_theta_above_two_or_a_negative_fairness_weight_is_refused_with_a_message(client, root, field, value):
+    from scheduler.optimizer.problem import THETA_REFUSED
+
+    config = SolverConfig.load()
+    url = f"/admin/scheduler/solverconfig/{config.pk}/change/"
+    form = {k: ("on" if v is True else v) for k, v in model_to_dict(config).items() if v is not None and v is not False and k != "id"}
+    form.update({field: value, "changes-TOTAL_FORMS": "0", "changes-INITIAL_FORMS": "0"})
+    response = client.post(url, form)
+    assert response.status_code == 200  # the form again, with the error
+    page = response.content.decode()
+    if field == "theta":
+        assert THETA_REFUSED in page
+    else:
+        assert "greater than or equal to 0" in page
+    config.refresh_from_db()
+    assert (config.theta, config.fairness_weight) == (2, 0.0) and not SolverConfigChange.objects.exists()
+
+
+def test_the_fairness_weight_reaches_the_solver_settings():
+    from scheduler.problem_source import solver_settings
+
+    assert solver_settings(SolverConfig(fairness_weight=2.0)).fairness_weight == 2.0

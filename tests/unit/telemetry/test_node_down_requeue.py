@@ -72,3 +72,22 @@ def test_an_agent_that_leaves_takes_its_node_down_and_its_jobs_back_to_pending(j
     assert states(jobs)["running"] == "pending"
     node = node_heartbeat(node=Node.objects.get(pk=node1.pk), agent_user=agent)
     assert node.state == "ready"  # back on its next report
+
+
+def test_a_job_a_round_moved_off_the_node_meanwhile_is_left_alone(jobs, node1, monkeypatch):
+    """The jobs are found first and locked after; one a round has just migrated elsewhere in
+    between lost nothing and keeps its new placement."""
+    moved = jobs["placed"]
+    elsewhere = Gpu.objects.filter(node__hostname="node2").order_by("index").last()
+    lock = Job.objects.select_for_update
+
+    def migrated_in_between(*args, **kwargs):
+        Allocation.objects.filter(job=moved, end__isnull=True).update(end=timezone.now())
+        Allocation.objects.create(job=moved, gpu=elsewhere, start=timezone.now())
+        return lock(*args, **kwargs)
+
+    monkeypatch.setattr(Job.objects, "select_for_update", migrated_in_between)
+    node_set_state(node=node1, state="down", reason="maintenance")
+    assert states(jobs) == {
+        "placed": "placed", "running": "pending", "done": "succeeded", "spread": "pending", "elsewhere": "placed",
+    }

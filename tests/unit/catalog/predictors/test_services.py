@@ -93,14 +93,14 @@ def test_prediction_then_refinement_on_telemetry(slice_):
     workloads, types = slice_
     train()
     new = Workload.objects.create(name="ResNet-50 (batch size 48)", family="ResNet-50", batch_size=48)
-    record = PredictionRecord.objects.get(pk=tasks.prediction_for_job(new.pk, 7))
+    record = services.prediction_create(workload=new, job_id=7)
     assert record.job_id == 7 and record.estimates["low_confidence"]
     seen = Measurement.objects.create(
         workload=new, gpu_type=types["v100"], partner=workloads["A3C"],
         throughput=0.5, partner_throughput=1.0, source="telemetry", observed_at=timezone.now())
-    refined = PredictionRecord.objects.get(pk=tasks.prediction_refine_task(seen.pk))
+    refined = PredictionRecord.objects.get(pk=tasks.prediction_refine_task(seen.pk, 7))
     rho = np.array(refined.estimates["rho"])
-    assert refined.observations[0]["partner"] == "A3C" and ((rho >= 0) & (rho <= 1)).all()
+    assert refined.job_id == 7 and refined.observations[0]["partner"] == "A3C" and ((rho >= 0) & (rho <= 1)).all()
     assert not refined.estimates["low_confidence"]
 
 

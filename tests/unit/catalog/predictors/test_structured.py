@@ -1,4 +1,5 @@
 """The structured predictor: memory model, interpolation, P2 posterior, persistence."""
+import dataclasses
 import io
 
 import numpy as np
@@ -95,3 +96,50 @@ def test_a_catalog_too_small_for_some_relations_gives_finite_kernels(catalog):
     prior, std = model.rho(small.features[0])
     posterior, _ = model.rho_posterior(prior, std, [(1, 0, 0.5)])
     assert np.isfinite(posterior).all()
+
+
+def test_multi_gpu_configurations_are_a_one_gpu_step_plus_communication(structured, held_out):
+    """An observed 1-GPU throughput rebuilds its type's multi-GPU configurations as
+    n / (1 / tau_1 + c): the family's communication time is kept, not its speed-up."""
+    model, features = structured.structured_, held_out[1]
+    catalog = structured.catalog_
+    q = catalog.workloads.index("ResNet-50 (batch size 32)")
+    two = catalog.configs.index(("v100", 2, True))
+    one = catalog.configs.index(("v100", 1, True))
+    assert model.comm_[q, two] == pytest.approx(2 / catalog.tau[q, two] - 1 / catalog.tau[q, one])
+    assert np.isnan(model.comm_[q, one])  # one GPU communicates with nobody
+
+    log_tau, _ = model.log_tau(features)
+    comm = model.communication(features)
+    observed = 3.0 * float(np.exp(log_tau[one]))  # much faster than the neighbours on one GPU
+    shifted = model.tau_shift(log_tau, [(one, observed)], comm)
+    v100_multi = [c for c, (gpu, n, _) in enumerate(catalog.configs) if gpu == "v100" and n > 1 and np.isfinite(comm[c])]
+    assert v100_multi
+    alone = float(np.exp(shifted[one]))  # the posterior 1-GPU throughput: the observation, nearly
+    assert alone == pytest.approx(observed, rel=0.01)
+    for c in v100_multi:
+        n = catalog.configs[c][1]
+        assert np.exp(shifted[c]) == pytest.approx(n / (1 / alone + comm[c]))
+    # without communication times the Gaussian process alone moves them
+    assert not np.allclose(model.tau_shift(log_tau, [(one, observed)])[v100_multi], shifted[v100_multi])
+
+
+def test_an_unseen_family_gets_the_mean_over_families_each_counted_once(structured):
+    model, catalog = structured.structured_, structured.catalog_
+    stranger = dataclasses.replace(catalog.features[0], name="new", family="Unseen")
+    value, _ = model.rho_values(stranger)
+    rho = np.where(catalog.rho > 0, catalog.rho, np.nan)
+    families = sorted(set(catalog.families))
+    means = [np.nanmean(rho[[i for i, f in enumerate(catalog.families) if f == fam]], axis=0) for fam in families]
+    expected = np.nanmean(means, axis=0)
+    known = ~np.isnan(expected)
+    np.testing.assert_allclose(value[known], expected[known])
+    counts = {fam: catalog.families.count(fam) for fam in families}
+    assert max(counts.values()) > 1  # a workload-weighted mean would differ
+
+
+def test_p2_kernel_is_measured_on_cells_that_fit_and_are_predicted_to(structured):
+    residuals, fitting = structured.structured_._leave_one_out_residuals()
+    catalog_rho = structured.catalog_.rho
+    assert not fitting[np.nan_to_num(catalog_rho) == 0].any()  # memory misses are not P2's noise
+    assert fitting.any() and np.isfinite(residuals[fitting]).all()

@@ -79,3 +79,21 @@ def test_plotly_bundle_is_found_from_the_installed_package():
     path = finders.find("plotly/plotly.min.js")
     assert path and path.endswith("package_data/plotly.min.js")
     assert finders.find("plotly/widgetbundle.js") is None
+
+
+def test_cluster_page_hands_its_script_the_staleness_setting(browser_for, alice, cluster, settings):
+    settings.GOGH_TELEMETRY_METRICS_STALE_S = 45.0
+    response = browser_for(alice).get(reverse("dashboard:cluster"))
+    data = response.context["page_data"]
+    assert data["stale_s"] == 45.0 and [g["id"] for g in data["gpus"]] == [g.pk for g in cluster]
+    assert b'id="cluster-data"' in response.content
+
+
+def test_solver_page_renders_the_live_window_of_rounds(browser_for, alice, db, settings):
+    from scheduler.models import SolveRun
+
+    settings.GOGH_LIVE_SOLVE_RUNS_KEPT = 2
+    runs = [SolveRun.objects.create(trigger="periodic", solver="ilp", status="optimal") for _ in range(3)]
+    response = browser_for(alice).get(reverse("dashboard:solver"))
+    assert [r["id"] for r in response.context["runs"]] == [runs[2].pk, runs[1].pk]
+    assert f'data-run="{runs[0].pk}"'.encode() not in response.content

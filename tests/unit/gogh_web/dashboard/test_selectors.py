@@ -6,8 +6,8 @@ from django.utils import timezone
 
 from catalog.models import Measurement, PredictionRecord, PredictorVersion
 from gogh_web.dashboard import selectors
-from scheduler.models import Allocation, Job
-from telemetry.models import GpuSample, GpuSampleMinute
+from scheduler.models import Allocation, Job, SolveRun
+from telemetry.models import Gpu, GpuSample, GpuSampleMinute, Node
 from telemetry.services.job_progress import measurement_reference
 
 
@@ -19,6 +19,57 @@ def test_energy_today_adds_raw_spans_and_minute_aggregates(cluster):
     GpuSampleMinute.objects.create(gpu=gpu, minute=now - timedelta(hours=1), samples=60, power_w_mean=300.0)
     GpuSampleMinute.objects.create(gpu=gpu, minute=now - timedelta(days=1), samples=60, power_w_mean=999.0)  # yesterday
     assert selectors.energy_today_wh(now=now) == pytest.approx((200 * 60 + 300 * 60) / 3600)
+
+
+def test_energy_today_integrates_real_timestamps_and_caps_outages(cluster, settings):
+    """An agent sampling every 0.5 s, with a 10-minute outage: each reading holds until the next
+    one for at most the staleness bound; a minute aggregate of 120 samples is still one minute."""
+    settings.GOGH_TELEMETRY_METRICS_STALE_S = 10.0
+    now = timezone.now().replace(hour=12, minute=0, second=0, microsecond=0)
+    gpu = cluster[0]
+    for start in (now - timedelta(minutes=20), now - timedelta(minutes=9)):  # 60 s each, then silence
+        GpuSample.objects.bulk_create(
+            GpuSample(gpu=gpu, ts=start + timedelta(seconds=i / 2), power_w=200.0) for i in range(121)
+        )
+    GpuSampleMinute.objects.create(gpu=gpu, minute=now - timedelta(hours=2), samples=120, power_w_mean=300.0)
+    # 60 s + 10 s (the outage, capped) + 60 s + 10 s (the silence until now, capped) at 200 W; 60 s at 300 W
+    assert selectors.energy_today_wh(now=now) == pytest.approx((200 * (60 + 10 + 60 + 10) + 300 * 60) / 3600)
+
+
+def test_cluster_overview_follows_the_staleness_setting(cluster, settings):
+    now = timezone.now()
+    GpuSample.objects.create(gpu=cluster[0], ts=now - timedelta(seconds=30), power_w=150.0)
+    assert selectors.cluster_overview(now=now)["power_now_w"] == 150.0
+    settings.GOGH_TELEMETRY_METRICS_STALE_S = 20.0
+    overview = selectors.cluster_overview(now=now)
+    assert overview["power_now_w"] == 0 and overview["stale_s"] == 20.0
+
+
+def test_cluster_overview_is_the_live_snapshots_nodes_and_gpus(cluster):
+    from gogh_web.events.selectors import Viewer, snapshot
+
+    Gpu.objects.filter(pk=cluster[1].pk).update(state="missing")
+    Node.objects.create(hostname="gpu-b")
+    overview = selectors.cluster_overview()
+    state = snapshot(Viewer(staff=True, tenant_id=None))["state"]
+    assert overview["nodes"] == sorted(state["node"].values(), key=lambda n: n["hostname"])
+    assert overview["gpus"] == sorted(state["gpu"].values(), key=lambda g: g["index"])
+    assert [n["gpu_count"] for n in overview["nodes"]] == [1, 0]  # the missing GPU is not counted
+    assert overview["gpus_by_type"] == {"v100": {"healthy": 1, "missing": 1}}
+
+
+def test_recent_solve_runs_are_the_live_window_by_id(db, settings):
+    from gogh_web.events.selectors import Viewer, snapshot
+
+    settings.GOGH_LIVE_SOLVE_RUNS_KEPT = 3
+    now = timezone.now()
+    for i in range(5):  # started_at in the reverse order of the ids
+        run = SolveRun.objects.create(trigger="periodic", solver="ilp", status="optimal")
+        SolveRun.objects.filter(pk=run.pk).update(started_at=now - timedelta(minutes=i))
+    runs = selectors.recent_solve_runs()
+    newest = list(SolveRun.objects.order_by("-id").values_list("pk", flat=True)[:3])
+    assert [r["id"] for r in runs] == newest
+    assert {str(r["id"]): r for r in runs} == snapshot(Viewer(staff=True, tenant_id=None))["state"]["solve_run"]
 
 
 def test_power_now_counts_only_fresh_samples(cluster):

@@ -1,19 +1,33 @@
 """Trade-off endpoints: the sweep cached per cluster state, preview as a dry run, apply for
 staff only and audited, bad input as 400 with field messages, CSRF on session POSTs."""
 import json
+from datetime import timedelta
 
 import pytest
+from django.core.cache import cache
 from django.urls import reverse
 
-from gogh_web.dashboard import services, tradeoff
+from gogh_web.dashboard import selectors, services, tradeoff
 from gogh_web.dashboard.models import TradeoffPoint, TradeoffSweep
 from scheduler.models import Allocation, SolveRun, SolverConfig, SolverConfigChange
 
 SETTINGS = {"base_energy_weight": 0.5, "adaptive_weight": False, "load_window": 10, "throughput_value_w": 100.0}
 
 
-def post(client, name, body):
-    return client.post(reverse(name), json.dumps(body), content_type="application/json")
+def post(client, name, body=None):
+    return client.post(reverse(name), json.dumps(body or {}), content_type="application/json")
+
+
+@pytest.fixture(autouse=True)
+def fresh_throttle():
+    """Preview throttle counts live in Django's cache: each test starts with none."""
+    cache.clear()
+    yield
+    cache.clear()
+
+
+def sweep_of_now(client):
+    return post(client, "dashboard:tradeoff-sweep").json()
 
 
 @pytest.fixture
@@ -27,38 +41,39 @@ def dispatched(monkeypatch):
 def test_sweep_is_created_once_per_cluster_state(browser_for, alice, cluster, submit, dispatched, django_capture_on_commit_callbacks):
     client = browser_for(alice)
     with django_capture_on_commit_callbacks(execute=True):
-        first = client.get(reverse("dashboard:tradeoff-sweep")).json()
-    assert first["complete"] is False and first["points"] == [] and first["points_expected"] == 14
+        first = sweep_of_now(client)
+    assert first["status"] == "solving" and first["points"] == [] and first["points_expected"] == len(tradeoff.sweep_grid()) == 21
     assert dispatched == [first["sweep"]]
     with django_capture_on_commit_callbacks(execute=True):
-        again = client.get(reverse("dashboard:tradeoff-sweep")).json()
+        again = sweep_of_now(client)
     assert again["sweep"] == first["sweep"] and dispatched == [first["sweep"]]  # cached: nothing sent
     submit(alice)
     with django_capture_on_commit_callbacks(execute=True):
-        changed = client.get(reverse("dashboard:tradeoff-sweep")).json()
+        changed = sweep_of_now(client)
     assert changed["sweep"] != first["sweep"] and dispatched == [first["sweep"], changed["sweep"]]
     assert TradeoffSweep.objects.count() == 2
 
 
 def test_a_new_round_alone_keeps_the_cached_sweep(browser_for, alice, cluster, dispatched):
     client = browser_for(alice)
-    first = client.get(reverse("dashboard:tradeoff-sweep")).json()["sweep"]
+    first = sweep_of_now(client)["sweep"]
     SolveRun.objects.create(trigger="periodic", solver="ilp", status="optimal", load=0.4)
-    assert client.get(reverse("dashboard:tradeoff-sweep")).json()["sweep"] == first
+    assert sweep_of_now(client)["sweep"] == first
 
 
 def test_points_solved_by_the_task_complete_the_sweep(browser_for, alice, cluster, submit, dispatched):
     submit(alice, min_throughput=3.0)  # one GPU: 4 steps/s, two: 7.5 (surplus capped at 1 x T_min)
     client = browser_for(alice)
-    sweep_id = client.get(reverse("dashboard:tradeoff-sweep")).json()["sweep"]
+    sweep_id = sweep_of_now(client)["sweep"]
     for setting in tradeoff.sweep_grid():
         services.tradeoff_point_solve(sweep_id=sweep_id, index=setting.index)
     services.tradeoff_point_solve(sweep_id=sweep_id, index=0)  # a redelivered task adds nothing
-    assert TradeoffPoint.objects.filter(sweep_id=sweep_id).count() == 14
-    data = client.get(reverse("dashboard:tradeoff-sweep")).json()
-    assert data["complete"] is True and len(data["points"]) == 14
-    low, high = data["points"][0], data["points"][6]  # weights 0.05 and 4, fairness off
-    assert low["energy_weight"] == 0.05 and high["energy_weight"] == 4.0
+    assert TradeoffPoint.objects.filter(sweep_id=sweep_id).count() == 21
+    data = client.get(reverse("dashboard:tradeoff-sweep-detail", args=[sweep_id])).json()
+    assert data["status"] == "complete" and len(data["points"]) == 21 and data["failed_points"] == 0
+    low, high = data["points"][0], data["points"][6]  # energy weights 0.05 and 4, fairness weight 0
+    assert (low["energy_weight"], low["fairness_weight"]) == (0.05, 0.0) and high["energy_weight"] == 4.0
+    assert sorted({p["fairness_weight"] for p in data["points"]}) == [0.0, 0.5, 2.0]
     assert all(p["placed"] == 1 for p in data["points"])
     # at a low weight the surplus is worth the second GPU; at a high one the job takes one GPU
     assert low["throughput"] == pytest.approx(7.5) and high["throughput"] == pytest.approx(4.0)
@@ -106,7 +121,7 @@ def test_staff_apply_changes_the_live_settings_and_is_audited(browser_for, staff
     ({**SETTINGS, "base_energy_weight": -1}, "base_energy_weight"),
     ({**SETTINGS, "load_window": 0}, "load_window"),
     ({**SETTINGS, "throughput_value_w": "lots"}, "throughput_value_w"),
-    ({k: v for k, v in SETTINGS.items() if k != "adaptive_weight"}, "adaptive_weight"),
+    ({**SETTINGS, "adaptive_weight": "maybe"}, "adaptive_weight"),
     ({**SETTINGS, "solver": "random"}, "solver"),
 ])
 @pytest.mark.parametrize("endpoint", ["dashboard:tradeoff-preview", "dashboard:tradeoff-apply"])
@@ -124,7 +139,7 @@ def test_session_posts_need_the_csrf_token(browser_for, staff, cluster):
 
 
 def test_anonymous_gets_no_trade_off_data(client, db):
-    assert client.get(reverse("dashboard:tradeoff-sweep")).status_code in (401, 403)
+    assert post(client, "dashboard:tradeoff-sweep").status_code in (401, 403)
     assert post(client, "dashboard:tradeoff-preview", SETTINGS).status_code in (401, 403)
 
 
@@ -133,6 +148,143 @@ def test_old_sweeps_are_pruned_and_their_late_points_skipped(cluster, dispatched
     ids = []
     for weight in (1.0, 2.0, 3.0):
         SolverConfig.objects.update_or_create(pk=1, defaults={"migration_cost_w": weight})  # another state each time
-        ids.append(services.tradeoff_sweep_for_current_state().pk)
+        ids.append(services.tradeoff_sweep_for_current_state()[0].pk)
     assert sorted(TradeoffSweep.objects.values_list("pk", flat=True)) == ids[1:]
     assert services.tradeoff_point_solve(sweep_id=ids[0], index=0) is None
+
+
+# --- Opening the page changes nothing; only the page's POST starts a sweep
+
+
+def test_reading_a_sweep_is_read_only_and_get_starts_nothing(browser_for, alice, cluster, dispatched):
+    client = browser_for(alice)
+    assert client.get(reverse("dashboard:tradeoff-sweep")).status_code == 405
+    assert client.get(reverse("dashboard:tradeoff")).status_code == 200
+    assert not TradeoffSweep.objects.exists() and dispatched == []
+    created = post(client, "dashboard:tradeoff-sweep")
+    assert created.status_code == 201
+    cached = post(client, "dashboard:tradeoff-sweep")
+    assert cached.status_code == 200 and cached.json()["sweep"] == created.json()["sweep"]
+    detail = client.get(reverse("dashboard:tradeoff-sweep-detail", args=[created.json()["sweep"]]))
+    assert detail.status_code == 200 and detail.json()["status"] == "solving"
+    assert TradeoffSweep.objects.count() == 1
+
+
+def test_new_measurements_keep_the_cached_sweep(browser_for, alice, cluster, submit, dispatched, resnet50, v100):
+    from catalog.models import Measurement
+    from django.utils import timezone
+
+    submit(alice)
+    client = browser_for(alice)
+    first = sweep_of_now(client)["sweep"]
+    Measurement.objects.create(workload=resnet50, gpu_type=v100, num_gpus=1, throughput=4.4, power_w=240,
+                               source="telemetry", observed_at=timezone.now())
+    assert sweep_of_now(client)["sweep"] == first
+
+
+# --- Preview: throttled, short time limit
+
+
+def test_preview_is_throttled_per_user(browser_for, alice, bob, cluster, settings):
+    settings.GOGH_DASHBOARD_PREVIEW_RATE = "2/min"
+    client = browser_for(alice)
+    assert [post(client, "dashboard:tradeoff-preview", SETTINGS).status_code for _ in range(3)] == [200, 200, 429]
+    refused = post(client, "dashboard:tradeoff-preview", SETTINGS)
+    assert refused.status_code == 429 and "detail" in refused.json()
+    assert post(browser_for(bob), "dashboard:tradeoff-preview", SETTINGS).status_code == 200  # per user
+
+
+def test_preview_solves_with_a_short_time_limit(browser_for, alice, cluster, submit, monkeypatch):
+    SolverConfig.objects.update_or_create(pk=1, defaults={"time_limit_s": 600.0})
+    submit(alice)
+    limits = []
+    solve = services._solve
+    monkeypatch.setattr(services, "_solve", lambda problem: limits.append(problem.settings.time_limit_s) or solve(problem))
+    assert post(browser_for(alice), "dashboard:tradeoff-preview", SETTINGS).status_code == 200
+    assert limits == [services.PREVIEW_TIME_LIMIT_S]
+
+
+# --- Only the fields the user changed are applied (or previewed)
+
+
+def test_apply_of_the_weight_alone_changes_nothing_else(browser_for, staff, cluster):
+    response = post(browser_for(staff), "dashboard:tradeoff-apply", {"base_energy_weight": 0.5})
+    assert response.status_code == 200
+    assert response.json() == {"base_energy_weight": 0.5, "adaptive_weight": True, "load_window": 20, "throughput_value_w": 0.0}
+    assert [(c.field, c.new_value) for c in SolverConfigChange.objects.all()] == [("base_energy_weight", "0.5")]
+
+
+def test_apply_of_nothing_is_a_400(browser_for, staff, cluster):
+    response = post(browser_for(staff), "dashboard:tradeoff-apply", {})
+    assert response.status_code == 400 and "non_field_errors" in response.json()
+
+
+def test_page_starts_from_the_stored_surplus_value(browser_for, staff, cluster):
+    response = browser_for(staff).get(reverse("dashboard:tradeoff"))
+    assert response.context["settings"]["throughput_value_w"] == 0.0
+    assert b'name="throughput_value_w" type="number" min="0" step="any" value="0.0"' in response.content
+
+
+def test_preview_keeps_the_fields_not_given(browser_for, alice, cluster, submit, monkeypatch):
+    SolverConfig.objects.update_or_create(pk=1, defaults={"load_window": 7, "throughput_value_w": 0.0})
+    submit(alice)
+    seen = []
+    solve = services._solve
+    monkeypatch.setattr(services, "_solve", lambda problem: seen.append(problem.settings) or solve(problem))
+    assert post(browser_for(alice), "dashboard:tradeoff-preview", {"base_energy_weight": 0.2}).status_code == 200
+    (used,) = seen
+    assert (used.base_energy_weight, used.load_window, used.throughput_value_w) == (0.2, 7, 0.0)
+
+
+# --- A sweep ends: failed points, lost points, pruned sweeps
+
+
+def test_a_raising_point_is_recorded_and_fails_the_sweep(browser_for, alice, cluster, submit, dispatched, monkeypatch,
+                                                         django_capture_on_commit_callbacks):
+    submit(alice)
+    client = browser_for(alice)
+    sweep_id = sweep_of_now(client)["sweep"]
+
+    def boom(problem):
+        raise RuntimeError("solver crashed")
+
+    solve = services._solve
+    monkeypatch.setattr(services, "_solve", boom)
+    for setting in tradeoff.sweep_grid():
+        assert services.tradeoff_point_solve(sweep_id=sweep_id, index=setting.index).status == services.FAILED_POINT
+    data = client.get(reverse("dashboard:tradeoff-sweep-detail", args=[sweep_id])).json()
+    assert data["status"] == "failed" and data["points"] == [] and data["failed_points"] == len(tradeoff.sweep_grid())
+    monkeypatch.setattr(services, "_solve", solve)
+    with django_capture_on_commit_callbacks(execute=True):
+        retried = post(client, "dashboard:tradeoff-sweep")  # asking again replaces the failed sweep
+    assert retried.status_code == 201 and retried.json()["sweep"] != sweep_id and retried.json()["status"] == "solving"
+    assert dispatched[-1] == retried.json()["sweep"]
+
+
+def test_a_sweep_whose_points_never_arrive_fails_after_its_timeout(browser_for, alice, cluster, dispatched,
+                                                                   django_capture_on_commit_callbacks):
+    client = browser_for(alice)
+    with django_capture_on_commit_callbacks(execute=True):
+        sweep_id = sweep_of_now(client)["sweep"]  # the dispatch went nowhere: no point will come
+    sweep = TradeoffSweep.objects.get(pk=sweep_id)
+    timeout = tradeoff.sweep_timeout_s(sweep.points_expected, sweep.problem["settings"]["time_limit_s"])
+    assert selectors.sweep_status(sweep, now=sweep.created_at + timedelta(seconds=timeout - 1)) == "solving"
+    assert selectors.sweep_status(sweep, now=sweep.created_at + timedelta(seconds=timeout + 1)) == "failed"
+    TradeoffSweep.objects.filter(pk=sweep_id).update(created_at=sweep.created_at - timedelta(seconds=timeout + 1))
+    assert client.get(reverse("dashboard:tradeoff-sweep-detail", args=[sweep_id])).json()["status"] == "failed"
+    with django_capture_on_commit_callbacks(execute=True):
+        assert post(client, "dashboard:tradeoff-sweep").json()["sweep"] != sweep_id  # re-dispatched as a new sweep
+    assert len(dispatched) == 2
+
+
+def test_a_sweep_pruned_during_a_point_solve_is_skipped(browser_for, alice, cluster, dispatched, monkeypatch):
+    sweep_id = sweep_of_now(browser_for(alice))["sweep"]
+    solve = services._solve
+
+    def pruned_meanwhile(problem):
+        TradeoffSweep.objects.filter(pk=sweep_id).delete()
+        return solve(problem)
+
+    monkeypatch.setattr(services, "_solve", pruned_meanwhile)
+    assert services.tradeoff_point_solve(sweep_id=sweep_id, index=0) is None
+    assert not TradeoffPoint.objects.exists()

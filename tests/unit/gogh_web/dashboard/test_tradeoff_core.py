@@ -29,10 +29,13 @@ def problem(jobs, **settings):
     return Problem(jobs=tuple(jobs), gpus=(), gpu_types={}, predictions=EmptyPredictions(), settings=SolverSettings(**settings))
 
 
-def test_jain_index():
-    assert tradeoff.jain([1.0, 1.0, 1.0]) == 1.0
-    assert tradeoff.jain([1.0, 0.0]) == pytest.approx(0.5)
-    assert tradeoff.jain([]) == 1.0 and tradeoff.jain([0.0, 0.0]) == 1.0
+def test_jain_index_is_the_simulations_own_and_handles_zeros():
+    from scheduler.simulation import metrics
+
+    assert tradeoff.jain is metrics.jain  # one function for the dashboard and the simulation
+    assert metrics.jain([1.0, 1.0, 1.0]) == 1.0
+    assert metrics.jain([1.0, 0.0]) == pytest.approx(0.5)
+    assert metrics.jain([]) == 1.0 and metrics.jain([0.0, 0.0]) == 1.0  # no division by zero
 
 
 def test_operating_point_sums_and_scores_tenants_by_normalised_throughput():
@@ -54,25 +57,44 @@ def test_moves_name_placed_moved_and_preempted_jobs_only():
     ]
 
 
-def test_grid_covers_every_weight_with_fairness_off_and_on():
+def test_grid_covers_every_energy_weight_at_every_fairness_weight():
     grid = tradeoff.sweep_grid()
-    assert len(grid) == len(tradeoff.ENERGY_WEIGHTS) * 2
+    assert tradeoff.FAIRNESS_WEIGHTS == (0.0, 0.5, 2.0) and len(grid) == len(tradeoff.ENERGY_WEIGHTS) * 3
     assert [g.index for g in grid] == list(range(len(grid)))
-    assert {(g.energy_weight, g.fairness) for g in grid} == {(w, f) for w in tradeoff.ENERGY_WEIGHTS for f in (False, True)}
+    assert {(g.energy_weight, g.fairness_weight) for g in grid} == {
+        (w, f) for w in tradeoff.ENERGY_WEIGHTS for f in tradeoff.FAIRNESS_WEIGHTS
+    }
+    assert all(g.fairness_weight == 0.0 for g in grid[:len(tradeoff.ENERGY_WEIGHTS)])  # the first row: fairness off
 
 
-def test_point_problem_fixes_the_weight_and_fairness():
-    p = tradeoff.point_problem(problem([], adaptive_weight=True, base_energy_weight=1.0), tradeoff.SweepSetting(3, 0.2, True))
-    assert (p.settings.base_energy_weight, p.settings.adaptive_weight, p.settings.fairness) == (0.2, False, True)
+def test_point_problem_fixes_the_energy_and_fairness_weights():
+    p = tradeoff.point_problem(problem([], adaptive_weight=True, base_energy_weight=1.0), tradeoff.SweepSetting(3, 0.2, 0.5))
+    assert (p.settings.base_energy_weight, p.settings.adaptive_weight, p.settings.fairness_weight) == (0.2, False, 0.5)
 
 
 def test_digest_ignores_swept_settings_and_load_history_but_not_the_cluster():
     base = problem_to_dict(problem([job("1", "a")]))
-    same = problem_to_dict(problem([job("1", "a")], base_energy_weight=3.0, adaptive_weight=False, load_window=5, fairness=True))
+    same = problem_to_dict(problem([job("1", "a")], base_energy_weight=3.0, adaptive_weight=False, load_window=5, fairness_weight=2.0))
     same["load_history"] = [0.5, 0.7]
     assert tradeoff.state_digest(base) == tradeoff.state_digest(same)
     assert tradeoff.state_digest(base) != tradeoff.state_digest(problem_to_dict(problem([job("1", "a"), job("2", "b")])))
     assert tradeoff.state_digest(base) != tradeoff.state_digest(problem_to_dict(problem([job("1", "a")], throughput_value_w=50.0)))
+
+
+def test_digest_ignores_the_prediction_tables():
+    base = problem_to_dict(problem([job("1", "a")]))
+    measured_again = {**base, "predictions": {**base["predictions"], "tau": [["w", "v100", 1, True, 4.4]]}}
+    assert tradeoff.state_digest(base) == tradeoff.state_digest(measured_again)
+
+
+def test_sweep_status_ends_complete_or_failed():
+    status = tradeoff.sweep_status
+    assert status(expected=14, solved=14, failed=0, age_s=9999, timeout_s=200) == tradeoff.COMPLETE
+    assert status(expected=14, solved=3, failed=0, age_s=10, timeout_s=200) == tradeoff.SOLVING
+    assert status(expected=14, solved=3, failed=0, age_s=201, timeout_s=200) == tradeoff.FAILED  # points lost
+    assert status(expected=14, solved=13, failed=1, age_s=10, timeout_s=200) == tradeoff.FAILED
+    assert status(expected=14, solved=12, failed=1, age_s=10, timeout_s=200) == tradeoff.SOLVING  # one still due
+    assert tradeoff.sweep_timeout_s(14, 10.0) == tradeoff.SWEEP_ALLOWANCE_S + 140.0
 
 
 def test_surplus_value_defaults_only_when_unset():

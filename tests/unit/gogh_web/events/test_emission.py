@@ -67,3 +67,39 @@ def test_a_gpu_reported_failed_is_emitted(cluster, staff, committed):
     with committed():
         gpus_report_failed(node=gpu.node, agent_user=staff, failures=[{"uuid": gpu.uuid, "reason": "GPU is lost"}])
     assert [(e.key, e.data["state"]) for e in Event.objects.filter(kind="gpu")] == [(str(gpu.pk), "failed")]
+
+
+def test_a_round_emits_a_pending_job_only_when_its_reason_changed(measured, alice, resnet50, committed):
+    from scheduler import services
+
+    with committed():
+        services.job_submit(owner=alice, workload=resnet50, min_throughput=1000, max_gpus=1)  # never fits
+    with committed():
+        services.scheduling_round_run(trigger="manual")
+    assert Event.objects.filter(kind="job").count() == 2  # submitted, then its first reason
+    with committed():
+        services.scheduling_round_run(trigger="manual")
+    assert Event.objects.filter(kind="job").count() == 2  # the same reason: nothing to tell
+
+
+def test_jobs_changed_in_bulk_are_one_batch_of_events(measured, alice, bob, resnet50, committed, django_capture_on_commit_callbacks):
+    from gogh_web.events import emit
+    from scheduler import services
+
+    with committed():
+        jobs = [services.job_submit(owner=owner, workload=resnet50, min_throughput=1, max_gpus=1).job for owner in (alice, bob, alice)]
+    Event.objects.all().delete()
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        emit.jobs_changed(job.pk for job in jobs)
+    assert len(callbacks) == 1  # one lock, one read, one insert
+    assert list(Event.objects.values_list("key", "tenant_id")) == [(str(job.pk), job.tenant_id) for job in jobs]
+
+
+def test_telemetry_measurements_of_a_job_are_found_through_an_index(db):
+    from django.db import connection
+
+    from catalog.models import Measurement
+
+    with connection.cursor() as cursor:
+        indexes = connection.introspection.get_constraints(cursor, Measurement._meta.db_table)
+    assert any(index["index"] and index["columns"][:2] == ["source", "reference"] for index in indexes.values())

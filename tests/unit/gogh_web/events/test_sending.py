@@ -55,3 +55,45 @@ def test_send_events_stores_a_batch_together_and_deletes_what_the_builder_left_o
         send_events(kind="gpu", keys=[1, 2], data=build)
     assert len(callbacks) == 1 and asked == [["1", "2"]]  # one build for the whole batch
     assert list(Event.objects.order_by("id").values_list("key", "op", "data")) == [("1", "upsert", {"id": 1}), ("2", "delete", None)]
+
+
+def _failing(monkeypatch, times: int):
+    """The next `times` stores fail as SQLite does when another writer holds the database too long."""
+    from django.db import OperationalError
+
+    from gogh_web.events import sending
+
+    real, calls = sending._lock_events, {"n": 0}
+
+    def lock(table):
+        calls["n"] += 1
+        if calls["n"] <= times:
+            raise OperationalError("database is locked")
+        real(table)
+
+    monkeypatch.setattr(sending, "_lock_events", lock)
+
+
+def test_a_failed_store_is_retried_once(db, monkeypatch, django_capture_on_commit_callbacks):
+    _failing(monkeypatch, times=1)
+    with django_capture_on_commit_callbacks(execute=True):
+        send_event(kind="node", key=1, data={"id": 1})
+    assert list(Event.objects.values_list("kind", "key")) == [("node", "1")]
+
+
+def test_events_lost_twice_leave_a_resync_marker(db, monkeypatch, django_capture_on_commit_callbacks):
+    _failing(monkeypatch, times=2)
+    with django_capture_on_commit_callbacks(execute=True):
+        send_event(kind="node", key=1, data={"id": 1})
+    assert list(Event.objects.values_list("kind", "tenant_id")) == [("resync", None)]  # every page sees it
+
+
+def test_a_marker_that_could_not_be_stored_goes_first_with_the_next_events(db, monkeypatch, django_capture_on_commit_callbacks):
+    _failing(monkeypatch, times=3)  # the event, its retry and the marker
+    with django_capture_on_commit_callbacks(execute=True):
+        send_event(kind="node", key=1, data={"id": 1})
+    assert not Event.objects.exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        send_event(kind="node", key=2, data={"id": 2})
+        send_event(kind="node", key=3, data={"id": 3})
+    assert list(Event.objects.order_by("id").values_list("kind", "key")) == [("resync", ""), ("node", "2"), ("node", "3")]

@@ -97,3 +97,84 @@ def test_a_page_behind_the_retained_events_is_told_to_resync(alice):
 
     message, closing = async_to_sync(behind)()
     assert message == {"type": "resync"} and closing == {"type": "websocket.close", "code": 4409}
+
+
+def _session_socket(user):
+    """(client, socket): a socket opened with the client's session cookie."""
+    client = Client()
+    client.force_login(user)
+    cookie = (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
+    return client, WebsocketCommunicator(application, "/ws/live/", headers=[ORIGIN, cookie])
+
+
+def _after_change(socket, change) -> list[dict]:
+    """What the socket receives once `change` ran (in a thread, as a view would), up to its close."""
+
+    async def follow():
+        assert (await socket.connect())[0]
+        assert await socket.receive_nothing(timeout=0.3)
+        await database_sync_to_async(change)()
+        received = []
+        while not received or received[-1]["type"] != "websocket.close":
+            received.append(await socket.receive_output(timeout=5))
+        return received
+
+    return async_to_sync(follow)()
+
+
+def test_logging_out_closes_the_sessions_socket(alice):
+    client, socket = _session_socket(alice)
+    assert _after_change(socket, client.logout) == [{"type": "websocket.close", "code": 4401}]
+
+
+def test_a_deactivated_users_socket_is_closed(alice):
+    _, socket = _session_socket(alice)
+
+    def deactivate():
+        alice.is_active = False
+        alice.save()
+
+    assert _after_change(socket, deactivate)[-1] == {"type": "websocket.close", "code": 4401}
+
+
+def test_a_user_moved_to_another_tenant_or_losing_staff_must_resync(alice, staff):
+    from scheduler.models import Membership
+
+    def move():
+        Membership.objects.filter(user=alice).update(tenant=Tenant.objects.get(slug="ops"))
+        Membership.objects.get(user=alice).save()  # what the admin does: a saved membership
+
+    def demote():
+        staff.is_staff = False
+        staff.save()
+
+    for user, change in [(alice, move), (staff, demote)]:
+        _, socket = _session_socket(user)
+        received = _after_change(socket, change)
+        assert received[0]["text"] == '{"type": "resync"}'
+        assert received[-1] == {"type": "websocket.close", "code": 4409}
+
+
+def test_a_session_ended_elsewhere_gets_no_more_events(alice):
+    from django.contrib.sessions.models import Session
+
+    _, socket = _session_socket(alice)
+
+    def end_session_then_emit():  # e.g. expired, or flushed by another process: no signal here
+        Session.objects.all().delete()
+        send_event(kind="node", key=1, data={"n": 1})
+
+    assert _after_change(socket, end_session_then_emit) == [{"type": "websocket.close", "code": 4401}]
+
+
+def test_a_resync_marker_tells_the_page_to_resync(alice):
+    from gogh_web.events.models import Event
+
+    _, socket = _session_socket(alice)
+
+    def lose_events():
+        Event.objects.create(kind="resync", key="", data=None)
+        send_event(kind="node", key=1, data={"n": 1})
+
+    received = _after_change(socket, lose_events)
+    assert received[0]["text"] == '{"type": "resync"}' and received[-1] == {"type": "websocket.close", "code": 4409}

@@ -167,7 +167,7 @@ def test_fairness_gives_the_smaller_tenant_its_share(solver):
     u's job is always admitted (its tie-break bonus is twice each of t's)."""
     preds = TablePredictions(taus={("a", "fast", 1, True): 10})
     jobs = [job(1, "a", tenant="t", tmin=5), job(2, "a", tenant="t", tmin=5), job(3, "a", tenant="u", tmin=5)]
-    result = get_solver(solver).solve(problem(jobs, node("fast", "f", 2), [FAST], preds, fairness=True, theta=1))
+    result = get_solver(solver).solve(problem(jobs, node("fast", "f", 2), [FAST], preds, fairness_weight=1.0, theta=1))
     assert "3" in result.placements and len(result.placements) == 2
 
 

@@ -14,7 +14,7 @@ def sample():
     )
     jobs = [job(1, "a", tmin=5), job(2, "a", tmin=5, current=(["f-1"], None)), job(3, "a", tmin=12, dj=2), job(4, "b", tmin=3)]
     return problem(jobs, node("fast", "f", 4) + node("slow", "s", 2), [gpu_type("fast", 300), gpu_type("slow", 100)], preds,
-                   fairness=True, seed=3)
+                   fairness_weight=1.0, seed=3)
 
 
 def test_problem_round_trip_gives_the_same_decision():

@@ -2,7 +2,7 @@
 from catalog.predictors import build_catalog
 from scheduler.optimizer.catalog_predictions import CatalogPredictions
 from scheduler.simulation.engine import Simulation
-from scheduler.simulation.learned import LearnedPredictions
+from scheduler.simulation.learned import SimulatedLearning
 from scheduler.simulation.measurements import to_rows
 from scheduler.simulation.metrics import policy_metrics
 from scheduler.simulation.policies import POLICIES
@@ -18,7 +18,7 @@ def run_once(seed, reference_records, model):
     catalog = CatalogPredictions(to_rows(reference_records))
     data = build_catalog(reference_records)
     out = {}
-    for name, predictions in (("gogh", LearnedPredictions(model, catalog, dict(zip(data.workloads, data.features)))),
+    for name, predictions in (("gogh", SimulatedLearning(model, catalog, dict(zip(data.workloads, data.features)))),
                               ("random", catalog), ("oracle", truth.predictions())):
         run = Simulation(scenario, truth, BY_NAME[name], predictions, seed=seed).run()
         metrics = policy_metrics(run)

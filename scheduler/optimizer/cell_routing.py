@@ -1,0 +1,112 @@
+"""The `cells` coordinator's routing: which cell each job goes to.
+
+Each cell solves its own jobs alone, so the routing decides what the cells can admit together.
+Routing by room (each job to the cell with the most GPUs left of its cheapest type) admitted
+28 priority-0 jobs fewer than the global ILP on the 6144-GPU benchmark instance: every cell
+spent its P100s and V100s on jobs that could also run on K80s, kept K80s idle, and jobs that
+need a P100 or V100 waited in other cells. Re-solving cells with the jobs left pending did not
+help there (each cell was at its own optimum for every job offered); routing with the jobs
+solved in the global ILP's own answer admitted 4444 of the ILP's 4452. So the coordinator
+routes by a global decision: the rounded LP relaxation of admission on the aggregated model of
+the whole cluster (relaxation.py; its size depends on jobs and GPU types, not on GPUs), which
+says for each job a GPU type, a GPU count and whether it shares; each job then goes to a
+cell with room for exactly that (block capacity levels per cell, largest blocks first), a
+pair's two jobs to the same cell. Jobs the relaxation leaves out, or that fit no cell as
+chosen, go by room. Placed and running jobs stay in the cell they run in.
+"""
+from collections import defaultdict
+
+from .aggregation import aggregate, block_sizes
+from .choices import Choice
+from .greedy import cheapest, greedy_choices
+from .instance import Instance, compile_instance
+from .problem import JobSpec, Problem
+from .relaxation import full_levels, rounded_choices
+
+GUIDE_SHARE = 0.25  # of the time limit, at most, for the global relaxation that guides routing
+
+
+def route(problem: Problem, cells: dict[str, list], started: float) -> tuple[dict[str, list[JobSpec]], tuple]:
+    """(cell name -> jobs, the whole cluster's co-location matching as job-id pairs), guided by
+    the global admission decision (see the module's text)."""
+    inst = compile_instance(problem)
+    greedy = greedy_choices(inst, inst.admission_order(), cheapest)
+    deadline = started + GUIDE_SHARE * problem.settings.time_limit_s
+    guide = rounded_choices(inst, deadline, full_levels(inst, greedy)) or greedy
+    cell_of_gpu = {g.id: name for name, gpus in cells.items() for g in gpus}
+    room = {name: _levels(gpus) for name, gpus in cells.items()}
+    routed: dict[str, list[JobSpec]] = {name: [] for name in cells}
+    home: dict[int, str] = {}
+    for j, job in enumerate(inst.jobs):  # running and placed jobs stay where they are
+        if job.current is not None and job.current.gpu_ids and job.current.gpu_ids[0] in cell_of_gpu:
+            home[j] = cell_of_gpu[job.current.gpu_ids[0]]
+            _take(inst, room[home[j]], guide[j])
+    for j in sorted(range(len(inst.jobs)), key=lambda j: (-_block(inst, guide[j]), j)):
+        if j in home or guide[j] is None:
+            continue
+        partner = inst.pairs[guide[j][1]].partner_of(j) if guide[j][0] == "p" else None
+        if partner in home:
+            home[j] = home[partner]
+            continue
+        fitting = [name for name in sorted(cells) if _fits(inst, room[name], guide[j])]
+        if fitting:
+            home[j] = max(fitting, key=lambda name: _room_for(inst, room[name], guide[j]))
+            _take(inst, room[home[j]], guide[j])
+    by_room = _route_by_room(problem, [job for j, job in enumerate(inst.jobs) if j not in home], room)
+    for j, name in home.items():
+        routed[name].append(inst.jobs[j])
+    for name, jobs in by_room.items():
+        routed[name].extend(jobs)
+    return routed, tuple((inst.jobs[pair.a].id, inst.jobs[pair.b].id) for pair in inst.pairs)
+
+
+def _levels(gpus: list) -> dict[tuple[str, int], int]:
+    return {(t, s): n for t, cap in aggregate(tuple(gpus)).items() for s, n in cap.levels.items()}
+
+
+def _block(inst: Instance, choice: Choice) -> int:
+    """GPUs of the largest block a choice needs (routing order: largest first, as in bin packing)."""
+    return max((s for _, s, _ in inst.usage(choice)), default=0) if choice else 0
+
+
+def _fits(inst: Instance, room: dict, choice: Choice) -> bool:
+    return all(room.get((t, s), 0) >= n for t, s, n in inst.usage(choice))
+
+
+def _take(inst: Instance, room: dict, choice: Choice) -> None:
+    for t, s, n in inst.usage(choice):
+        room[(t, s)] = room.get((t, s), 0) - n
+
+
+def _room_for(inst: Instance, room: dict, choice: Choice) -> int:
+    """Room left at the choice's largest block level of its type (spread load evenly)."""
+    t, s, _ = max(inst.usage(choice), key=lambda u: u[1])
+    return room.get((t, s), 0)
+
+
+def _route_by_room(problem: Problem, jobs: list[JobSpec], room: dict[str, dict]) -> dict[str, list[JobSpec]]:
+    """Jobs without a guided cell, by priority: to the cell with the most single GPUs left of
+    the type of their cheapest configuration meeting T_min (any type when none meets it)."""
+    routed: dict[str, list[JobSpec]] = defaultdict(list)
+    types = sorted({t for cell in room.values() for t, _ in cell})
+    for job in sorted(jobs, key=lambda j: (-j.priority, j.id)):
+        gpu_type, need = _cheapest_type(problem, job, types)
+        name = max(sorted(room), key=lambda c: room[c].get((gpu_type, 1), 0) if gpu_type else
+                   sum(n for (_, s), n in room[c].items() if s == 1))
+        if gpu_type:
+            room[name][(gpu_type, 1)] = room[name].get((gpu_type, 1), 0) - need
+        routed[name].append(job)
+    return routed
+
+
+def _cheapest_type(problem: Problem, job: JobSpec, types: list[str]) -> tuple[str | None, int]:
+    """GPU type and GPU count of the job's cheapest (in power) configuration meeting T_min."""
+    best = (float("inf"), None, 1)
+    for gpu_type in types:
+        spec = problem.gpu_types[gpu_type]
+        for k in block_sizes(job.max_gpus):
+            tau = problem.predictions.tau(job.workload, gpu_type, k, True)
+            if tau and tau >= job.min_throughput:
+                best = min(best, (k * spec.power_curve(1.0), gpu_type, k))
+                break
+    return best[1], best[2]
