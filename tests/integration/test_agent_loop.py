@@ -55,8 +55,9 @@ def test_a_simulated_agent_registers_reports_runs_a_job_and_leaves(daphne, spawn
     assert job.steps_done == 150 and job.started_at is not None
     observed = Measurement.objects.filter(source="telemetry", reference=f"telemetry: job {job.pk}")
     assert 1 <= observed.count() <= 2  # while running (at most once per interval) and at the end
-    for measurement in observed:  # 4.39 steps/s x a per-workload factor around 1 x 25
-        assert measurement.gpu_type == v100 and 40 < measurement.throughput < 250
+    for measurement in observed:  # 4.39 steps/s x a per-workload factor around 1: the real-time
+        # rate, though the simulated job ran 25 times faster (the catalog must learn the GPU's truth)
+        assert measurement.gpu_type == v100 and 1.6 < measurement.throughput < 10
     assert (tmp_path / "jobs" / f"job-{job.pk}.out").read_text().count("GOGH_PROGRESS") >= 3
     busy = GpuSample.objects.filter(gpu=gpu, utilization__gt=0.5)
     assert busy.exists() and busy.first().power_w > 200  # the type's curve under load

@@ -8,18 +8,20 @@ import signal
 import subprocess
 import sys
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 import redis
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from catalog.models import Measurement
+from gogh_web.events import emit
 from gogh_web.dashboard.tradeoff import sweep_grid
-from scheduler.models import SolverConfigChange
+from scheduler.models import Job, SolverConfigChange
 from telemetry.models import Gpu, GpuSample, Node
 from telemetry.services.nodes import node_register
 
@@ -131,6 +133,27 @@ def signed_in(chromium, base, username, size="wide"):
     return page
 
 
+def off_the_loop(write):
+    """Run a write that emits live events in another thread: the channel layer's sync wrapper
+    refuses the thread where Playwright's event loop runs."""
+
+    def run():
+        try:
+            return write()
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(run).result(timeout=60)
+
+
+def cancel(base, user, job_id):
+    request = urllib.request.Request(base + f"/api/jobs/{job_id}/cancel/", data=b"{}", method="POST", headers={
+        "Authorization": f"Token {Token.objects.get_or_create(user=user)[0].key}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200
+
+
 def submit_job(base, user, **fields):
     body = json.dumps({"workload": "ResNet-50 (batch size 64)", "min_throughput": 3, "max_gpus": 2, **fields}).encode()
     request = urllib.request.Request(base + "/api/jobs/", data=body, method="POST", headers={
@@ -171,12 +194,18 @@ def test_a_node_registered_after_load_appears_on_the_cluster_page(stack, chromiu
     page.goto(base + "/dashboard/")
     page.wait_for_selector("#live-status[data-status=live]", timeout=WAIT_MS)
     assert page.inner_text("#nodes-count") == "1"
-    with transaction.atomic():
-        node, _ = node_register(agent_user=make_user("agent-b", agent=True), hostname="gpu-b", labels={}, cell="",
-                                agent_version="test", gpus=[{"index": 0, "uuid": "GPU-b0", "gpu_type": "v100"}])
+    agent = make_user("agent-b", agent=True)
+
+    def register():
+        with transaction.atomic():
+            return node_register(agent_user=agent, hostname="gpu-b", labels={}, cell="", agent_version="test",
+                                 gpus=[{"index": 0, "uuid": "GPU-b0", "gpu_type": "v100"}])[0]
+
+    node = off_the_loop(register)
     page.wait_for_selector(f'#node-table tr[data-node="{node.pk}"]', timeout=WAIT_MS)
     assert page.inner_text("#nodes-count") == "2"
-    assert "healthy 3" in page.inner_text("#gpu-type-table")  # the new GPU counted by type and state
+    # the new GPU, counted by type and state (its event may come just after the node's)
+    page.wait_for_function("() => document.getElementById('gpu-type-table').innerText.includes('healthy 3')", timeout=WAIT_MS)
     assert page.errors == []
 
 
@@ -190,7 +219,7 @@ def sweep_rendered(page):
 
 def test_trade_off_plot_renders_in_webgl_and_preview_updates_it(stack, chromium, demo):
     base, _ = stack
-    submit_job(base, demo["alice"])
+    job_id = submit_job(base, demo["alice"])
     page = signed_in(chromium, base, "alice")
     page.goto(base + "/dashboard/tradeoff/")
     sweep_rendered(page)
@@ -222,6 +251,22 @@ def test_trade_off_plot_renders_in_webgl_and_preview_updates_it(stack, chromium,
         page.wait_for_function("() => !document.getElementById('tradeoff-message').textContent.startsWith('Solving')",
                                timeout=WAIT_MS)
     assert page.inner_text("#tradeoff-message").startswith("Too many previews")
+
+    # the sweep is asked for again on a job's state change, not on its progress reports
+    page.wait_for_selector("#live-status[data-status=live]", timeout=WAIT_MS)
+    counts = "() => [Number(document.getElementById('tradeoff-plot').dataset.loads), Number(document.getElementById('tradeoff-plot').dataset.events || 0)]"
+    loads, events = page.evaluate(counts)
+
+    def progress():
+        Job.objects.filter(pk=job_id).update(steps_done=100)
+        emit.job_changed(Job.objects.get(pk=job_id))
+
+    off_the_loop(progress)
+    page.wait_for_function(f"() => Number(document.getElementById('tradeoff-plot').dataset.events || 0) > {events}", timeout=WAIT_MS)
+    page.wait_for_timeout(2500)  # longer than any debounce the page ever had
+    assert page.evaluate(counts)[0] == loads  # progress alone: no new request
+    cancel(base, demo["alice"], job_id)
+    page.wait_for_function(f"() => Number(document.getElementById('tradeoff-plot').dataset.loads) === {loads + 1}", timeout=WAIT_MS)
     assert page.errors == []
 
 

@@ -94,6 +94,7 @@
     clearTimeout(reloadTimer);
     reloadTimer = null;
     lastLoad = Date.now();
+    plot.dataset.loads = Number(plot.dataset.loads || 0) + 1;  // requests for the sweep (tests read it)
     G.api("POST", "/dashboard/api/tradeoff/", {}).then(show);
   }
 
@@ -209,6 +210,7 @@
       if (!first) reloadSoon();  // a resync: something may have changed while away
     },
     onEvent: function (ev) {
+      plot.dataset.events = Number(plot.dataset.events || 0) + 1;  // live events seen (tests read it)
       if (ev.kind === "solver_config") { reloadSoon(); return; }
       if (ev.kind !== "job" && ev.kind !== "node" && ev.kind !== "gpu") return;
       var id = ev.kind + ":" + ev.key, now = stateKey(ev.kind, ev.op === "delete" ? null : ev.data);
