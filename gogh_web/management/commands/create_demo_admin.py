@@ -39,6 +39,7 @@ class Command(BaseCommand):
                 [
                     "",
                     f"  Admin:    {host}/admin/   user {username}   password {shown}",
+                    f"  Console:  {host}/dashboard/   (same login)",
                     f"  API docs: {host}/api/docs/",
                     f"  Token:    {token.key}",
                     "  Submit a job:",
