@@ -29,6 +29,7 @@ from catalog.models import Measurement
 from gogh_web.celery_config import EMBEDDED_BROKER, broker_config
 from gogh_web.events.models import Event
 from scheduler import services
+from tests.unit.gogh_web.events.conftest import apply_events
 from telemetry.models import Gpu, Node
 
 from .conftest import REDIS_URL, free_port, wait_for_http
@@ -124,16 +125,6 @@ def _newest_event_id() -> int:
         connection.close()
 
 
-def _apply(state: dict, events: list[dict]) -> dict:
-    for event in events:
-        objects = state.setdefault(event["kind"], {})
-        if event["op"] == "delete":
-            objects.pop(event["key"], None)
-        else:
-            objects[event["key"]] = event["data"]
-    return state
-
-
 def test_a_change_made_in_a_worker_reaches_an_open_socket_within_a_second(stack, alice, v100, resnet50, monkeypatch):
     monkeypatch.setattr(services, "scheduling_round_request", lambda **kwargs: None)  # the test sends the round
     monkeypatch.setattr(services, "_send_prediction", lambda job_id: None)
@@ -180,7 +171,7 @@ def test_a_change_made_in_a_worker_reaches_an_open_socket_within_a_second(stack,
     assert placed == event.as_message() and placed["data"]["placement"]["gpu_type"] == "v100"
     assert [e["id"] for e in received] == sorted(e["id"] for e in received)
     assert {"solve_run", "job"} <= {e["kind"] for e in received}
-    assert _apply(start["state"], received) == _snapshot(stack.port, token)["state"]
+    assert apply_events(start["state"], received) == _snapshot(stack.port, token)["state"]
     assert anonymous_code == 4401
 
 
