@@ -2,7 +2,7 @@
 functional core): the jobs still to run, the GPUs that can take work, the catalog's GPU types
 and measurements, the solver settings and the load history of earlier rounds."""
 from catalog.models import GpuType
-from catalog.predictors.data import TRUSTED_SOURCES, apply_policy
+from catalog.predictors.data import apply_policy, cell_is_known
 from catalog.services.predictors_store import catalog_policy, catalog_records
 from catalog.selectors import latest_estimates_by_workload, peak_memory_by_workload
 from telemetry.models import Gpu, GpuState, NodeState
@@ -45,7 +45,7 @@ def catalog_predictions() -> CatalogPredictions:
     return CatalogPredictions(
         MeasurementRow(r.workload, r.gpu_type, r.num_gpus, r.consolidated, r.partner, r.throughput, r.power_w, r.utilization)
         for group in apply_policy(catalog_records(), policy).values()
-        if any(r.source in TRUSTED_SOURCES for r in group) or len(group) >= policy.min_samples
+        if cell_is_known(group, policy)
         for r in group
     )
 

@@ -159,10 +159,14 @@ def reject_outliers(group: list[Record], mads: float) -> list[Record]:
     return [r for r in group if r.source != "telemetry" or abs(r.throughput - median) <= mads * mad]
 
 
+def cell_is_known(group: list[Record], policy: CatalogPolicy) -> bool:
+    """A cell counts once a trusted record (reference, profiling) or `min_samples` records back it."""
+    return bool(group) and (any(r.source in TRUSTED_SOURCES for r in group) or len(group) >= policy.min_samples)
+
+
 def _cell_value(group: list[Record], policy: CatalogPolicy) -> tuple[float, int]:
     """Median throughput of a cell and how many records back it; NaN when below the threshold."""
-    trusted = any(r.source in TRUSTED_SOURCES for r in group)
-    if not group or (not trusted and len(group) < policy.min_samples):
+    if not cell_is_known(group, policy):
         return math.nan, len(group)
     return float(np.median([r.throughput for r in group])), len(group)
 

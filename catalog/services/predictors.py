@@ -165,8 +165,9 @@ def prediction_create(*, workload: Workload, job_id: int | None = None, shadow: 
     for fields in observations or []:
         if fields["gpu_type"] not in untrained:
             job.observe(Observation(**fields))
-    estimates = {**_estimates(job.prediction()), "observed": len(observations or [])}
-    _add_unmeasured_types(estimates, job.prediction(), features, observations or [])
+    prediction = job.prediction()
+    estimates = {**_estimates(prediction), "observed": len(observations or [])}
+    _add_unmeasured_types(estimates, prediction, features, observations or [], sorted(untrained))
     return PredictionRecord.objects.create(workload=workload, job_id=job_id, version=version, shadow=shadow,
                                            observations=observations or [], estimates=estimates)
 
@@ -200,14 +201,14 @@ def _estimates(prediction) -> dict:
     }
 
 
-def _add_unmeasured_types(estimates: dict, prediction, features, observations: list[dict]) -> None:
-    """Extend `estimates` to the catalog's GPU types the predictor was trained without (a T4,
+def _add_unmeasured_types(estimates: dict, prediction, features, observations: list[dict], untrained: list[str]) -> None:
+    """Extend `estimates` to the catalog's GPU types the predictor was trained without (`untrained`: a T4,
     A100 or H100 nobody has measured yet), from datasheet specs (catalog.predictors.gpu_specs):
     single-GPU throughput and co-location fractions, marked in `unmeasured_gpu_types`. The job's
     own isolated observations on such a type replace the spec guess. Types without specs are
     left out: rounds then have nothing to plan with there."""
     added = []
-    for gpu_type in GpuType.objects.exclude(name__in=prediction.gpu_types).order_by("name").values_list("name", flat=True):
+    for gpu_type in untrained:
         try:
             guess = estimate_unmeasured(prediction, features, gpu_type)
         except (UnknownGpuType, ValueError):

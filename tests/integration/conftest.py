@@ -69,39 +69,59 @@ def wait_for_http(url: str, proc: subprocess.Popen, log: Path, timeout: float = 
     pytest.fail(f"{url} did not answer within {timeout} s:\n{log.read_text()}")
 
 
+def worker_argv(name: str) -> list[str]:
+    """A solo-pool `celery worker` named `name`@host, quiet about its peers."""
+    return [sys.executable, "-m", "celery", "-A", "gogh_web", "worker", "--pool", "solo", "-l", "INFO",
+            "-n", f"{name}@%h", "--without-gossip", "--without-mingle"]
+
+
+def simulated_agent_argv(url: str, hostname: str, log_dir: Path, *, speedup: float) -> list[str]:
+    """A node agent with two simulated V100s that polls, reports and uploads every second or so."""
+    return [sys.executable, "-m", "telemetry.agent", "--simulate", "--gpus", "v100:2", "--url", url,
+            "--hostname", hostname, "--poll-interval", "0.5", "--progress-interval", "1", "--upload-interval", "1",
+            "--heartbeat-interval", "2", "--speedup", str(speedup), "--log-dir", str(log_dir)]
+
+
+class Processes:
+    """Processes started with a shared environment and log folder; stop() sends each a SIGTERM,
+    waits, then kills what is left (its whole session)."""
+
+    def __init__(self, folder: Path, env: dict):
+        self.folder, self.env, self.started = folder, env, []
+
+    def __call__(self, name, argv, **extra_env):
+        """-> (Popen, log path)."""
+        log = self.folder / f"{name}.log"
+        proc = subprocess.Popen(argv, cwd=ROOT, env={**self.env, **extra_env}, stdout=log.open("w"),
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        self.started.append(proc)
+        return proc, log
+
+    def stop(self):
+        for proc in self.started:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.started:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def process_env(var: Path, database_url: str, **extra) -> dict:
+    return {**os.environ, "DATABASE_URL": database_url, "GOGH_VAR_DIR": str(var), "PYTHONUNBUFFERED": "1", **extra}
+
+
 @pytest.fixture
 def spawn(tmp_path):
     """spawn(name, argv, **env) -> (Popen, log path); every process is stopped at teardown."""
-    started = []
     var = tmp_path / "var"
     var.mkdir()
-
-    def start(name, argv, **extra_env):
-        env = {
-            **os.environ,
-            "DATABASE_URL": test_database_url(),
-            "GOGH_VAR_DIR": str(var),
-            "PYTHONUNBUFFERED": "1",
-            **extra_env,
-        }
-        log = tmp_path / f"{name}.log"
-        proc = subprocess.Popen(
-            argv, cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True
-        )
-        started.append(proc)
-        return proc, log
-
-    start.var = var
-    yield start
-    for proc in started:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-    for proc in started:
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    processes = Processes(tmp_path, process_env(var, test_database_url()))
+    processes.var = var
+    yield processes
+    processes.stop()
 
 
 @pytest.fixture(params=BROKERS)
@@ -115,12 +135,7 @@ def worker(request, spawn):
     else:
         config = broker_config(EMBEDDED_BROKER, spawn.var)
         env = {}
-    proc, log = spawn(
-        "worker",
-        [sys.executable, "-m", "celery", "-A", "gogh_web", "worker", "--pool", "solo", "-l", "INFO",
-         "-n", f"test-{request.param}@%h", "--without-gossip", "--without-mingle"],
-        **env,
-    )
+    proc, log = spawn("worker", worker_argv(f"test-{request.param}"), **env)
     client = Celery("test-client")
     client.conf.update(config, task_serializer="json", accept_content=["json"], result_serializer="json")
     client.worker_process, client.worker_log, client.broker_name = proc, log, request.param

@@ -4,8 +4,6 @@ Redis. Screenshots of every page at 1280x800 and 390x844 go to GOGH_TEST_ARTIFAC
 var/test-artifacts/). A missing Chromium fails the run; nothing is skipped."""
 import json
 import os
-import signal
-import subprocess
 import sys
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -25,7 +23,7 @@ from scheduler.models import Job, SolverConfigChange
 from telemetry.models import Gpu, GpuSample, Node
 from telemetry.services.nodes import node_register
 
-from .conftest import REDIS_URL, ROOT, free_port, test_database_url, wait_for_http
+from .conftest import REDIS_URL, ROOT, Processes, free_port, process_env, test_database_url, wait_for_http, worker_argv
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -47,36 +45,19 @@ def stack(django_db_setup, django_db_blocker, tmp_path_factory):
     var = tmp_path_factory.mktemp("dashboard-var")
     with django_db_blocker.unblock():
         database_url = test_database_url()
-    env = {**os.environ, "DATABASE_URL": database_url, "GOGH_VAR_DIR": str(var), "PYTHONUNBUFFERED": "1",
-           "REDIS_URL": REDIS_URL, "CELERY_BROKER_URL": REDIS_URL, "GOGH_ROUND_DEBOUNCE_S": "0.5",
-           "GOGH_DASHBOARD_PREVIEW_RATE": f"{PREVIEWS_PER_MINUTE}/min"}
-    procs = []
-
-    def start(name, argv):
-        log = var / f"{name}.log"
-        procs.append(subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
-                                      start_new_session=True))
-        return procs[-1], log
-
+    start = Processes(var, process_env(var, database_url, REDIS_URL=REDIS_URL, CELERY_BROKER_URL=REDIS_URL,
+                                       GOGH_ROUND_DEBOUNCE_S="0.5",
+                                       GOGH_DASHBOARD_PREVIEW_RATE=f"{PREVIEWS_PER_MINUTE}/min"))
     collect, _ = start("collectstatic", [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"])
     assert collect.wait(timeout=180) == 0
-    start("worker", [sys.executable, "-m", "celery", "-A", "gogh_web", "worker", "--pool", "solo", "-l", "INFO",
-                     "-n", "dashboard@%h", "--without-gossip", "--without-mingle"])
+    start("worker", worker_argv("dashboard"))
     port = free_port()
     daphne, log = start("daphne", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
                                    "gogh_web.asgi:application"])
     base = f"http://127.0.0.1:{port}"
     wait_for_http(base + "/", daphne, log)
     yield base, var
-    for proc in procs:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-    for proc in procs:
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    start.stop()
 
 
 @pytest.fixture(scope="module")

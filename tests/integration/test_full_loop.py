@@ -2,7 +2,6 @@
 scheduling round in a Celery worker, run by a simulated node agent as a subprocess, reported
 back, and ends `succeeded`; its observed throughput lands in the catalog."""
 import json
-import sys
 import time
 
 import pytest
@@ -12,6 +11,7 @@ from rest_framework.authtoken.models import Token
 from catalog.models import Measurement
 from scheduler.models import Job
 
+from .conftest import simulated_agent_argv, worker_argv
 from .test_http_api import call, daphne  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -29,15 +29,9 @@ def wait_for(predicate, what, logs, timeout=90.0):
 def test_submitted_job_runs_to_success(daphne, spawn, agent, alice, v100, resnet50, tmp_path):  # noqa: F811
     Measurement.objects.create(workload=resnet50, gpu_type=v100, throughput=4.4, source="reference",
                                observed_at=timezone.now())
-    worker, worker_log = spawn("worker", [sys.executable, "-m", "celery", "-A", "gogh_web", "worker", "--pool", "solo",
-                                          "-l", "INFO", "-n", "loop@%h", "--without-gossip", "--without-mingle"])
-    _, agent_log = spawn(
-        "agent",
-        [sys.executable, "-m", "telemetry.agent", "--simulate", "--gpus", "v100:2", "--url", daphne,
-         "--hostname", "loop-node", "--poll-interval", "0.5", "--progress-interval", "1", "--upload-interval", "1",
-         "--heartbeat-interval", "2", "--speedup", "20", "--log-dir", str(tmp_path / "jobs")],
-        GOGH_AGENT_TOKEN=Token.objects.create(user=agent).key,
-    )
+    worker, worker_log = spawn("worker", worker_argv("loop"))
+    _, agent_log = spawn("agent", simulated_agent_argv(daphne, "loop-node", tmp_path / "jobs", speedup=20),
+                         GOGH_AGENT_TOKEN=Token.objects.create(user=agent).key)
     logs = [worker_log, agent_log]
     wait_for(lambda: v100.gpus.filter(node__hostname="loop-node").count() == 2, "the agent's registration", logs)
 

@@ -32,7 +32,7 @@ from scheduler import services
 from tests.unit.gogh_web.events.conftest import apply_events
 from telemetry.models import Gpu, Node
 
-from .conftest import REDIS_URL, free_port, wait_for_http
+from .conftest import REDIS_URL, free_port, wait_for_http, worker_argv
 
 pytestmark = pytest.mark.django_db(transaction=True)
 LATENCY_LIMIT_S = 1.0
@@ -100,9 +100,7 @@ def stack(request, spawn):
     port = free_port()
     web, web_log = spawn("daphne", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
                                     "gogh_web.asgi:application"], **env)
-    worker, worker_log = spawn("worker", [sys.executable, "-m", "celery", "-A", "gogh_web", "worker", "--pool", "solo",
-                                          "-l", "INFO", "-n", f"live-{request.param}@%h", "--without-gossip",
-                                          "--without-mingle"], **env)
+    worker, worker_log = spawn("worker", worker_argv(f"live-{request.param}"), **env)
     wait_for_http(f"http://127.0.0.1:{port}/", web, web_log)
     client = Celery("test-client")
     client.conf.update(config, task_serializer="json", accept_content=["json"], result_serializer="json")

@@ -3,7 +3,6 @@ submitted through the API, gets P1's estimates from a Celery worker, is placed b
 a simulated agent, and the throughput telemetry observes reaches P2, which refines that job's
 estimates (catalog.PredictionRecord)."""
 import json
-import sys
 
 import pytest
 from django.db.models import Q
@@ -17,6 +16,7 @@ from telemetry.models import Gpu
 from tests.unit.catalog.predictors.conftest import TINY
 from tests.unit.catalog.predictors.db_slice import load_slice
 
+from .conftest import simulated_agent_argv, worker_argv
 from .test_full_loop import wait_for
 from .test_http_api import call, daphne  # noqa: F401 (a fixture)
 
@@ -29,15 +29,9 @@ def test_p1_on_submit_and_p2_on_telemetry(daphne, spawn, agent, alice, settings,
     workload = workloads["ResNet-18 (batch size 32)"]  # new to the cluster: nothing measured yet
     Measurement.objects.filter(Q(workload=workload) | Q(partner=workload)).delete()
     version = predictor_train(architecture="feedforward", hyperparameters=TINY)
-    _, worker_log = spawn("worker", [sys.executable, "-m", "celery", "-A", "gogh_web", "worker", "--pool", "solo",
-                                     "-l", "INFO", "-n", "predict@%h", "--without-gossip", "--without-mingle"])
-    _, agent_log = spawn(
-        "agent",
-        [sys.executable, "-m", "telemetry.agent", "--simulate", "--gpus", "v100:2", "--url", daphne,
-         "--hostname", "predict-node", "--poll-interval", "0.5", "--progress-interval", "1", "--upload-interval", "1",
-         "--heartbeat-interval", "2", "--speedup", "5", "--log-dir", str(tmp_path / "jobs")],
-        GOGH_AGENT_TOKEN=Token.objects.create(user=agent).key,
-    )
+    _, worker_log = spawn("worker", worker_argv("predict"))
+    _, agent_log = spawn("agent", simulated_agent_argv(daphne, "predict-node", tmp_path / "jobs", speedup=5),
+                         GOGH_AGENT_TOKEN=Token.objects.create(user=agent).key)
     logs = [worker_log, agent_log]
     wait_for(lambda: Gpu.objects.filter(node__hostname="predict-node").count() == 2, "the agent's registration", logs)
     status, body = call(daphne, "/api/jobs/", Token.objects.create(user=alice).key,
