@@ -10,8 +10,8 @@ Choices that the datasheets leave open:
   power and measured load power then describe the same hardware.
 - V100 is the SXM2 16 GB board (300 W): the 16 GB V100 of 8-GPU NVLink servers (DGX-1, AWS
   p3.16xlarge), the form Gavel's consolidated 8-GPU measurements need.
-- A100 is the SXM4 40 GB board (400 W) and H100 the SXM5 80 GB board (700 W), the parts of
-  the 8-GPU HGX servers that clouds rent.
+- A100 is the SXM4 40 GB board (400 W), H100 the SXM5 80 GB board (700 W) and H200 the SXM
+  141 GB board (700 W), the parts of the 8-GPU HGX servers that clouds rent.
 An operator whose cluster has other variants edits the type (admin or API); reloading the
 reference catalog never overwrites an existing type.
 
@@ -152,6 +152,20 @@ GPU_TYPE_DEFAULTS: tuple[GpuTypeDefault, ...] = (
         sources={
             "memory_gb": "NVIDIA H100 datasheet: 80 GB",
             "tdp_w": "NVIDIA H100 datasheet: SXM5 700 W (PCIe 350 W); SXM5 chosen, see "
+            "catalog/gpu_type_defaults.py",
+            "idle_w": _IDLE_FROM_SHARE,
+        },
+    ),
+    GpuTypeDefault(
+        name="h200",
+        description="NVIDIA H200 SXM 141 GB",
+        memory_gb=141,
+        tdp_w=700,
+        idle_w=round(IDLE_SHARE_OF_TDP * 700),
+        product_names=("H200",),
+        sources={
+            "memory_gb": "NVIDIA H200 datasheet: 141 GB HBM3e",
+            "tdp_w": "NVIDIA H200 datasheet: SXM up to 700 W (NVL up to 600 W); SXM chosen, see "
             "catalog/gpu_type_defaults.py",
             "idle_w": _IDLE_FROM_SHARE,
         },

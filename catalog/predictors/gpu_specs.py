@@ -41,6 +41,7 @@ GPU_SPECS: dict[str, GpuSpec] = {
     "t4": GpuSpec(8.1, 320.0, 16, "NVIDIA T4 datasheet: 8.1 TFLOPS FP32, 320 GB/s"),
     "a100": GpuSpec(19.5, 1555.0, 40, "NVIDIA A100 datasheet, SXM4 40 GB: 19.5 TFLOPS FP32, 1,555 GB/s"),
     "h100": GpuSpec(67.0, 3350.0, 80, "NVIDIA H100 datasheet, SXM5 80 GB: 67 TFLOPS FP32, 3.35 TB/s"),
+    "h200": GpuSpec(67.0, 4800.0, 141, "NVIDIA H200 datasheet, SXM 141 GB: 67 TFLOPS FP32, 4.8 TB/s"),
 }
 
 

@@ -11,6 +11,7 @@ CATALOG = [
     ("t4", ["Tesla T4"]),
     ("a100", ["A100"]),
     ("h100", ["H100"]),
+    ("h200", ["H200"]),
 ]
 
 
@@ -19,6 +20,8 @@ CATALOG = [
     [
         ("Tesla V100-SXM2-16GB", "v100"),
         ("NVIDIA H100 80GB HBM3", "h100"),
+        ("NVIDIA H200", "h200"),
+        ("NVIDIA H200 NVL", "h200"),
         ("Tesla K80", "k80"),
         ("NVIDIA A100-SXM4-40GB", "a100"),
         ("Tesla T4", "t4"),

@@ -1,0 +1,42 @@
+"""manage.py create_agent_token: an agent account and its token in one command."""
+import io
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
+from rest_framework.test import APIClient
+
+from telemetry.services.nodes import AGENT_PERMISSION
+
+pytestmark = pytest.mark.django_db
+
+
+def _token(name: str) -> str:
+    out = io.StringIO()
+    call_command("create_agent_token", name, stdout=out)
+    return out.getvalue().strip()
+
+
+def test_token_signs_in_an_agent_that_may_register_and_is_stable():
+    token = _token("agent-node-07")
+    user = get_user_model().objects.get(username="agent-node-07")
+    assert user.has_perm(AGENT_PERMISSION) and not user.has_usable_password() and not user.is_staff
+    assert _token("agent-node-07") == token
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    # the agent may read the GPU types (what a simulated agent asks first) but no tenant's jobs
+    assert client.get("/api/gpu-types/").status_code == 200
+    assert client.get("/api/jobs/").json()["count"] == 0
+
+
+def test_a_persons_account_is_not_turned_into_an_agent():
+    get_user_model().objects.create_user("alice", password="s3cret-pass")
+    with pytest.raises(CommandError, match="person's account"):
+        _token("alice")
+    assert not get_user_model().objects.get(username="alice").has_perm(AGENT_PERMISSION)
+
+
+def test_invalid_name_is_refused_with_the_reason():
+    with pytest.raises(CommandError, match="not a valid account name"):
+        _token("node 7/agent")
+    assert not get_user_model().objects.filter(username="node 7/agent").exists()
