@@ -192,8 +192,11 @@ def prediction_refine(*, measurement: Measurement, job_id: int) -> PredictionRec
 
 
 def _estimates(prediction) -> dict:
+    """The prediction as stored. Lists are copies: _add_unmeasured_types appends to them, and
+    appending to the prediction's own gpu_types made every later spec estimate see the
+    first added type as measured (and fail), so only one unmeasured type was ever estimated."""
     return {
-        "partners": prediction.partners, "gpu_types": prediction.gpu_types,
+        "partners": list(prediction.partners), "gpu_types": list(prediction.gpu_types),
         "configs": [list(c) for c in prediction.configs],
         "rho": prediction.rho.round(4).tolist(), "rho_std": prediction.rho_std.round(4).tolist(),
         "tau": prediction.tau.round(4).tolist(), "tau_std": prediction.tau_std.round(4).tolist(),
