@@ -17,9 +17,9 @@ reference catalog never overwrites an existing type.
 
 Idle power: vendors publish none. For P100 and V100 the lowest average power Zeus measured
 under a (light) training load bounds idle from above: 33.3 W (P100 PCIe) and 34.8 W (V100
-PCIe). For the other types the default is 12% of TDP, the ratio those two bounds give
-(33/250 = 13%, 35/300 = 12%). Both are placeholders until an NVML idle measurement replaces
-them.
+PCIe). For H200 GOGH's own agent measured it through NVML on real boards (78-83 W, 11-12% of TDP).
+For the other types the default is 12% of TDP, the ratio the P100 and V100 bounds give
+(33/250 = 13%, 35/300 = 12%), a placeholder until an NVML idle measurement replaces it.
 """
 from dataclasses import dataclass, field
 
@@ -161,13 +161,15 @@ GPU_TYPE_DEFAULTS: tuple[GpuTypeDefault, ...] = (
         description="NVIDIA H200 SXM 141 GB",
         memory_gb=141,
         tdp_w=700,
-        idle_w=round(IDLE_SHARE_OF_TDP * 700),
+        idle_w=80,
         product_names=("H200",),
         sources={
             "memory_gb": "NVIDIA H200 datasheet: 141 GB HBM3e",
             "tdp_w": "NVIDIA H200 datasheet: SXM up to 700 W (NVL up to 600 W); SXM chosen, see "
             "catalog/gpu_type_defaults.py",
-            "idle_w": _IDLE_FROM_SHARE,
+            "idle_w": "NVML measurement: GOGH's agent on H200 SXM boards (driver 580.159.04), two runs of "
+            "19 samples at 1 Hz with nothing running: 78.0-78.1 W and 82.4-82.6 W "
+            "(tests/device/h200_check.sh, 2026-11-30)",
         },
     ),
 )

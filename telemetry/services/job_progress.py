@@ -26,8 +26,11 @@ from .access import check_is_agent, may_report
 
 RUNNING, SUCCEEDED, FAILED = "running", "succeeded", "failed"
 REPORT_STATUSES = (RUNNING, SUCCEEDED, FAILED)
-#: Power and utilisation of a measurement: the mean of the job's GPUs over this last stretch.
-SAMPLE_WINDOW_S = 60
+#: Power and utilisation of a measurement: the mean of the job's GPUs over this last stretch,
+#: the agent's throughput window (telemetry.agent.runner.RATE_WINDOW_S), and never from before
+#: the job started (on a real H200 a 60 s window put the idle GPU's 80 W at 0.4% utilisation
+#: beside the job's 30 steps/s in its first measurement).
+SAMPLE_WINDOW_S = 30
 
 
 class NotAssigned(Exception):
@@ -98,8 +101,9 @@ def _record_measurement(job: Job, allocations: list[Allocation], steps_per_s: fl
     if len(gpu_types) != 1 or steps_per_s < 0:
         return
     partner = next((a.partner for a in allocations if a.partner_id), None)
+    since = max(now - timedelta(seconds=SAMPLE_WINDOW_S), job.started_at or now)
     recent = GpuSample.objects.filter(
-        gpu__in=[a.gpu for a in allocations], ts__gt=now - timedelta(seconds=SAMPLE_WINDOW_S)
+        gpu__in=[a.gpu for a in allocations], ts__gte=since, ts__lte=now
     ).aggregate(power_w=Avg("power_w"), utilization=Avg("utilization"), memory_mb=Max("memory_used_mb"))
     measurement = Measurement.objects.create(
         workload=job.workload,

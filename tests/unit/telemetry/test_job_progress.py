@@ -56,12 +56,12 @@ def test_only_the_nodes_own_agent_reads_its_assignments(client_for, node1, make_
 
 def test_progress_moves_the_job_to_running_then_succeeded_and_records_throughput(report, gpus, alice, resnet50):
     job = placed_job(alice, resnet50, gpus[:2])
-    now = timezone.now()
-    for i, gpu in enumerate(gpus[:2]):
-        GpuSample.objects.create(gpu=gpu, ts=now - timedelta(seconds=5), power_w=200 + 20 * i, utilization=0.9,
-                                 memory_used_mb=10240 + 1024 * i)
     response = report({"job": job.pk, "status": "running", "steps": 0})
     assert response.status_code == 200 and response.json()["state"] == "running"
+    now = timezone.now()
+    for i, gpu in enumerate(gpus[:2]):
+        GpuSample.objects.create(gpu=gpu, ts=now - timedelta(milliseconds=1), power_w=200 + 20 * i, utilization=0.9,
+                                 memory_used_mb=10240 + 1024 * i)
     response = report({"job": job.pk, "status": "running", "steps": 120, "total_steps": 1000, "steps_per_s": 4.2})
     assert response.json() == {"job": job.pk, "state": "running", "steps_done": 120}
     (measurement,) = Measurement.objects.filter(source="telemetry")
@@ -124,3 +124,16 @@ def test_bad_progress_reports_are_400(report, node1, body, field):
 def test_users_cannot_report_progress(report, gpus, alice, resnet50):
     job = placed_job(alice, resnet50, gpus[:1])
     assert report({"job": job.pk, "status": "succeeded", "steps": 1}, user=alice).status_code == 403
+
+
+def test_a_measurement_never_averages_samples_from_before_the_job_started(report, gpus, alice, resnet50):
+    """The idle GPU before the start must not dilute the job's power (seen on a real H200)."""
+    job = placed_job(alice, resnet50, gpus[:1])
+    before = timezone.now()
+    GpuSample.objects.create(gpu=gpus[0], ts=before - timedelta(seconds=20), power_w=80, utilization=0.0)
+    report({"job": job.pk, "status": "running", "steps": 0})
+    job.refresh_from_db()
+    GpuSample.objects.create(gpu=gpus[0], ts=job.started_at + timedelta(milliseconds=1), power_w=530, utilization=0.97)
+    report({"job": job.pk, "status": "running", "steps": 50, "steps_per_s": 30.0})
+    (measurement,) = Measurement.objects.filter(source="telemetry")
+    assert measurement.power_w == pytest.approx(530) and measurement.utilization == pytest.approx(0.97)

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The device check: the real control plane, the real NVML agent on a real NVIDIA GPU, a real
+# PyTorch training job placed by the scheduler, on one machine. Prints what happened and writes
+# report.json (and the logs) to $OUT. Run from the repository root on the GPU machine, with the
+# web stack importable by $PY (the device tool carries it as wheels); CI never runs this.
+#   PY=python3 OUT=/tmp/out bash tests/device/h200_check.sh [job steps] [job model]
+set -u
+PY=${PY:-python3}
+OUT=${OUT:-/tmp/gogh-device-out}
+STEPS=${1:-600}
+MODEL=${2:-resnet50}
+mkdir -p "$OUT"
+export GOGH_VAR_DIR=${GOGH_VAR_DIR:-/tmp/gogh-device} GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S=15 PYTHONUNBUFFERED=1
+rm -rf "$GOGH_VAR_DIR"
+started=$(date +%s)
+step() { echo "[$(( $(date +%s) - started ))s] $*"; }
+
+step "setup"
+$PY manage.py migrate --noinput -v0 && $PY manage.py load_reference_catalog && $PY manage.py train_predictor --if-none || exit 1
+USER_TOKEN=$($PY manage.py create_demo_admin | sed -n 's/^ *Token: *//p')
+AGENT_TOKEN=$($PY manage.py create_agent_token agent-gpu-node)
+[ -n "$USER_TOKEN" ] && [ -n "$AGENT_TOKEN" ] || { echo "no tokens"; exit 1; }
+
+step "control plane"
+$PY manage.py run_stack --port 8000 >"$OUT/stack.log" 2>&1 &
+for _ in $(seq 60); do curl -sf -o /dev/null http://127.0.0.1:8000/api/gpu-types/ -H "Authorization: Token $USER_TOKEN" && break; sleep 1; done
+
+step "agent (NVML)"
+GOGH_AGENT_URL=http://127.0.0.1:8000 GOGH_AGENT_TOKEN=$AGENT_TOKEN \
+    $PY -m telemetry.agent --hostname gpu-node --log-dir "$GOGH_VAR_DIR/agent-logs" --progress-interval 5 \
+    >"$OUT/agent.log" 2>&1 &
+AGENT=$!
+sleep 15  # idle samples before the job
+
+step "submit"
+JOB=$(curl -s -X POST http://127.0.0.1:8000/api/jobs/ -H "Authorization: Token $USER_TOKEN" -H 'Content-Type: application/json' \
+    -d "{\"workload\": \"ResNet-50 (batch size 64)\", \"min_throughput\": 1, \"max_gpus\": 1, \"total_steps\": $STEPS,
+         \"command\": \"$PY tests/device/train_job.py --steps $STEPS --model $MODEL\"}")
+echo "$JOB"
+ID=$(echo "$JOB" | $PY -c 'import json,sys; print(json.load(sys.stdin)["id"])') || exit 1
+state=""
+for _ in $(seq 120); do  # 4 minutes at most
+    state=$(curl -s http://127.0.0.1:8000/api/jobs/$ID/ -H "Authorization: Token $USER_TOKEN" | $PY -c 'import json,sys; print(json.load(sys.stdin)["state"])')
+    case $state in succeeded|failed|cancelled) break;; esac
+    sleep 2
+done
+step "job $ID: $state"
+sleep 20  # idle samples after the job, uploads, the last P2 refinement
+
+kill -TERM $AGENT; wait $AGENT; echo "agent exit status $?"
+step "report"
+curl -s http://127.0.0.1:8000/metrics -H "Authorization: Token $USER_TOKEN" | grep -E '^gogh_gpu_(power|util)' >"$OUT/metrics.txt"
+$PY tests/device/report.py | tee "$OUT/report.json"
+cp "$GOGH_VAR_DIR"/agent-logs/* "$OUT/" 2>/dev/null
+step "done"

@@ -1,0 +1,78 @@
+"""What the device check saw, as JSON on stdout: the node and GPUs the real agent registered,
+NVML's samples (rate, idle and busy power), the job, the catalog measurements its telemetry
+made, and the predictions before and after them. Run with the check's environment
+(GOGH_VAR_DIR), after the job ended."""
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gogh_web.settings")
+import django  # noqa: E402
+
+django.setup()
+
+from catalog.models import Measurement, PredictionRecord  # noqa: E402
+from scheduler.models import Job, SolveRun  # noqa: E402
+from telemetry.models import Gpu, GpuSample, Node  # noqa: E402
+
+
+def power_summary(samples: list) -> dict:
+    watts = [s.power_w for s in samples if s.power_w is not None]
+    if not watts:
+        return {"samples": len(samples)}
+    return {"samples": len(samples), "mean_w": round(statistics.fmean(watts), 1), "median_w": round(statistics.median(watts), 1),
+            "min_w": round(min(watts), 1), "max_w": round(max(watts), 1),
+            "utilization_mean": round(statistics.fmean(s.utilization for s in samples if s.utilization is not None), 3)}
+
+
+def tau_on(estimates: dict, gpu_type: str) -> float | None:
+    """The record's single-GPU throughput estimate on `gpu_type`."""
+    for config, tau in zip(estimates.get("configs", []), estimates.get("tau", [])):
+        if config[0] == gpu_type and config[1] == 1:
+            return tau
+    return None
+
+
+def main() -> None:
+    job = Job.objects.order_by("id").last()
+    samples = list(GpuSample.objects.order_by("ts"))
+    span = (samples[-1].ts - samples[0].ts).total_seconds() if len(samples) > 1 else 0.0
+    running = [s for s in samples if job and job.started_at and s.ts >= job.started_at and (not job.finished_at or s.ts <= job.finished_at)]
+    before = [s for s in samples if job and job.started_at and s.ts < job.started_at]
+    steady = [s for s in running if s.utilization is not None and s.utilization >= 0.5]
+    records = PredictionRecord.objects.filter(job_id=job.id).order_by("id") if job else []
+    out = {
+        "nodes": [{"hostname": n.hostname, "state": n.state, "gpus": [
+            {"index": g.index, "uuid": g.uuid, "product_name": g.product_name, "gpu_type": g.gpu_type.name,
+             "memory_gb": g.memory_gb, "pci_bus_id": g.pci_bus_id, "numa_node": g.numa_node, "state": g.state}
+            for g in Gpu.objects.filter(node=n).select_related("gpu_type").order_by("index")]} for n in Node.objects.all()],
+        "samples": {"count": len(samples), "span_s": round(span, 1), "per_second": round((len(samples) - 1) / span, 3) if span else None,
+                    "fields_null": {f: sum(getattr(s, f) is None for s in samples) for f in
+                                    ("power_w", "utilization", "memory_used_mb", "sm_clock_mhz", "temperature_c",
+                                     "ecc_corrected", "ecc_uncorrected", "retired_pages")},
+                    "before_job": power_summary(before), "during_job": power_summary(running),
+                    "during_job_util_ge_0.5": power_summary(steady),
+                    "memory_used_mb_max": max((s.memory_used_mb or 0) for s in samples) if samples else None,
+                    "temperature_c_max": max((s.temperature_c or 0) for s in samples) if samples else None},
+        "job": job and {"id": job.id, "workload": job.workload.name, "state": job.state, "state_reason": job.state_reason,
+                        "steps_done": job.steps_done, "total_steps": job.total_steps,
+                        "placed_s": job.placed_at and round((job.placed_at - job.submitted_at).total_seconds(), 1),
+                        "ran_s": job.finished_at and job.started_at and round((job.finished_at - job.started_at).total_seconds(), 1),
+                        "allocations": [(a.gpu.gpu_type.name, a.predicted_throughput, a.predicted_power_w) for a in job.allocations.all()]},
+        "telemetry_measurements": [{"workload": m.workload.name, "gpu_type": m.gpu_type.name, "throughput": m.throughput,
+                                    "power_w": m.power_w, "utilization": m.utilization, "memory_gb": m.memory_gb}
+                                   for m in Measurement.objects.filter(source="telemetry").select_related("workload", "gpu_type")],
+        "predictions": [{"id": r.id, "observations": r.observations,
+                         "tau_h200": tau_on(r.estimates, "h200"),
+                         "unmeasured_gpu_types": r.estimates.get("unmeasured_gpu_types")} for r in records],
+        "solve_runs": [{"solver": s.solver, "status": s.status, "placed": s.num_placed, "seconds": s.duration_s}
+                       for s in SolveRun.objects.order_by("id")[:5]],
+    }
+    json.dump(out, sys.stdout, indent=1, default=str)
+
+
+if __name__ == "__main__":
+    main()
