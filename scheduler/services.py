@@ -314,6 +314,9 @@ def _apply(allocation: optimizer.Allocation, run: SolveRun, now) -> None:
         wanted = {(int(g), partner) for g in placement.gpu_ids}
         if open_allocs.get(job.pk) == wanted:
             continue  # stays where it is
+        if job.state != JobState.PENDING.value and {g for g, _ in open_allocs.get(job.pk, ())} == {g for g, _ in wanted}:
+            _change_partner(job, placement, partner, run, now)
+            continue
         try:
             if job.state != JobState.PENDING.value:
                 job = job_transition(job=job, to=JobState.PENDING.value, reason=f"Migrated by solve {run.pk}.", now=now)
@@ -332,6 +335,22 @@ def _apply(allocation: optimizer.Allocation, run: SolveRun, now) -> None:
             )
             for gpu_id in placement.gpu_ids
         )
+
+
+def _change_partner(job: Job, placement, partner: int | None, run: SolveRun, now) -> None:
+    """The job keeps its GPUs and only its partner changes (its partner ended or moved, or a
+    job joins it): not a migration. It keeps its state and keeps running; the allocation rows
+    are closed and reopened at `now`, so the history says when it shared with whom. (Treating
+    it as a migration restarted a running job whenever its partner finished, as seen in the
+    device check: the agent restarts a job whose GPUs change, and they had not.)"""
+    Allocation.objects.filter(job=job, end__isnull=True).update(end=now)
+    Allocation.objects.bulk_create(
+        Allocation(job=job, gpu_id=int(gpu_id), solve_run=run, partner_id=partner, start=now,
+                   predicted_throughput=placement.predicted_throughput,
+                   predicted_power_w=placement.predicted_power_w / placement.num_gpus)
+        for gpu_id in placement.gpu_ids
+    )
+    emit.job_changed(job)
 
 
 def cell_solve(*, problem: dict) -> dict:

@@ -12,13 +12,14 @@ jobs go back to pending, instead of waiting for the heartbeat timeout.
 import logging
 import threading
 import time
+from pathlib import Path
 
 from . import AGENT_VERSION
 from .buffer import SampleBuffer
 from .client import ControlPlane, Refused, Unreachable
 from .config import AgentConfig
 from .gpus import GpuBackend
-from .jobs import Assignment, simulated_command
+from .jobs import Assignment, partner_file, simulated_command
 from .runner import JobProcess
 
 log = logging.getLogger("gogh.agent")
@@ -209,10 +210,14 @@ class Agent:
         """Make the running jobs match the assignments: stop what was withdrawn or moved, start
         what is new. A job this agent saw finish is not started again."""
         wanted = {assignment.job_id: assignment for assignment in assignments}
-        for job_id, (assignment, _) in list(self._running.items()):
+        for job_id, (assignment, process) in list(self._running.items()):
             if job_id not in wanted or wanted[job_id].key != assignment.key:
                 log.info("job %s: allocation withdrawn or changed; stopping it", job_id)
                 self._stop_job(job_id)
+            elif wanted[job_id] != assignment:  # same GPUs, new allocations: its partner changed
+                self._running[job_id] = (wanted[job_id], process)
+                if self.config.simulate_seed is not None:
+                    self._write_partner(wanted[job_id])
         failed = self.backend.failures().keys()
         for job_id, assignment in wanted.items():
             if failed & set(assignment.gpu_indexes):
@@ -226,7 +231,8 @@ class Agent:
         command, environment = assignment.command, assignment.environment
         if self.config.simulate_seed is not None:
             command, extra = simulated_command(
-                assignment, seed=self.config.simulate_seed, speedup=self.config.simulate_speedup
+                assignment, seed=self.config.simulate_seed, speedup=self.config.simulate_speedup,
+                partner_path=self._write_partner(assignment),
             )
             environment = {**environment, **extra}
         process = JobProcess(
@@ -244,6 +250,13 @@ class Agent:
         log.info("job %s started on GPUs %s (pid %s)", assignment.job_id, assignment.gpu_indexes, process.pid)
         self._running[assignment.job_id] = (assignment, process)
         self._report_progress(process, time.monotonic())
+
+    def _write_partner(self, assignment: Assignment) -> Path:
+        """The simulated job's partner file (simjob reads it every interval)."""
+        path = partner_file(self.config.log_dir, assignment.job_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(assignment.partner or "")
+        return path
 
     def _stop_job(self, job_id: int) -> None:
         _, process = self._running.pop(job_id)

@@ -1,8 +1,9 @@
 """What the control plane asks this node to run, and the command that runs it.
 
 An assignment is one job's open allocations on this node (GET /api/nodes/{id}/assignments/).
-Its key is the job and its allocation ids: when the key changes (migrated to other GPUs,
-preempted and placed again), the running process is stopped and a new one started.
+Its key is the job and its GPU indexes: when the key changes (migrated to other GPUs), the
+running process is stopped and a new one started. New allocation rows on the same GPUs (the
+job's partner on the GPU changed) leave it running.
 """
 import shlex
 import sys
@@ -42,17 +43,25 @@ class Assignment:
 
     @property
     def key(self) -> tuple:
-        return self.job_id, self.allocation_ids
+        """What the job runs on: a job is restarted only when this changes (it moved to other
+        GPUs). New allocation rows on the same GPUs (its partner on the GPU changed) leave it
+        running."""
+        return self.job_id, self.gpu_indexes
 
 
-def simulated_command(assignment: Assignment, *, seed: int, speedup: float) -> tuple[str, dict]:
-    """(command, extra environment) running the assignment as a simulated job (simjob)."""
+def partner_file(log_dir: Path, job_id: int) -> Path:
+    """Where a simulated job reads its current partner (the agent writes it)."""
+    return log_dir / f"job-{job_id}.partner"
+
+
+def simulated_command(assignment: Assignment, *, seed: int, speedup: float, partner_path: Path) -> tuple[str, dict]:
+    """(command, extra environment) running the assignment as a simulated job (simjob), which
+    reads its partner from `partner_path` as it runs."""
     argv = [
         sys.executable, "-m", "telemetry.agent.simjob", "--workload", assignment.workload,
         "--gpu-type", assignment.gpu_type, "--num-gpus", str(len(assignment.gpu_indexes)),
         "--steps", str(assignment.total_steps or SIMULATED_DEFAULT_STEPS), "--seed", str(seed),
         "--speedup", str(speedup),
     ]
-    if assignment.partner:
-        argv += ["--partner", assignment.partner]
+    argv += ["--partner-file", str(partner_path)]
     return shlex.join(argv), {"PYTHONPATH": str(_SOURCE_ROOT)}

@@ -3,12 +3,15 @@
 # PyTorch training job placed by the scheduler, on one machine. Prints what happened and writes
 # report.json (and the logs) to $OUT. Run from the repository root on the GPU machine, with the
 # web stack importable by $PY (the device tool carries it as wheels); CI never runs this.
-#   PY=python3 OUT=/tmp/out bash tests/device/h200_check.sh [job steps] [job model]
+#   PY=python3 OUT=/tmp/out bash tests/device/h200_check.sh [job steps] [job model] [pair]
+# With "pair", a ResNet-18 (batch size 64) job is submitted with the ResNet-50 one: on a
+# one-GPU node the scheduler must make them share the GPU, and telemetry measures the pair.
 set -u
 PY=${PY:-python3}
 OUT=${OUT:-/tmp/gogh-device-out}
 STEPS=${1:-600}
 MODEL=${2:-resnet50}
+PAIR=${3:-}
 mkdir -p "$OUT"
 export GOGH_VAR_DIR=${GOGH_VAR_DIR:-/tmp/gogh-device} GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S=15 PYTHONUNBUFFERED=1
 rm -rf "$GOGH_VAR_DIR"
@@ -33,23 +36,29 @@ AGENT=$!
 sleep 15  # idle samples before the job
 
 step "submit"
-JOB=$(curl -s -X POST http://127.0.0.1:8000/api/jobs/ -H "Authorization: Token $USER_TOKEN" -H 'Content-Type: application/json' \
-    -d "{\"workload\": \"ResNet-50 (batch size 64)\", \"min_throughput\": 1, \"max_gpus\": 1, \"total_steps\": $STEPS,
-         \"command\": \"$PY tests/device/train_job.py --steps $STEPS --model $MODEL\"}")
-echo "$JOB"
-ID=$(echo "$JOB" | $PY -c 'import json,sys; print(json.load(sys.stdin)["id"])') || exit 1
-state=""
-for _ in $(seq 120); do  # 4 minutes at most
-    state=$(curl -s http://127.0.0.1:8000/api/jobs/$ID/ -H "Authorization: Token $USER_TOKEN" | $PY -c 'import json,sys; print(json.load(sys.stdin)["state"])')
-    case $state in succeeded|failed|cancelled) break;; esac
-    sleep 2
+submit() {  # workload, model: prints the new job's id
+    curl -s -X POST http://127.0.0.1:8000/api/jobs/ -H "Authorization: Token $USER_TOKEN" -H 'Content-Type: application/json' \
+        -d "{\"workload\": \"$1\", \"min_throughput\": 1, \"max_gpus\": 1, \"total_steps\": $STEPS,
+             \"command\": \"$PY tests/device/train_job.py --steps $STEPS --model $2\"}" \
+        | $PY -c 'import json,sys; print(json.load(sys.stdin)["id"])'
+}
+IDS=$(submit "ResNet-50 (batch size 64)" "$MODEL") || exit 1
+[ "$PAIR" = pair ] && { IDS="$IDS $(submit "ResNet-18 (batch size 64)" "${MODEL/50/18}")" || exit 1; }
+echo "jobs $IDS"
+for ID in $IDS; do
+    state=""
+    for _ in $(seq 120); do  # 4 minutes at most
+        state=$(curl -s http://127.0.0.1:8000/api/jobs/$ID/ -H "Authorization: Token $USER_TOKEN" | $PY -c 'import json,sys; print(json.load(sys.stdin)["state"])')
+        case $state in succeeded|failed|cancelled) break;; esac
+        sleep 2
+    done
+    step "job $ID: $state"
 done
-step "job $ID: $state"
-sleep 20  # idle samples after the job, uploads, the last P2 refinement
+sleep 20  # idle samples after the jobs, uploads, the last P2 refinement
 
 kill -TERM $AGENT; wait $AGENT; echo "agent exit status $?"
 step "report"
 curl -s http://127.0.0.1:8000/metrics -H "Authorization: Token $USER_TOKEN" | grep -E '^gogh_gpu_(power|util)' >"$OUT/metrics.txt"
 $PY tests/device/report.py | tee "$OUT/report.json"
-cp "$GOGH_VAR_DIR"/agent-logs/* "$OUT/" 2>/dev/null
+tail -n 3 "$GOGH_VAR_DIR"/agent-logs/* >"$OUT/jobs.log" 2>&1
 step "done"

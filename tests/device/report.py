@@ -37,13 +37,13 @@ def tau_on(estimates: dict, gpu_type: str) -> float | None:
 
 
 def main() -> None:
-    job = Job.objects.order_by("id").last()
+    job = Job.objects.order_by("id").first()  # the ResNet-50 job: the samples are split around it
     samples = list(GpuSample.objects.order_by("ts"))
     span = (samples[-1].ts - samples[0].ts).total_seconds() if len(samples) > 1 else 0.0
     running = [s for s in samples if job and job.started_at and s.ts >= job.started_at and (not job.finished_at or s.ts <= job.finished_at)]
     before = [s for s in samples if job and job.started_at and s.ts < job.started_at]
     steady = [s for s in running if s.utilization is not None and s.utilization >= 0.5]
-    records = PredictionRecord.objects.filter(job_id=job.id).order_by("id") if job else []
+    records = PredictionRecord.objects.order_by("id")
     out = {
         "nodes": [{"hostname": n.hostname, "state": n.state, "gpus": [
             {"index": g.index, "uuid": g.uuid, "product_name": g.product_name, "gpu_type": g.gpu_type.name,
@@ -57,15 +57,19 @@ def main() -> None:
                     "during_job_util_ge_0.5": power_summary(steady),
                     "memory_used_mb_max": max((s.memory_used_mb or 0) for s in samples) if samples else None,
                     "temperature_c_max": max((s.temperature_c or 0) for s in samples) if samples else None},
-        "job": job and {"id": job.id, "workload": job.workload.name, "state": job.state, "state_reason": job.state_reason,
-                        "steps_done": job.steps_done, "total_steps": job.total_steps,
-                        "placed_s": job.placed_at and round((job.placed_at - job.submitted_at).total_seconds(), 1),
-                        "ran_s": job.finished_at and job.started_at and round((job.finished_at - job.started_at).total_seconds(), 1),
-                        "allocations": [(a.gpu.gpu_type.name, a.predicted_throughput, a.predicted_power_w) for a in job.allocations.all()]},
-        "telemetry_measurements": [{"workload": m.workload.name, "gpu_type": m.gpu_type.name, "throughput": m.throughput,
+        "jobs": [{"id": j.id, "workload": j.workload.name, "state": j.state, "state_reason": j.state_reason,
+                  "steps_done": j.steps_done, "total_steps": j.total_steps,
+                  "placed_s": j.placed_at and round((j.placed_at - j.submitted_at).total_seconds(), 1),
+                  "ran_s": j.finished_at and j.started_at and round((j.finished_at - j.started_at).total_seconds(), 1),
+                  "allocations": [(a.gpu.gpu_type.name, a.partner and a.partner.workload.name, a.predicted_throughput,
+                                   a.predicted_power_w) for a in j.allocations.all()]}
+                 for j in Job.objects.order_by("id")],
+        "telemetry_measurements": [{"workload": m.workload.name, "gpu_type": m.gpu_type.name,
+                                    "partner": m.partner and m.partner.name, "throughput": m.throughput,
+                                    "partner_throughput": m.partner_throughput,
                                     "power_w": m.power_w, "utilization": m.utilization, "memory_gb": m.memory_gb}
                                    for m in Measurement.objects.filter(source="telemetry").select_related("workload", "gpu_type")],
-        "predictions": [{"id": r.id, "observations": r.observations,
+        "predictions": [{"id": r.id, "job": r.job_id, "observations": len(r.observations),
                          "tau_h200": tau_on(r.estimates, "h200"),
                          "unmeasured_gpu_types": r.estimates.get("unmeasured_gpu_types")} for r in records],
         "solve_runs": [{"solver": s.solver, "status": s.status, "placed": s.num_placed, "seconds": s.duration_s}

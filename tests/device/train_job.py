@@ -1,5 +1,6 @@
-"""A real training job for the device check: ResNet-50 at batch size 64 (the catalog's
-"ResNet-50 (batch size 64)") training on synthetic 224x224 images, on the GPU the agent gives it
+"""A real training job for the device check: ResNet-50 or ResNet-18 at batch size 64 (the
+catalog's "ResNet-50 (batch size 64)", "ResNet-18 (batch size 64)") training on synthetic
+224x224 images, on the GPU the agent gives it
 (CUDA_VISIBLE_DEVICES), reporting progress with the GOGH progress line protocol.
 
 Synthetic data keeps the check free of downloads; the step (forward, backward, SGD update) is
@@ -18,10 +19,10 @@ from telemetry.agent.progress import report  # noqa: E402
 
 
 def model_for(name: str) -> nn.Module:
-    if name == "resnet50":
-        from torchvision.models import resnet50
+    if name in ("resnet50", "resnet18"):
+        from torchvision import models
 
-        return resnet50(weights=None)
+        return getattr(models, name)(weights=None)
     return nn.Sequential(nn.Conv2d(3, 8, 3, stride=4), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 1000))
 
 
@@ -29,7 +30,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=600)
     parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--model", choices=["resnet50", "tiny"], default="resnet50")
+    parser.add_argument("--model", choices=["resnet50", "resnet18", "tiny"], default="resnet50")
     args = parser.parse_args()
     device = "cuda" if torch.cuda.is_available() else "cpu"
     print(f"device {device}: {torch.cuda.get_device_name(0) if device == 'cuda' else 'cpu'}", flush=True)

@@ -180,3 +180,32 @@ def test_a_decision_using_a_node_gone_down_is_not_applied(measured, alice, resne
     assert services.scheduling_round_run(trigger="periodic").solve_run.status == "superseded"
     job.refresh_from_db()
     assert job.state == "pending"
+
+
+def test_a_partner_change_on_the_same_gpus_keeps_the_job_running(measured, alice, resnet50, lm):
+    """When its partner ends, the survivor stays on its GPU: new allocation rows (the history
+    says when it shared), no state change, so its agent does not restart it."""
+    from scheduler.optimizer import problem as opt
+
+    job, partner = submit(alice, resnet50, tmin=1), submit(alice, lm, tmin=1)
+    gpu = Gpu.objects.filter(gpu_type__name="v100").first()
+    run = SolveRun.objects.create(solver="ilp", trigger="manual")
+    earlier = timezone.now()
+    for a, b in ((job, partner), (partner, job)):
+        services.job_transition(job=a, to="placed", reason="test")
+        Allocation.objects.create(job=a, gpu=gpu, partner=b, start=earlier, solve_run=run)
+    job = services.job_transition(job=job, to="running", reason="test")
+    services.job_transition(job=partner, to="running", reason="test")
+    services.job_transition(job=partner, to="succeeded", reason="done")  # closes the partner's rows
+    alone = opt.Placement(job_id=str(job.pk), gpu_type="v100", gpu_ids=(str(gpu.pk),), consolidated=True,
+                          partner=None, predicted_throughput=10.0, predicted_power_w=300.0)
+    now = timezone.now()
+    decision = opt.Allocation(solver="ilp", placements={str(job.pk): alone}, reasons={}, power_w=300.0, objective=300.0,
+                              status="optimal", energy_weight=1.0, load=0.0)
+    services._apply(decision, run, now)
+    after = Job.objects.get(pk=job.pk)
+    assert (after.state, after.started_at, after.placed_at) == ("running", job.started_at, job.placed_at)
+    shared, current = Allocation.objects.filter(job=job).order_by("start")
+    assert (shared.partner_id, shared.end) == (partner.pk, now)
+    assert (current.gpu_id, current.partner_id, current.start, current.end) == (gpu.pk, None, now, None)
+    assert current.predicted_throughput == 10.0

@@ -161,6 +161,31 @@ def test_a_moved_allocation_restarts_the_job_on_its_new_gpus(plane, run_agent, t
     assert wait_for(lambda: log.read_text() == "0\n1\n")
 
 
+def test_new_allocations_on_the_same_gpus_leave_the_job_running(plane, run_agent, tmp_path):
+    """Its partner on the GPU changed (new allocation rows), its GPUs did not: no restart."""
+    command = python("import time; print('started', flush=True); time.sleep(60)")
+    plane.assignments = [assignment(5, command, gpu_indexes=(0,), allocations=[20])]
+    agent = run_agent(plane)
+    log = tmp_path / "logs" / "job-5.out"
+    assert wait_for(lambda: log.exists() and log.read_text() == "started\n")
+    pid = agent._running[5][1].pid
+    plane.assignments = [assignment(5, command, gpu_indexes=(0,), allocations=[21])]
+    time.sleep(1.5)  # several polls
+    assert log.read_text() == "started\n" and agent._running[5][1].pid == pid
+
+
+def test_a_simulated_job_follows_its_partner_changes_without_a_restart(plane, run_agent, tmp_path):
+    partner = "ResNet-18 (batch size 64)"
+    plane.assignments = [assignment(6, "", allocations=[30], partner=partner, total_steps=100_000)]
+    agent = run_agent(plane, simulate_seed=0)
+    log = tmp_path / "logs" / "job-6.out"
+    assert wait_for(lambda: log.exists() and f"with {partner}:" in log.read_text())
+    pid = agent._running[6][1].pid
+    plane.assignments = [assignment(6, "", allocations=[31], partner=None, total_steps=100_000)]  # partner ended
+    assert wait_for(lambda: "on 1 x v100: " in log.read_text())  # now at its rate alone
+    assert agent._running[6][1].pid == pid and (tmp_path / "logs" / "job-6.partner").read_text() == ""
+
+
 def test_samples_are_buffered_across_an_outage_and_none_is_lost(plane, run_agent):
     agent = run_agent(plane, sample_interval_s=0.2, buffer_size=1000)
     assert wait_for(lambda: len(plane.samples) >= 4)
