@@ -33,7 +33,8 @@ class BenchSettings:
 
     def model(self, architecture: str) -> PerformancePredictor:
         if self.quick:
-            return PerformancePredictor(architecture=architecture, epochs=6, draws=1, hidden=16, seed=self.seed)
+            return PerformancePredictor(architecture=architecture, epochs=2, draws=1, hidden=16, cells_per_episode=8,
+                                        seed=self.seed)
         return PerformancePredictor(architecture=architecture, seed=self.seed)
 
 

@@ -215,7 +215,11 @@ class StructuredModel:
         posterior mean of the log ratio to the prior (kernel: common, same GPU type, same
         setup of GPUs; variances measured on the catalog's leave-one-out residuals). With the
         job's communication times (`communication`), multi-GPU configurations not observed
-        are then rebuilt from the posterior 1-GPU throughputs."""
+        are then rebuilt from the posterior 1-GPU throughputs. An observed configuration, and
+        its twin (one GPU counts as consolidated or not alike), takes the observed value
+        itself before that rebuild, so the multi-GPU configurations of its GPU type start from
+        the profiled throughput rather than from the posterior mean the observation noise
+        shrinks toward the prior."""
         observed = [(c, math.log(steps) - log_tau[c]) for c, steps in observations if steps > 0]
         if not observed:
             return log_tau
@@ -224,6 +228,11 @@ class StructuredModel:
         everything = np.arange(len(log_tau))
         k_oo = self._tau_kernel(configs, configs) + TAU_JITTER * np.eye(len(configs))
         shifted = log_tau + self._tau_kernel(everything, configs) @ np.linalg.solve(k_oo, residual)
+        same_config = ((self.gpu_of_config_[configs][:, None] == self.gpu_of_config_[None, :])
+                       & (self.setup_of_config_[configs][:, None] == self.setup_of_config_[None, :]))
+        same_config[:, configs] = np.eye(len(configs), dtype=bool)  # an observed twin keeps its own
+        for row, (c, r) in zip(same_config, observed):
+            shifted[row] = log_tau[c] + r
         if comm is None:
             return shifted
         comm = comm.copy()

@@ -115,13 +115,27 @@ def test_multi_gpu_configurations_are_a_one_gpu_step_plus_communication(structur
     shifted = model.tau_shift(log_tau, [(one, observed)], comm)
     v100_multi = [c for c, (gpu, n, _) in enumerate(catalog.configs) if gpu == "v100" and n > 1 and np.isfinite(comm[c])]
     assert v100_multi
-    alone = float(np.exp(shifted[one]))  # the posterior 1-GPU throughput: the observation, nearly
-    assert alone == pytest.approx(observed, rel=0.01)
+    alone = float(np.exp(shifted[one]))  # the observation itself, not the shrunk posterior mean
+    assert alone == pytest.approx(observed, rel=1e-9)
+    spread_one = catalog.configs.index(("v100", 1, False))  # the same one GPU, its twin
+    assert np.exp(shifted[spread_one]) == pytest.approx(observed, rel=1e-9)
     for c in v100_multi:
         n = catalog.configs[c][1]
         assert np.exp(shifted[c]) == pytest.approx(n / (1 / alone + comm[c]))
     # without communication times the Gaussian process alone moves them
     assert not np.allclose(model.tau_shift(log_tau, [(one, observed)])[v100_multi], shifted[v100_multi])
+
+
+def test_one_shot_is_p2_after_the_profiled_observation(structured, held_out):
+    """P1 one-shot (a profile given to predict) and P2 (the same throughput observed by a
+    running job) go through one code path and give the same throughputs."""
+    features = held_out[1]
+    one_shot = structured.predict(features, {("p100", 1, True): 7.5})
+    job = structured.job(features)
+    job.observe(Observation("p100", 7.5))
+    np.testing.assert_array_equal(one_shot.tau, job.prediction().tau)
+    assert one_shot.isolated("p100") == 7.5
+    assert one_shot.isolated("p100", consolidated=False) == pytest.approx(7.5, rel=1e-12)  # its twin
 
 
 def test_an_unseen_family_gets_the_mean_over_families_each_counted_once(structured):
