@@ -3,7 +3,8 @@
 The job's state moves only through scheduler.services.job_transition (placed -> running on
 the first report, running -> succeeded / failed at the end). Observed throughput becomes a
 catalog Measurement (source telemetry) at most once per GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S
-per job and once at its end, so one long job cannot flood the catalog's sliding window; each
+per job and once at its end (unless the last is younger than its window), so one long job
+cannot flood the catalog's sliding window; each
 one is sent on to P2 (catalog.tasks.prediction_refine), which refines the job's predictions.
 """
 from datetime import timedelta
@@ -86,9 +87,11 @@ def measurement_reference(job_id: int) -> str:
 
 
 def _measurement_due(job: Job, now, *, final: bool) -> bool:
-    if final:
-        return True
-    interval = timedelta(seconds=settings.GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S)
+    """Every interval, and at the end unless the last one is so recent that its window (the
+    agent's, SAMPLE_WINDOW_S) mostly overlaps: that would count nearly the same observation
+    twice (seen on a real H200: two identical measurements a second apart)."""
+    seconds = SAMPLE_WINDOW_S if final else settings.GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S
+    interval = timedelta(seconds=seconds)
     return not Measurement.objects.filter(
         source=MeasurementSource.TELEMETRY, reference=measurement_reference(job.pk), observed_at__gt=now - interval
     ).exists()

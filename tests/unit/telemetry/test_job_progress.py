@@ -10,6 +10,7 @@ from scheduler.models import Allocation, Job
 from scheduler.services import job_cancel
 from telemetry.models import Gpu, GpuSample
 from telemetry.services import node_register
+from telemetry.services.job_progress import SAMPLE_WINDOW_S
 
 from .jobs import placed_job
 from .reports import node_report
@@ -79,7 +80,17 @@ def test_progress_moves_the_job_to_running_then_succeeded_and_records_throughput
     assert job.total_steps == 1000  # learnt from the job's progress lines
     assert job.started_at and job.finished_at
     assert not Allocation.objects.filter(job=job, end__isnull=True).exists()
-    assert Measurement.objects.filter(source="telemetry").count() == 2  # one more at the end
+    # none more at the end: the last one, a moment ago, measured nearly the same window
+    assert Measurement.objects.filter(source="telemetry").count() == 1
+
+
+def test_the_end_adds_a_measurement_when_the_last_one_is_older_than_its_window(report, gpus, alice, resnet50):
+    job = placed_job(alice, resnet50, gpus[:1])
+    report({"job": job.pk, "status": "running", "steps": 0})
+    report({"job": job.pk, "status": "running", "steps": 100, "steps_per_s": 4.2})
+    Measurement.objects.filter(source="telemetry").update(observed_at=timezone.now() - timedelta(seconds=SAMPLE_WINDOW_S + 10))
+    report({"job": job.pk, "status": "succeeded", "steps": 300, "steps_per_s": 4.4, "exit_code": 0})
+    assert sorted(Measurement.objects.filter(source="telemetry").values_list("throughput", flat=True)) == [4.2, 4.4]
 
 
 def test_a_failed_job_carries_the_agents_message(report, gpus, alice, resnet50):
