@@ -5,34 +5,50 @@ Routing by room (each job to the cell with the most GPUs left of its cheapest ty
 28 priority-0 jobs fewer than the global ILP on the 6144-GPU benchmark instance: every cell
 spent its P100s and V100s on jobs that could also run on K80s, kept K80s idle, and jobs that
 need a P100 or V100 waited in other cells. Re-solving cells with the jobs left pending did not
-help there (each cell was at its own optimum for every job offered); routing with the jobs
-solved in the global ILP's own answer admitted 4444 of the ILP's 4452. So the coordinator
-routes by a global decision: the rounded LP relaxation of admission on the aggregated model of
-the whole cluster (relaxation.py; its size depends on jobs and GPU types, not on GPUs), which
-says for each job a GPU type, a GPU count and whether it shares; each job then goes to a
-cell with room for exactly that (block capacity levels per cell, largest blocks first), a
-pair's two jobs to the same cell. Jobs the relaxation leaves out, or that fit no cell as
-chosen, go by room. Placed and running jobs stay in the cell they run in.
+help there (each cell was at its own optimum for every job offered). So the coordinator
+routes by a global decision: the most admitted per priority level on the aggregated model of
+the whole cluster (relaxation.exact_choices: the rounded LP relaxation of admission when it
+provably admits the most, else the integer program; its size depends on jobs and GPU types,
+not on GPUs), which says for each job a GPU type, a GPU count and whether it shares; each job
+then goes to a cell with room for exactly that (block capacity levels per cell), a pair's two
+jobs to the same cell. Routing is bin packing, so the order matters: largest consolidated
+block first, then most GPUs (a job spread over 8 GPUs before single GPUs: ranked by its block
+of 1 among the single-GPU jobs, such jobs came last and found every cell's last GPUs taken,
+which lost 1-2 priority-0 jobs at 6144 GPUs). Jobs the decision leaves out, or that fit no cell
+as chosen, go by room. Placed and running jobs stay in the cell they run in.
 """
 from collections import defaultdict
+from dataclasses import dataclass
 
 from .aggregation import aggregate, block_sizes
 from .choices import Choice
 from .greedy import cheapest, greedy_choices
 from .instance import Instance, compile_instance
 from .problem import JobSpec, Problem
-from .relaxation import full_levels, rounded_choices
+from .relaxation import exact_choices, full_levels
 
-GUIDE_SHARE = 0.25  # of the time limit, at most, for the global relaxation that guides routing
+# Of the time limit, at most, for the global decision that guides routing (compiling the whole
+# instance, the greedy decision, the relaxation and, when rounding it falls short, the integer
+# program: 2.3 s at 6144 GPUs at load 2, so a quarter of the default 10 s ran out under load and
+# the rounded decision, one job short, guided instead).
+GUIDE_SHARE = 0.5
 
 
-def route(problem: Problem, cells: dict[str, list], started: float) -> tuple[dict[str, list[JobSpec]], tuple]:
-    """(cell name -> jobs, the whole cluster's co-location matching as job-id pairs), guided by
-    the global admission decision (see the module's text)."""
+@dataclass
+class Routing:
+    routed: dict[str, list[JobSpec]]  # cell name -> its jobs
+    matching: tuple[tuple[str, str], ...]  # the whole cluster's co-location matching, as job-id pairs
+    inst: Instance  # the whole cluster's aggregated instance
+    guide: list[Choice]  # the global admission decision the routing followed
+    unrouted: list[int]  # jobs (indices in inst) no cell gets: the proven decision leaves them out
+
+
+def route(problem: Problem, cells: dict[str, list], started: float) -> Routing:
+    """Each job's cell, guided by the global admission decision (see the module's text)."""
     inst = compile_instance(problem)
     greedy = greedy_choices(inst, inst.admission_order(), cheapest)
     deadline = started + GUIDE_SHARE * problem.settings.time_limit_s
-    guide = rounded_choices(inst, deadline, full_levels(inst, greedy)) or greedy
+    guide, proven = exact_choices(inst, deadline, full_levels(inst, greedy)) or (greedy, False)
     cell_of_gpu = {g.id: name for name, gpus in cells.items() for g in gpus}
     room = {name: _levels(gpus) for name, gpus in cells.items()}
     routed: dict[str, list[JobSpec]] = {name: [] for name in cells}
@@ -41,7 +57,7 @@ def route(problem: Problem, cells: dict[str, list], started: float) -> tuple[dic
         if job.current is not None and job.current.gpu_ids and job.current.gpu_ids[0] in cell_of_gpu:
             home[j] = cell_of_gpu[job.current.gpu_ids[0]]
             _take(inst, room[home[j]], guide[j])
-    for j in sorted(range(len(inst.jobs)), key=lambda j: (-_block(inst, guide[j]), j)):
+    for j in sorted(range(len(inst.jobs)), key=lambda j: (-_block(inst, guide[j]), -_gpus(inst, guide[j]), j)):
         if j in home or guide[j] is None:
             continue
         partner = inst.pairs[guide[j][1]].partner_of(j) if guide[j][0] == "p" else None
@@ -52,12 +68,17 @@ def route(problem: Problem, cells: dict[str, list], started: float) -> tuple[dic
         if fitting:
             home[j] = max(fitting, key=lambda name: _room_for(inst, room[name], guide[j]))
             _take(inst, room[home[j]], guide[j])
-    by_room = _route_by_room(problem, [job for j, job in enumerate(inst.jobs) if j not in home], room)
+    # Jobs a proven decision leaves out could only take the place of one of its jobs of the same
+    # level: no cell gets them, and they wait for the second chance (unrouted).
+    left = [j for j in range(len(inst.jobs)) if j not in home and not (proven and guide[j] is None)]
+    by_room = _route_by_room(problem, [inst.jobs[j] for j in left], room)
     for j, name in home.items():
         routed[name].append(inst.jobs[j])
     for name, jobs in by_room.items():
         routed[name].extend(jobs)
-    return routed, tuple((inst.jobs[pair.a].id, inst.jobs[pair.b].id) for pair in inst.pairs)
+    unrouted = sorted(set(range(len(inst.jobs))) - set(home) - set(left))
+    matching = tuple((inst.jobs[pair.a].id, inst.jobs[pair.b].id) for pair in inst.pairs)
+    return Routing(routed, matching, inst, guide, unrouted)
 
 
 def _levels(gpus: list) -> dict[tuple[str, int], int]:
@@ -67,6 +88,11 @@ def _levels(gpus: list) -> dict[tuple[str, int], int]:
 def _block(inst: Instance, choice: Choice) -> int:
     """GPUs of the largest block a choice needs (routing order: largest first, as in bin packing)."""
     return max((s for _, s, _ in inst.usage(choice)), default=0) if choice else 0
+
+
+def _gpus(inst: Instance, choice: Choice) -> int:
+    """GPUs a choice takes (a pair's one GPU counts for each of its jobs)."""
+    return max((n for _, _, n in inst.usage(choice)), default=0) if choice else 0
 
 
 def _fits(inst: Instance, room: dict, choice: Choice) -> bool:

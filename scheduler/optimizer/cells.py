@@ -4,22 +4,27 @@ Nodes are partitioned into cells, by their cell label when they have one, otherw
 automatically: the nodes, type by type, are dealt round-robin over ceil(GPUs / cell size)
 cells, so every cell holds a slice of every type (when there are enough nodes of it). An upper coordinator routes jobs to cells: a
 placed or running job to the cell it runs in, any other job to a cell with room for the
-configuration the whole cluster's admission relaxation gives it (cell_routing.py), and fixes
-the co-location matching for the whole cluster. Each cell is then solved alone with the ILP; jobs a cell could not admit get a second chance, in one more (small) ILP
+configuration the whole cluster's admission decision gives it (cell_routing.py), and fixes
+the co-location matching for the whole cluster; jobs that decision, when proven to admit the
+most, leaves out go to no cell. Each cell is then solved alone with the ILP; jobs a cell could not admit, and those, get a second chance, in one more (small) ILP
 over the GPUs all cells left free (with topology-aware isolation: first per tenant on the
 free GPUs of switches it owns, then on switches nobody owns; see second_chances). `run_cells` maps the per-cell solve: in turn by default, or as a Celery
-group from the Django shell.
+group from the Django shell. Admission comes first: when the cells admit lexicographically
+less than the global decision (some of its jobs fit no single cell), that decision is placed
+instead (admission_check).
 """
 import math
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import replace
 
-from .base import Solver, settings_notes
-from .cell_routing import route
+from .base import Outcome, Solver, finish, settings_notes
+from .cell_routing import Routing, route
 from .ilp import IlpSolver
 from .problem import Allocation, Problem
+from .reasons import pending_reason
+from .start import rows_of
 
 CellRunner = Callable[[list[Problem]], list[Allocation]]
 
@@ -66,7 +71,8 @@ class CellsSolver(Solver):
             allocation = IlpSolver().solve(problem)
             allocation.solver = self.name
             return allocation
-        routed, matching = route(problem, cells, started)
+        routing = route(problem, cells, started)
+        routed, matching = routing.routed, routing.matching
         sub_settings = replace(problem.settings, time_limit_s=max(0.5, problem.settings.time_limit_s / len(cells)))
         names = sorted(cells)
         cell_problems = []
@@ -75,9 +81,11 @@ class CellsSolver(Solver):
             cell_problems.append(replace(
                 problem, jobs=tuple(routed[name]), gpus=tuple(cells[name]), settings=sub_settings,
                 matching=tuple(pair for pair in matching if pair[0] in ids and pair[1] in ids),
+                admission_start=rows_of(routing.inst, routing.guide, ids),
             ))
         results = self.run_cells(cell_problems)
-        placements, reasons, used = {}, {}, set()
+        placements, used = {}, set()
+        reasons = {routing.inst.jobs[j].id: pending_reason(routing.inst, j, self.name, True) for j in routing.unrouted}
         for result in results:
             placements.update(result.placements)
             reasons.update(result.reasons)
@@ -87,7 +95,7 @@ class CellsSolver(Solver):
         for jobs, gpus in second_chances(problem, placements, used):
             second = IlpSolver().solve(replace(problem, jobs=jobs, gpus=gpus))
             placements.update(second.placements)
-            # a cell's reason stands (the second chance sees only the GPUs left, not the cell's)
+            # a cell's or the coordinator's reason stands (the second chance sees only the GPUs left)
             reasons = {job_id: why for job_id, why in {**second.reasons, **reasons}.items() if job_id not in placements}
             used.update(g for p in second.placements.values() for g in p.gpu_ids)
             second_objective += second.objective
@@ -97,6 +105,9 @@ class CellsSolver(Solver):
         fallbacks = [r.fallback_reason for r in results if r.fallback_reason]
         statuses = {r.status for r in results}
         notes = [f"{len(cells)} cells of {', '.join(str(len(cells[n])) for n in names)} GPUs"]
+        guided = admission_check(routing, placements, started, notes)
+        if guided is not None:
+            return guided
         return Allocation(
             solver=self.name,
             placements=placements,
@@ -148,3 +159,33 @@ def second_chances(problem: Problem, placements: dict, used: set):
     unowned = tuple(g for g in free if not g.pcie_switch or (g.node, g.pcie_switch) not in owner)
     if waiting() and unowned:
         yield waiting(), unowned
+
+
+GUIDE_TAKEN = (
+    "The cells admitted fewer jobs (by priority) than the coordinator's global admission decision, which "
+    "could not be split into cells; that decision was placed instead (admission first; its power is not minimised)."
+)
+
+
+def admission_check(routing: Routing, placements: dict, started: float, notes: list[str]) -> Allocation | None:
+    """The global admission decision that guided the routing, placed onto the GPUs, when it
+    admits lexicographically more (per priority level, highest first) than the cells did;
+    None otherwise. The cells admit at least what the decision routed into them (each cell's
+    program is lexicographically optimal for its jobs and the decision's share of it is
+    feasible there), so they fall short only when some of its jobs fit no cell as chosen (a
+    block no single cell has room for); the decision is then placed as it is, so `cells` never
+    admits less than it (docs/optimization.md, "Cells")."""
+    inst, guide = routing.inst, routing.guide
+    by_cells = _by_level(inst, set(placements))
+    if by_cells >= _by_level(inst, {inst.jobs[j].id for j, choice in enumerate(guide) if choice is not None}):
+        return None
+    allocation = finish(inst, Outcome(guide, notes=notes + [GUIDE_TAKEN]), CellsSolver.name, True, started)
+    return allocation if _by_level(inst, set(allocation.placements)) > by_cells else None
+
+
+def _by_level(inst, admitted: set[str]) -> list[int]:
+    """Jobs admitted per priority level among the given ids, highest level first (compared
+    lexicographically). Counts, not admission values: the fairness bonus only breaks ties
+    between tenants, which is not worth placing a decision whose power is not minimised."""
+    got = Counter(job.priority for job in inst.jobs if job.id in admitted)
+    return [got[level] for level in sorted({job.priority for job in inst.jobs}, reverse=True)]

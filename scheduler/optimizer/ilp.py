@@ -10,7 +10,9 @@ magnitude (admission.py) and an exact optimum (relative gap 0) on an objective n
 which HiGHS proves slowly (about 2 s at 1024 GPUs against a tenth of one per level).
 
 The greedy decision is computed first: a level it fills completely, with every higher level
-at the greedy's count, needs no program (its optimum is known). On a solver error, or a time
+at the greedy's count, needs no program (its optimum is known). A problem may carry a better
+known decision (Problem.admission_start: a cell's share of the cells coordinator's decision,
+start.py), which then plays that part. On a solver error, or a time
 limit without an incumbent, the greedy decision stands and the outcome says why; the
 cluster is never left without a decision.
 """
@@ -25,6 +27,7 @@ from .greedy import cheapest, greedy_choices
 from .choices import Choice
 from .ilp_model import admitted_by_level, admitted_value, build, level_maxima, objective
 from .instance import Instance
+from .start import choices_of
 
 
 ADMISSION_SHARE = 0.5  # of the time limit, at most, for the admission phase (all levels)
@@ -63,7 +66,9 @@ class IlpSolver(Solver):
         if not any(inst.job_options) and not inst.pairs:
             return Outcome(greedy, status="optimal", gap=0.0)  # nothing can be placed: nothing to decide
         try:
-            floors = self._admission(inst, greedy, started + ADMISSION_SHARE * settings.time_limit_s, notes)
+            floors = self._admission(
+                inst, known_decision(inst, greedy), started + ADMISSION_SHARE * settings.time_limit_s, notes,
+            )
             model = build(inst, phase="power", admit_floors=floors)
             status, gap, bound = self._run(model, settings.backend, deadline, settings.gap, "power")
             if notes:
@@ -84,20 +89,22 @@ class IlpSolver(Solver):
             notes=notes,
         )
 
-    def _admission(self, inst: Instance, greedy: list[Choice], deadline: float, notes: list[str]) -> dict[int, float]:
+    def _admission(self, inst: Instance, known: list[Choice], deadline: float, notes: list[str]) -> dict[int, float]:
         """Per priority level, the most admitted (in units of the level's plain job), highest
-        level first, each level's program holding the higher levels at their optimum."""
+        level first, each level's program holding the higher levels at their optimum. `known`: a
+        feasible decision (the greedy one, or the problem's admission start): a level it admits
+        completely needs no program, and its counts stand where a program finds no more."""
         settings = inst.problem.settings
         best = level_maxima(inst)
-        floors_greedy = admitted_by_level(inst, greedy)
+        floors_known = admitted_by_level(inst, known)
         abs_gap = ADMISSION_ABS_GAP_FAIRNESS if settings.fairness_weight > 0 else ADMISSION_ABS_GAP
         floors: dict[int, float] = {}
-        greedy_ok = True  # the greedy decision meets every floor set so far
+        known_ok = True  # the known decision meets every floor set so far
         levels = sorted(best, reverse=True)
         for n, level in enumerate(levels):
-            own = floors_greedy.get(level, 0.0)
-            if greedy_ok and own >= best[level] - 1e-9:
-                floors[level] = own  # the greedy admits the whole level: its optimum
+            own = floors_known.get(level, 0.0)
+            if known_ok and own >= best[level] - 1e-9:
+                floors[level] = own  # the known decision admits the whole level: its optimum
                 continue
             model = build(inst, phase="admit", level=level, admit_floors=floors)
             status, _, bound = self._run(
@@ -105,10 +112,10 @@ class IlpSolver(Solver):
             )
             found = model.choices(inst)
             got = admitted_by_level(inst, found)
-            if greedy_ok and own >= got.get(level, 0.0) - 1e-9:
-                found, got = greedy, floors_greedy  # no better than the greedy: keep its counts
+            if known_ok and own >= got.get(level, 0.0) - 1e-9:
+                found, got = known, floors_known  # no better than the known decision: keep its counts
             floors[level] = got.get(level, 0.0)
-            greedy_ok = greedy_ok and found is greedy
+            known_ok = known_ok and found is known
             if status != "optimal":
                 notes.append(
                     f"Admission phase stopped at its time share at priority {level}: admitted {floors[level]:g}"
@@ -135,3 +142,19 @@ class IlpSolver(Solver):
             optimal = highs.getModelStatus() == highspy.HighsModelStatus.kOptimal
             return ("optimal" if optimal else "feasible"), max(0.0, info.mip_gap), info.mip_dual_bound
         return ("optimal" if optimal else "feasible"), None, None
+
+
+def known_decision(inst: Instance, greedy: list[Choice]) -> list[Choice]:
+    """The greedy decision, or the problem's admission start (start.py) where that is feasible
+    and admits lexicographically more per priority level: the decision the admission phase
+    starts from and the fallback."""
+    if not inst.problem.admission_start:
+        return greedy
+    start = choices_of(inst, inst.problem.admission_start)
+    levels = sorted({job.priority for job in inst.jobs}, reverse=True)
+
+    def by_level(choices: list[Choice]) -> list[float]:
+        got = admitted_by_level(inst, choices)
+        return [got.get(level, 0.0) for level in levels]
+
+    return start if is_feasible(inst, start) and by_level(start) > by_level(greedy) else greedy

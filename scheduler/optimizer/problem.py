@@ -127,6 +127,10 @@ class Problem:
     # cell pairs the jobs the global decision it was routed by pairs), as job-id pairs; None:
     # the solver computes its own matching (candidates.py).
     matching: tuple[tuple[str, str], ...] | None = None
+    # A feasible decision known beforehand (cells: the coordinator's global admission decision's
+    # share of a cell), as (job id, GPU type, GPUs, consolidated, partner id or None) per admitted
+    # job; the ILP starts from it where it admits more than its greedy decision (start.py).
+    admission_start: tuple[tuple[str, str, int, bool, str | None], ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,7 @@ def problem_to_dict(problem: Problem) -> dict:
         "settings": {**asdict(problem.settings), "weight_clip": list(problem.settings.weight_clip)},
         "load_history": list(problem.load_history),
         "matching": None if problem.matching is None else [list(pair) for pair in problem.matching],
+        "admission_start": None if problem.admission_start is None else [list(row) for row in problem.admission_start],
     }
 
 
@@ -90,6 +91,7 @@ def problem_from_dict(data: dict) -> Problem:
         settings=SolverSettings(**{**settings, "weight_clip": tuple(settings["weight_clip"])}),
         load_history=tuple(data["load_history"]),
         matching=None if data["matching"] is None else tuple(tuple(pair) for pair in data["matching"]),
+        admission_start=None if data.get("admission_start") is None else tuple(tuple(row) for row in data["admission_start"]),
     )
 
 
