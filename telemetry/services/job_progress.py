@@ -30,7 +30,7 @@ REPORT_STATUSES = (RUNNING, SUCCEEDED, FAILED)
 #: Power and utilisation of a measurement: the mean of the job's GPUs over this last stretch,
 #: the agent's throughput window (telemetry.agent.runner.RATE_WINDOW_S), and never from before
 #: the job started (on a real H200 a 60 s window put the idle GPU's 80 W at 0.4% utilisation
-#: beside the job's 30 steps/s in its first measurement).
+#: beside the job's 30 steps/s in its first measurement; see _record_measurement).
 SAMPLE_WINDOW_S = 30
 
 
@@ -98,16 +98,28 @@ def _measurement_due(job: Job, now, *, final: bool) -> bool:
 
 
 def _record_measurement(job: Job, allocations: list[Allocation], steps_per_s: float, now) -> None:
-    """The observed throughput of the whole job on its GPUs, with their recent mean power and
-    utilisation. Skipped for a job spread over several GPU types: a catalog record has one."""
+    """The observed throughput of the whole job on its GPUs, with their mean power and
+    utilisation over the last SAMPLE_WINDOW_S. Skipped for a job spread over several GPU types
+    (a catalog record has one), and while a partner change is younger than the window (the
+    agent's rate mixes both configurations). Power and utilisation stay empty until the job
+    has run a whole window in this configuration: before that the window holds its start-up
+    (CUDA initialisation, cuDNN autotuning: 79 W at 0.1% utilisation beside 33 steps/s on an
+    H200), which is not what it draws while it trains."""
     gpu_types = {allocation.gpu.gpu_type for allocation in allocations}
     if len(gpu_types) != 1 or steps_per_s < 0:
         return
+    window = timedelta(seconds=SAMPLE_WINDOW_S)
+    started = job.started_at or now
+    configured = max(allocation.start for allocation in allocations)  # same GPUs and partner since
+    if configured > started and now - configured < window:
+        return
+    since = max(started, configured)
+    samples = GpuSample.objects.filter(gpu__in=[a.gpu for a in allocations], ts__gte=since, ts__lte=now)
+    steady = samples.filter(ts__gte=now - window).aggregate(power_w=Avg("power_w"), utilization=Avg("utilization"))
+    if now - since < window:
+        steady = {"power_w": None, "utilization": None}
+    recent = {**steady, **samples.aggregate(memory_mb=Max("memory_used_mb"))}
     partner = next((a.partner for a in allocations if a.partner_id), None)
-    since = max(now - timedelta(seconds=SAMPLE_WINDOW_S), job.started_at or now)
-    recent = GpuSample.objects.filter(
-        gpu__in=[a.gpu for a in allocations], ts__gte=since, ts__lte=now
-    ).aggregate(power_w=Avg("power_w"), utilization=Avg("utilization"), memory_mb=Max("memory_used_mb"))
     measurement = Measurement.objects.create(
         workload=job.workload,
         gpu_type=gpu_types.pop(),

@@ -60,6 +60,7 @@ def test_progress_moves_the_job_to_running_then_succeeded_and_records_throughput
     response = report({"job": job.pk, "status": "running", "steps": 0})
     assert response.status_code == 200 and response.json()["state"] == "running"
     now = timezone.now()
+    _started_ago(job, seconds=40)  # a whole sample window of steady training
     for i, gpu in enumerate(gpus[:2]):
         GpuSample.objects.create(gpu=gpu, ts=now - timedelta(milliseconds=1), power_w=200 + 20 * i, utilization=0.9,
                                  memory_used_mb=10240 + 1024 * i)
@@ -137,14 +138,47 @@ def test_users_cannot_report_progress(report, gpus, alice, resnet50):
     assert report({"job": job.pk, "status": "succeeded", "steps": 1}, user=alice).status_code == 403
 
 
-def test_a_measurement_never_averages_samples_from_before_the_job_started(report, gpus, alice, resnet50):
-    """The idle GPU before the start must not dilute the job's power (seen on a real H200)."""
+def _started_ago(job, *, seconds: float, configured_ago: float | None = None) -> None:
+    """Pretend the job started `seconds` ago on allocations made `configured_ago` (default: just before)."""
+    now = timezone.now()
+    Job.objects.filter(pk=job.pk).update(started_at=now - timedelta(seconds=seconds))
+    configured = seconds + 1 if configured_ago is None else configured_ago
+    Allocation.objects.filter(job=job, end__isnull=True).update(start=now - timedelta(seconds=configured))
+
+
+def test_power_is_left_empty_until_the_job_ran_a_whole_window(report, gpus, alice, resnet50):
+    """Start-up is not what a job draws while it trains (seen on a real H200: 79 W beside 33 steps/s),
+    and the idle GPU before the start is not the job's at all."""
     job = placed_job(alice, resnet50, gpus[:1])
-    before = timezone.now()
-    GpuSample.objects.create(gpu=gpus[0], ts=before - timedelta(seconds=20), power_w=80, utilization=0.0)
+    GpuSample.objects.create(gpu=gpus[0], ts=timezone.now() - timedelta(seconds=20), power_w=80, utilization=0.0,
+                             memory_used_mb=99_999)
     report({"job": job.pk, "status": "running", "steps": 0})
     job.refresh_from_db()
-    GpuSample.objects.create(gpu=gpus[0], ts=job.started_at + timedelta(milliseconds=1), power_w=530, utilization=0.97)
+    GpuSample.objects.create(gpu=gpus[0], ts=job.started_at + timedelta(milliseconds=1), power_w=90, utilization=0.01,
+                             memory_used_mb=4096)
     report({"job": job.pk, "status": "running", "steps": 50, "steps_per_s": 30.0})
-    (measurement,) = Measurement.objects.filter(source="telemetry")
-    assert measurement.power_w == pytest.approx(530) and measurement.utilization == pytest.approx(0.97)
+    (early,) = Measurement.objects.filter(source="telemetry")
+    assert early.throughput == 30.0 and early.power_w is None and early.utilization is None
+    assert early.memory_gb == pytest.approx(4)  # its own peak so far, not the previous job's
+
+    _started_ago(job, seconds=60)  # a minute later (in the rows' clock): start-up 45 s ago, training now
+    GpuSample.objects.all().delete()
+    now = timezone.now()
+    GpuSample.objects.create(gpu=gpus[0], ts=now - timedelta(seconds=45), power_w=90, utilization=0.01)
+    GpuSample.objects.create(gpu=gpus[0], ts=now - timedelta(seconds=1), power_w=530, utilization=0.97)
+    Measurement.objects.all().delete()
+    report({"job": job.pk, "status": "running", "steps": 900, "steps_per_s": 30.5})
+    (steady,) = Measurement.objects.filter(source="telemetry")
+    assert steady.power_w == pytest.approx(530) and steady.utilization == pytest.approx(0.97)
+
+
+def test_no_measurement_while_a_partner_change_is_younger_than_the_window(report, gpus, alice, resnet50):
+    """The agent's rate then mixes the rate with the old partner and with the new one."""
+    job = placed_job(alice, resnet50, gpus[:1])
+    report({"job": job.pk, "status": "running", "steps": 0})
+    _started_ago(job, seconds=120, configured_ago=5)  # new allocation rows 5 s ago: its partner left
+    report({"job": job.pk, "status": "running", "steps": 900, "steps_per_s": 12.0})
+    assert not Measurement.objects.filter(source="telemetry").exists()
+    _started_ago(job, seconds=120, configured_ago=40)
+    report({"job": job.pk, "status": "running", "steps": 1300, "steps_per_s": 21.0})
+    assert Measurement.objects.get(source="telemetry").throughput == 21.0
