@@ -323,18 +323,22 @@ def _apply(allocation: optimizer.Allocation, run: SolveRun, now) -> None:
             job = job_transition(job=job, to=JobState.PLACED.value, reason=f"Placed by solve {run.pk}.", now=now)
         except IllegalTransition:
             continue
-        Allocation.objects.bulk_create(
-            Allocation(
-                job=job,
-                gpu_id=int(gpu_id),
-                solve_run=run,
-                partner_id=partner,
-                start=now,
-                predicted_throughput=placement.predicted_throughput,
-                predicted_power_w=placement.predicted_power_w / placement.num_gpus,
-            )
-            for gpu_id in placement.gpu_ids
+        _open_allocations(job, placement, partner, run, now)
+
+
+def _open_allocations(job: Job, placement, partner: int | None, run: SolveRun, now) -> None:
+    Allocation.objects.bulk_create(
+        Allocation(
+            job=job,
+            gpu_id=int(gpu_id),
+            solve_run=run,
+            partner_id=partner,
+            start=now,
+            predicted_throughput=placement.predicted_throughput,
+            predicted_power_w=placement.predicted_power_w / placement.num_gpus,
         )
+        for gpu_id in placement.gpu_ids
+    )
 
 
 def _change_partner(job: Job, placement, partner: int | None, run: SolveRun, now) -> None:
@@ -342,14 +346,13 @@ def _change_partner(job: Job, placement, partner: int | None, run: SolveRun, now
     job joins it): not a migration. It keeps its state and keeps running; the allocation rows
     are closed and reopened at `now`, so the history says when it shared with whom. (Treating
     it as a migration restarted a running job whenever its partner finished, as seen in the
-    device check: the agent restarts a job whose GPUs change, and they had not.)"""
+    device check: the agent restarted a job whose allocations changed, though its GPUs had
+    not.) The job is locked and checked again: it may have ended since the round read it."""
+    job = Job.objects.select_for_update().get(pk=job.pk)
+    if job.state not in (JobState.PLACED.value, JobState.RUNNING.value):
+        return
     Allocation.objects.filter(job=job, end__isnull=True).update(end=now)
-    Allocation.objects.bulk_create(
-        Allocation(job=job, gpu_id=int(gpu_id), solve_run=run, partner_id=partner, start=now,
-                   predicted_throughput=placement.predicted_throughput,
-                   predicted_power_w=placement.predicted_power_w / placement.num_gpus)
-        for gpu_id in placement.gpu_ids
-    )
+    _open_allocations(job, placement, partner, run, now)
     emit.job_changed(job)
 
 

@@ -33,7 +33,9 @@ def gpu_types_by_name() -> dict[str, GpuType]:
 
 def node_assignments(node: Node) -> list[dict]:
     """What the node's agent must run: each placed or running job with open allocations on the
-    node's GPUs, with the GPU indexes, its command and environment (the agent's only read of jobs)."""
+    node's GPUs, with the GPU indexes, its command and environment (the agent's only read of jobs).
+    `placed_at` changes whenever the job is placed anew (migrated, preempted and placed again,
+    on this node or another), never when only its partner changes: agents restart on it."""
     from scheduler.lifecycle import JobState
     from scheduler.models import Allocation
 
@@ -54,7 +56,7 @@ def node_assignments(node: Node) -> list[dict]:
                 "gpu_type": allocation.gpu.gpu_type.name, "workload": job.workload.name,
                 "partner": allocation.partner.workload.name if allocation.partner_id else None,
                 "command": job.command, "environment": job.environment, "total_steps": job.total_steps,
-                "steps_done": job.steps_done,
+                "steps_done": job.steps_done, "placed_at": job.placed_at.isoformat() if job.placed_at else None,
             },
         )
         entry["allocations"].append(allocation.pk)

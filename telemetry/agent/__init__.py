@@ -4,4 +4,4 @@ Imports no Django and nothing outside the standard library except `pynvml` (nvid
 for the NVML backend), so it installs on a GPU node without the web stack. It talks to the
 control plane over HTTP with a token (docs/agent.md).
 """
-AGENT_VERSION = "0.2.0"
+AGENT_VERSION = "0.3.0"  # 0.3.0: jobs keyed on placement, not allocation ids (docs/agent.md)

@@ -224,7 +224,7 @@ class Agent:
                 continue  # the control plane will move it once it hears of the failure
             if job_id not in self._running and assignment.key not in self._finished_keys:
                 self._start_job(assignment)
-        # Allocation ids never come back once withdrawn: forget finished jobs no longer listed.
+        # A finished job is listed until the control plane has its end: forget it once it is not.
         self._finished_keys &= {assignment.key for assignment in assignments}
 
     def _start_job(self, assignment: Assignment) -> None:
@@ -255,7 +255,9 @@ class Agent:
         """The simulated job's partner file (simjob reads it every interval)."""
         path = partner_file(self.config.log_dir, assignment.job_id)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(assignment.partner or "")
+        staged = path.with_suffix(".partner.new")
+        staged.write_text(assignment.partner or "")
+        staged.replace(path)  # atomic: the job never reads a half-written name
         return path
 
     def _stop_job(self, job_id: int) -> None:

@@ -1,9 +1,9 @@
 """What the control plane asks this node to run, and the command that runs it.
 
 An assignment is one job's open allocations on this node (GET /api/nodes/{id}/assignments/).
-Its key is the job and its GPU indexes: when the key changes (migrated to other GPUs), the
-running process is stopped and a new one started. New allocation rows on the same GPUs (the
-job's partner on the GPU changed) leave it running.
+Its key is the job, when it was placed and its GPU indexes: when the key changes (migrated,
+preempted and placed again), the running process is stopped and a new one started. New
+allocation rows on the same GPUs (only the job's partner on the GPU changed) leave it running.
 """
 import shlex
 import sys
@@ -26,6 +26,7 @@ class Assignment:
     command: str
     environment: dict
     total_steps: int | None
+    placed_at: str | None = None  # changes when the job is placed anew; None from servers before it
 
     @classmethod
     def from_api(cls, item: dict) -> "Assignment":
@@ -39,14 +40,15 @@ class Assignment:
             command=item.get("command") or "",
             environment=dict(item.get("environment") or {}),
             total_steps=item.get("total_steps"),
+            placed_at=item.get("placed_at"),
         )
 
     @property
     def key(self) -> tuple:
-        """What the job runs on: a job is restarted only when this changes (it moved to other
-        GPUs). New allocation rows on the same GPUs (its partner on the GPU changed) leave it
-        running."""
-        return self.job_id, self.gpu_indexes
+        """A job is restarted when this changes: placed anew (migrated, also on another node of
+        a job spread over several, or preempted and placed again) or on other GPUs here. New
+        allocation rows on the same GPUs because only its partner changed leave it running."""
+        return self.job_id, self.placed_at, self.gpu_indexes
 
 
 def partner_file(log_dir: Path, job_id: int) -> Path:

@@ -47,6 +47,41 @@ def reference_throughput(workload: str, gpu_type: str, num_gpus: int, partner: s
     raise ValueError(f"no reference throughput for {workload} on {num_gpus} x {gpu_type} with partner {partner}")
 
 
+class PartnerRates:
+    """A simulated job's true rate next to each partner it meets, looked up once per partner."""
+
+    def __init__(self, workload: str, gpu_type: str, num_gpus: int, factor: float):
+        self.workload, self.gpu_type, self.num_gpus, self.factor = workload, gpu_type, num_gpus, factor
+        self._rates: dict[str | None, float | None] = {}  # None: Gavel did not measure the pair
+        self.current = 0.0
+
+    def start(self, partner: str | None) -> float:
+        """The rate at start; ValueError where Gavel has none (the job fails)."""
+        self.current = self._lookup(partner)
+        if self._rates[partner] is None:
+            raise ValueError(f"no reference throughput for {self.workload} on {self.num_gpus} x {self.gpu_type} "
+                             f"with partner {partner}")
+        return self.current
+
+    def now(self, partner: str | None) -> float:
+        """The rate with the current partner; the rate it had where Gavel measured no such pair."""
+        rate = self._lookup(partner)
+        if rate is not None:
+            self.current = rate
+        return self.current
+
+    def _lookup(self, partner: str | None) -> float | None:
+        if partner not in self._rates:
+            try:
+                self._rates[partner] = reference_throughput(self.workload, self.gpu_type, self.num_gpus, partner) * self.factor
+            except ValueError:
+                self._rates[partner] = None
+                return None
+            print(f"simjob: {self.workload} on {self.num_gpus} x {self.gpu_type}"
+                  f"{f' with {partner}' if partner else ''}: {self._rates[partner]:.3f} steps/s", flush=True)
+        return self._rates[partner]
+
+
 def run(*, rate: float | Callable[[], float], steps: int, noise: float, rng: random.Random, clock=time.monotonic,
         sleep=time.sleep) -> None:
     """Progress at `rate` steps/s (a callable is asked again every interval)."""
@@ -75,15 +110,8 @@ def main(argv=None) -> int:
     parser.add_argument("--noise", type=float, default=0.05)
     parser.add_argument("--speedup", type=float, default=1.0)
     args = parser.parse_args(argv)
-    factor = true_factor(args.workload, args.seed, args.deviation) * args.speedup
-    rates: dict[str | None, float] = {}
-
-    def rate_with(partner: str | None) -> float:
-        if partner not in rates:
-            rates[partner] = reference_throughput(args.workload, args.gpu_type, args.num_gpus, partner) * factor
-            print(f"simjob: {args.workload} on {args.num_gpus} x {args.gpu_type}"
-                  f"{f' with {partner}' if partner else ''}: {rates[partner]:.3f} steps/s", flush=True)
-        return rates[partner]
+    rates = PartnerRates(args.workload, args.gpu_type, args.num_gpus,
+                         true_factor(args.workload, args.seed, args.deviation) * args.speedup)
 
     def partner_now() -> str | None:
         if args.partner_file is None:
@@ -94,16 +122,13 @@ def main(argv=None) -> int:
             return args.partner
 
     try:
-        rate_with(partner_now())
+        rates.start(partner_now())
     except ValueError as exc:
         print(f"simjob: {exc}", file=sys.stderr)
         return 2
 
     def rate() -> float:
-        try:
-            return rate_with(partner_now())
-        except ValueError:  # a pair Gavel did not measure: keep the last known rate
-            return rates[next(reversed(rates))]
+        return rates.now(partner_now())
 
     run(rate=rate, steps=args.steps, noise=args.noise, rng=random.Random(args.seed))
     return 0

@@ -68,6 +68,10 @@ class AssignmentSerializer(serializers.Serializer):
     environment = serializers.DictField(child=serializers.CharField())
     total_steps = serializers.IntegerField(allow_null=True)
     steps_done = serializers.IntegerField()
+    placed_at = serializers.CharField(
+        allow_null=True,
+        help_text="When the job was placed (ISO 8601): changes when it is placed anew, not when only its partner changes.",
+    )
 
 
 def field_paths(errors, prefix: str = "") -> dict[str, list[str]]:

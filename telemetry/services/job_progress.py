@@ -32,6 +32,9 @@ REPORT_STATUSES = (RUNNING, SUCCEEDED, FAILED)
 #: the job started (on a real H200 a 60 s window put the idle GPU's 80 W at 0.4% utilisation
 #: beside the job's 30 steps/s in its first measurement; see _record_measurement).
 SAMPLE_WINDOW_S = 30
+#: The newest sample may be this much older than the report (the agent uploads every 5 s by
+#: default): windows anchored on it keep this margin from the job's start.
+UPLOAD_LAG = timedelta(seconds=10)
 
 
 class NotAssigned(Exception):
@@ -100,11 +103,14 @@ def _measurement_due(job: Job, now, *, final: bool) -> bool:
 def _record_measurement(job: Job, allocations: list[Allocation], steps_per_s: float, now) -> None:
     """The observed throughput of the whole job on its GPUs, with their mean power and
     utilisation over the last SAMPLE_WINDOW_S. Skipped for a job spread over several GPU types
-    (a catalog record has one), and while a partner change is younger than the window (the
-    agent's rate mixes both configurations). Power and utilisation stay empty until the job
-    has run a whole window in this configuration: before that the window holds its start-up
-    (CUDA initialisation, cuDNN autotuning: 79 W at 0.1% utilisation beside 33 steps/s on an
-    H200), which is not what it draws while it trains."""
+    (a catalog record has one), while a partner change is younger than the window (the agent's
+    rate mixes both configurations), and when its partner has not been running a whole window
+    beside it (just placed, still starting, or ended: the rate is then mostly its own alone).
+    Power and utilisation stay empty until the job has run a whole window in this
+    configuration: before that the window holds its start-up (CUDA initialisation, cuDNN
+    autotuning: 79 W at 0.1% utilisation beside 33 steps/s on an H200), not what it draws while
+    it trains. Durations come from the server's clock and sample windows are anchored on the
+    newest sample, so an agent whose clock is off does not shift them."""
     gpu_types = {allocation.gpu.gpu_type for allocation in allocations}
     if len(gpu_types) != 1 or steps_per_s < 0:
         return
@@ -113,13 +119,21 @@ def _record_measurement(job: Job, allocations: list[Allocation], steps_per_s: fl
     configured = max(allocation.start for allocation in allocations)  # same GPUs and partner since
     if configured > started and now - configured < window:
         return
-    since = max(started, configured)
-    samples = GpuSample.objects.filter(gpu__in=[a.gpu for a in allocations], ts__gte=since, ts__lte=now)
-    steady = samples.filter(ts__gte=now - window).aggregate(power_w=Avg("power_w"), utilization=Avg("utilization"))
-    if now - since < window:
-        steady = {"power_w": None, "utilization": None}
-    recent = {**steady, **samples.aggregate(memory_mb=Max("memory_used_mb"))}
     partner = next((a.partner for a in allocations if a.partner_id), None)
+    if partner is not None and not (
+        partner.state == JobState.RUNNING.value and partner.started_at and partner.started_at <= now - window
+    ):
+        return
+    span = now - max(started, configured)
+    gpus = [a.gpu for a in allocations]
+    latest = GpuSample.objects.filter(gpu__in=gpus).aggregate(latest=Max("ts"))["latest"]
+    recent = {"power_w": None, "utilization": None, "memory_mb": None}
+    if latest is not None:
+        mine = GpuSample.objects.filter(gpu__in=gpus, ts__gt=latest - span + UPLOAD_LAG, ts__lte=latest)
+        recent["memory_mb"] = mine.aggregate(memory_mb=Max("memory_used_mb"))["memory_mb"]
+        if span >= window + UPLOAD_LAG:
+            recent.update(mine.filter(ts__gt=latest - window).aggregate(power_w=Avg("power_w"),
+                                                                       utilization=Avg("utilization")))
     measurement = Measurement.objects.create(
         workload=job.workload,
         gpu_type=gpu_types.pop(),

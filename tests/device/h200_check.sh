@@ -26,7 +26,15 @@ AGENT_TOKEN=$($PY manage.py create_agent_token agent-gpu-node)
 
 step "control plane"
 $PY manage.py run_stack --port 8000 >"$OUT/stack.log" 2>&1 &
-for _ in $(seq 60); do curl -sf -o /dev/null http://127.0.0.1:8000/api/gpu-types/ -H "Authorization: Token $USER_TOKEN" && break; sleep 1; done
+STACK=$!
+AGENT=""
+trap 'kill -TERM $AGENT $STACK 2>/dev/null; wait' EXIT  # run_stack stops daphne, worker and beat on SIGTERM
+ready=""
+for _ in $(seq 180); do
+    curl -sf -o /dev/null http://127.0.0.1:8000/api/gpu-types/ -H "Authorization: Token $USER_TOKEN" && { ready=1; break; }
+    sleep 1
+done
+[ -n "$ready" ] || { echo "the control plane did not answer within 180 s; see stack.log"; exit 1; }
 
 step "agent (NVML)"
 GOGH_AGENT_URL=http://127.0.0.1:8000 GOGH_AGENT_TOKEN=$AGENT_TOKEN \
@@ -36,11 +44,12 @@ AGENT=$!
 sleep 15  # idle samples before the job
 
 step "submit"
-submit() {  # workload, model: prints the new job's id
+submit() {  # workload, model: prints the new job's id (the answer itself on stderr if it has none)
     curl -s -X POST http://127.0.0.1:8000/api/jobs/ -H "Authorization: Token $USER_TOKEN" -H 'Content-Type: application/json' \
         -d "{\"workload\": \"$1\", \"min_throughput\": 1, \"max_gpus\": 1, \"total_steps\": $STEPS,
              \"command\": \"$PY tests/device/train_job.py --steps $STEPS --model $2\"}" \
-        | $PY -c 'import json,sys; print(json.load(sys.stdin)["id"])'
+        | $PY -c 'import json,sys; text = sys.stdin.read(); job = json.loads(text) if text.startswith("{") else {}
+print(job["id"]) if "id" in job else sys.exit(f"submit refused: {text[:500]}")'
 }
 IDS=$(submit "ResNet-50 (batch size 64)" "$MODEL") || exit 1
 [ "$PAIR" = pair ] && { IDS="$IDS $(submit "ResNet-18 (batch size 64)" "${MODEL/50/18}")" || exit 1; }
@@ -56,9 +65,13 @@ for ID in $IDS; do
 done
 sleep 20  # idle samples after the jobs, uploads, the last P2 refinement
 
-kill -TERM $AGENT; wait $AGENT; echo "agent exit status $?"
+kill -TERM $AGENT; wait $AGENT; echo "agent exit status $?"; AGENT=""
 step "report"
 curl -s http://127.0.0.1:8000/metrics -H "Authorization: Token $USER_TOKEN" | grep -E '^gogh_gpu_(power|util)' >"$OUT/metrics.txt"
 $PY tests/device/report.py | tee "$OUT/report.json"
 tail -n 3 "$GOGH_VAR_DIR"/agent-logs/* >"$OUT/jobs.log" 2>&1
 step "done"
+# The check passes when every job succeeded and telemetry made at least one measurement.
+$PY -c 'import json, sys; r = json.load(open(sys.argv[1]))
+ok = r["jobs"] and all(j["state"] == "succeeded" for j in r["jobs"]) and r["telemetry_measurements"]
+print("check", "passed" if ok else "FAILED"); sys.exit(0 if ok else 1)' "$OUT/report.json"

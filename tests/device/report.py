@@ -25,7 +25,8 @@ def power_summary(samples: list) -> dict:
         return {"samples": len(samples)}
     return {"samples": len(samples), "mean_w": round(statistics.fmean(watts), 1), "median_w": round(statistics.median(watts), 1),
             "min_w": round(min(watts), 1), "max_w": round(max(watts), 1),
-            "utilization_mean": round(statistics.fmean(s.utilization for s in samples if s.utilization is not None), 3)}
+            "utilization_mean": round(statistics.fmean(utils), 3) if (utils := [s.utilization for s in samples
+                                                                              if s.utilization is not None]) else None}
 
 
 def tau_on(estimates: dict, gpu_type: str) -> float | None:

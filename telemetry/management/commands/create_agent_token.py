@@ -1,13 +1,17 @@
-"""manage.py create_agent_token NAME: the token a node agent signs in with.
+"""manage.py create_agent_token NAME [--rotate]: the token a node agent signs in with.
 
 Setting up a GPU node otherwise takes three admin pages (a user, the agent permission, a
 token). The account is made as `agent_account_ensure` makes it (no password, the agent
-permission only); running the command again prints the same token. A human's account
-(staff, or one that can sign in with a password) is refused rather than turned into an agent.
+permission only); running the command again prints the same token, and --rotate replaces it
+(a leaked token stops working at once). A person's account (staff, superuser, or one that can
+sign in with a password) is refused rather than turned into an agent, and so is a deactivated
+account: its token would be refused, and reactivating it is an operator's decision.
 """
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+from rest_framework.authtoken.models import Token
 
 from telemetry.services.nodes import agent_token_ensure
 
@@ -15,21 +19,30 @@ from telemetry.services.nodes import agent_token_ensure
 class Command(BaseCommand):
     help = (
         "Create (or show) the agent account NAME and print its API token, for "
-        "GOGH_AGENT_TOKEN on a GPU node. Idempotent. See docs/agent.md."
+        "GOGH_AGENT_TOKEN on a GPU node. Idempotent; --rotate replaces the token. See docs/agent.md."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("name", help="Account name, e.g. agent-gpu-node-07 (letters, digits and @.+-_).")
+        parser.add_argument("--rotate", action="store_true", help="Replace the account's token with a new one.")
 
-    def handle(self, *args, name, **options):
+    def handle(self, *args, name, rotate, **options):
         user_model = get_user_model()
+        longest = user_model._meta.get_field(user_model.USERNAME_FIELD).max_length
+        if len(name) > longest:
+            raise CommandError(f"account names have at most {longest} characters; {name[:20]!r}... has {len(name)}")
         try:
             user_model.username_validator(name)
         except ValidationError as exc:
             raise CommandError(f"{name!r} is not a valid account name: {' '.join(exc.messages)}") from None
         existing = user_model.objects.filter(username=name).first()
-        if existing and (existing.is_staff or existing.has_usable_password()):
+        if existing and (existing.is_staff or existing.is_superuser or existing.has_usable_password()):
             raise CommandError(
-                f"{name!r} is a person's account (staff or with a password); agents get accounts of their own"
+                f"{name!r} is a person's account (staff, superuser or with a password); agents get accounts of their own"
             )
-        self.stdout.write(agent_token_ensure(username=name))
+        if existing and not existing.is_active:
+            raise CommandError(f"{name!r} is deactivated; an operator reactivates it in the admin first")
+        with transaction.atomic():
+            if rotate and existing:
+                Token.objects.filter(user=existing).delete()
+            self.stdout.write(agent_token_ensure(username=name))

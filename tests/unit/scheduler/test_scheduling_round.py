@@ -209,3 +209,20 @@ def test_a_partner_change_on_the_same_gpus_keeps_the_job_running(measured, alice
     assert (shared.partner_id, shared.end) == (partner.pk, now)
     assert (current.gpu_id, current.partner_id, current.start, current.end) == (gpu.pk, None, now, None)
     assert current.predicted_throughput == 10.0
+
+
+def test_a_partner_change_is_not_applied_to_a_job_that_ended_meanwhile(measured, alice, resnet50, lm):
+    """The round read the job before its agent reported the end: no open rows for a finished job."""
+    from scheduler.optimizer import problem as opt
+
+    job = submit(alice, resnet50, tmin=1)
+    gpu = Gpu.objects.filter(gpu_type__name="v100").first()
+    run = SolveRun.objects.create(solver="ilp", trigger="manual")
+    services.job_transition(job=job, to="placed", reason="test")
+    Allocation.objects.create(job=job, gpu=gpu, partner=submit(alice, lm, tmin=1), start=timezone.now(), solve_run=run)
+    stale = services.job_transition(job=job, to="running", reason="test")
+    services.job_transition(job=stale, to="succeeded", reason="done")
+    alone = opt.Placement(job_id=str(job.pk), gpu_type="v100", gpu_ids=(str(gpu.pk),), consolidated=True,
+                          partner=None, predicted_throughput=10.0, predicted_power_w=300.0)
+    services._change_partner(stale, alone, None, run, timezone.now())
+    assert not Allocation.objects.filter(job=job, end__isnull=True).exists()

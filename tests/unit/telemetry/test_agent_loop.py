@@ -174,6 +174,17 @@ def test_new_allocations_on_the_same_gpus_leave_the_job_running(plane, run_agent
     assert log.read_text() == "started\n" and agent._running[5][1].pid == pid
 
 
+def test_a_job_placed_anew_on_the_same_gpus_is_restarted(plane, run_agent, tmp_path):
+    """Preempted and placed again between two polls, or migrated on another node of a spread job."""
+    command = python("import time; print('started', flush=True); time.sleep(60)")
+    plane.assignments = [assignment(7, command, allocations=[40], placed_at="2026-11-30T10:00:00+00:00")]
+    run_agent(plane)
+    log = tmp_path / "logs" / "job-7.out"
+    assert wait_for(lambda: log.exists() and log.read_text() == "started\n")
+    plane.assignments = [assignment(7, command, allocations=[41], placed_at="2026-11-30T10:05:00+00:00")]
+    assert wait_for(lambda: log.read_text() == "started\nstarted\n")
+
+
 def test_a_simulated_job_follows_its_partner_changes_without_a_restart(plane, run_agent, tmp_path):
     partner = "ResNet-18 (batch size 64)"
     plane.assignments = [assignment(6, "", allocations=[30], partner=partner, total_steps=100_000)]

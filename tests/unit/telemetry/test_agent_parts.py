@@ -125,3 +125,24 @@ def test_a_simulated_job_of_an_unmeasured_configuration_fails_with_a_message():
         capture_output=True, text=True,
     )
     assert result.returncode == 2 and "no reference throughput" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_partner_rates_follow_the_partner_and_keep_the_last_rate_for_an_unmeasured_pair(monkeypatch, capsys):
+    import telemetry.agent.simjob as simjob
+
+    calls = []
+    real = simjob.reference_throughput
+
+    def counted(*args):
+        calls.append(args[3])
+        return real(*args)
+
+    monkeypatch.setattr(simjob, "reference_throughput", counted)
+    rates = simjob.PartnerRates("ResNet-50 (batch size 64)", "v100", 1, factor=1.0)
+    alone = rates.start(None)
+    shared = rates.now("ResNet-18 (batch size 64)")
+    assert shared < alone and rates.now(None) == alone
+    assert rates.now("No such workload") == alone and rates.now("No such workload") == alone  # the rate it had
+    assert calls.count("No such workload") == 1  # looked up once, not every quarter second
+    with pytest.raises(ValueError, match="no reference throughput"):
+        simjob.PartnerRates("ResNet-50 (batch size 64)", "v100", 1, factor=1.0).start("No such workload")

@@ -6,6 +6,9 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
+from catalog.models import Workload
+from scheduler.models import Membership, Tenant
+from scheduler.services import job_submit
 from telemetry.services.nodes import AGENT_PERMISSION
 
 pytestmark = pytest.mark.django_db
@@ -25,8 +28,35 @@ def test_token_signs_in_an_agent_that_may_register_and_is_stable():
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
     # the agent may read the GPU types (what a simulated agent asks first) but no tenant's jobs
+    tenant = Tenant.objects.create(slug="t", name="T")
+    owner = get_user_model().objects.create_user("bob", password="s3cret-pass")
+    Membership.objects.create(user=owner, tenant=tenant)
+    job_submit(owner=owner, workload=Workload.objects.create(name="W", family="F"), min_throughput=1, max_gpus=1)
     assert client.get("/api/gpu-types/").status_code == 200
     assert client.get("/api/jobs/").json()["count"] == 0
+
+
+def test_rotate_replaces_the_token_and_the_old_one_stops_working():
+    old = _token("agent-node-08")
+    out = io.StringIO()
+    call_command("create_agent_token", "agent-node-08", "--rotate", stdout=out)
+    new = out.getvalue().strip()
+    assert new and new != old
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {old}")
+    assert client.get("/api/gpu-types/").status_code == 401
+
+
+def test_superusers_deactivated_accounts_and_too_long_names_are_refused():
+    get_user_model().objects.create_superuser("root-agent", password=None)
+    with pytest.raises(CommandError, match="person's account"):
+        _token("root-agent")
+    _token("agent-node-09")
+    get_user_model().objects.filter(username="agent-node-09").update(is_active=False)
+    with pytest.raises(CommandError, match="deactivated"):
+        _token("agent-node-09")
+    with pytest.raises(CommandError, match="at most 150 characters"):
+        _token("a" * 151)
 
 
 def test_a_persons_account_is_not_turned_into_an_agent():

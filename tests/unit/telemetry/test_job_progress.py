@@ -44,6 +44,7 @@ def test_assignments_list_the_nodes_open_allocations_with_command_and_gpus(clien
         "job": job.pk, "state": "placed", "allocations": sorted(a.pk for a in job.allocations.all()),
         "gpu_indexes": [1, 2], "gpu_type": "v100", "workload": resnet50.name, "partner": None,
         "command": "train.sh", "environment": {"EPOCHS": "3"}, "total_steps": 500, "steps_done": 0,
+        "placed_at": Job.objects.get(pk=job.pk).placed_at.isoformat(),
     }
 
 
@@ -148,7 +149,7 @@ def _started_ago(job, *, seconds: float, configured_ago: float | None = None) ->
 
 def test_power_is_left_empty_until_the_job_ran_a_whole_window(report, gpus, alice, resnet50):
     """Start-up is not what a job draws while it trains (seen on a real H200: 79 W beside 33 steps/s),
-    and the idle GPU before the start is not the job's at all."""
+    and the idle GPU before the start, or the job before it, is not the job's at all."""
     job = placed_job(alice, resnet50, gpus[:1])
     GpuSample.objects.create(gpu=gpus[0], ts=timezone.now() - timedelta(seconds=20), power_w=80, utilization=0.0,
                              memory_used_mb=99_999)
@@ -158,18 +159,39 @@ def test_power_is_left_empty_until_the_job_ran_a_whole_window(report, gpus, alic
                              memory_used_mb=4096)
     report({"job": job.pk, "status": "running", "steps": 50, "steps_per_s": 30.0})
     (early,) = Measurement.objects.filter(source="telemetry")
-    assert early.throughput == 30.0 and early.power_w is None and early.utilization is None
-    assert early.memory_gb == pytest.approx(4)  # its own peak so far, not the previous job's
+    assert early.throughput == 30.0 and (early.power_w, early.utilization, early.memory_gb) == (None, None, None)
 
-    _started_ago(job, seconds=60)  # a minute later (in the rows' clock): start-up 45 s ago, training now
-    GpuSample.objects.all().delete()
-    now = timezone.now()
-    GpuSample.objects.create(gpu=gpus[0], ts=now - timedelta(seconds=45), power_w=90, utilization=0.01)
-    GpuSample.objects.create(gpu=gpus[0], ts=now - timedelta(seconds=1), power_w=530, utilization=0.97)
-    Measurement.objects.all().delete()
+
+@pytest.mark.parametrize("skew_s", [0, 40, -40])
+def test_a_steady_measurement_reads_the_last_window_whatever_the_agents_clock(report, gpus, alice, resnet50, skew_s):
+    """Sample times are the agent's clock, which may be off: windows are anchored on its newest sample."""
+    job = placed_job(alice, resnet50, gpus[:1])
+    report({"job": job.pk, "status": "running", "steps": 0})
+    _started_ago(job, seconds=60)
+    agent_now = timezone.now() + timedelta(seconds=skew_s)
+    GpuSample.objects.create(gpu=gpus[0], ts=agent_now - timedelta(seconds=80), power_w=80, memory_used_mb=99_999)
+    GpuSample.objects.create(gpu=gpus[0], ts=agent_now - timedelta(seconds=45), power_w=90, utilization=0.01,
+                             memory_used_mb=4096)  # its start-up
+    GpuSample.objects.create(gpu=gpus[0], ts=agent_now - timedelta(seconds=1), power_w=530, utilization=0.97,
+                             memory_used_mb=8192)
     report({"job": job.pk, "status": "running", "steps": 900, "steps_per_s": 30.5})
     (steady,) = Measurement.objects.filter(source="telemetry")
     assert steady.power_w == pytest.approx(530) and steady.utilization == pytest.approx(0.97)
+    assert steady.memory_gb == pytest.approx(8)  # its own peak, not the previous job's 99,999 MB
+
+
+def test_no_pair_measurement_before_the_partner_ran_a_whole_window_beside_it(report, gpus, alice, resnet50):
+    """A job that joins is only placed, then starts up: meanwhile the rate is the survivor's alone."""
+    survivor, joiner = placed_job(alice, resnet50, gpus[:1]), placed_job(alice, resnet50, gpus[1:2])
+    Allocation.objects.filter(job=survivor).update(partner=joiner)
+    report({"job": survivor.pk, "status": "running", "steps": 0})
+    _started_ago(survivor, seconds=120, configured_ago=40)  # the joiner was placed 40 s ago
+    report({"job": survivor.pk, "status": "running", "steps": 900, "steps_per_s": 30.5})
+    assert not Measurement.objects.filter(source="telemetry").exists()  # joiner still placed
+    Job.objects.filter(pk=joiner.pk).update(state="running", started_at=timezone.now() - timedelta(seconds=35))
+    report({"job": survivor.pk, "status": "running", "steps": 1300, "steps_per_s": 14.0})
+    (pair,) = Measurement.objects.filter(source="telemetry")
+    assert (pair.throughput, pair.partner) == (14.0, resnet50)
 
 
 def test_no_measurement_while_a_partner_change_is_younger_than_the_window(report, gpus, alice, resnet50):
