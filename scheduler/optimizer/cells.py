@@ -105,7 +105,7 @@ class CellsSolver(Solver):
         fallbacks = [r.fallback_reason for r in results if r.fallback_reason]
         statuses = {r.status for r in results}
         notes = [f"{len(cells)} cells of {', '.join(str(len(cells[n])) for n in names)} GPUs"]
-        guided = admission_check(routing, placements, started, notes)
+        guided = admission_check(problem, routing, placements, started, notes)
         if guided is not None:
             return guided
         return Allocation(
@@ -161,26 +161,50 @@ def second_chances(problem: Problem, placements: dict, used: set):
         yield waiting(), unowned
 
 
+GUIDE_SOLVED = (
+    "The cells admitted fewer jobs (by priority) than the coordinator's global admission decision (a job "
+    "fitting no single cell as chosen, or a cell's solve stopped at its time limit); the whole cluster was "
+    "solved from that decision instead (admission first, then power)."
+)
 GUIDE_TAKEN = (
-    "The cells admitted fewer jobs (by priority) than the coordinator's global admission decision, which "
-    "could not be split into cells; that decision was placed instead (admission first; its power is not minimised)."
+    "The cells admitted fewer jobs (by priority) than the coordinator's global admission decision, and no "
+    "time was left to solve the whole cluster from it; that decision was placed as it is (admission first; "
+    "its power is not minimised)."
 )
 
 
-def admission_check(routing: Routing, placements: dict, started: float, notes: list[str]) -> Allocation | None:
-    """The global admission decision that guided the routing, placed onto the GPUs, when it
-    admits lexicographically more (per priority level, highest first) than the cells did;
-    None otherwise. The cells admit at least what the decision routed into them (each cell's
-    program is lexicographically optimal for its jobs and the decision's share of it is
-    feasible there), so they fall short only when some of its jobs fit no cell as chosen (a
-    block no single cell has room for); the decision is then placed as it is, so `cells` never
-    admits less than it (docs/optimization.md, "Cells")."""
+def admission_check(problem: Problem, routing: Routing, placements: dict, started: float,
+                    notes: list[str]) -> Allocation | None:
+    """When the global admission decision that guided the routing admits lexicographically more
+    (per priority level, highest first) than the cells did, the answer that honours it; None
+    otherwise. The cells admit at least what the decision routed into them (each cell's program
+    is lexicographically optimal for its jobs and the decision's share of it is feasible there),
+    so they fall short only when some of its jobs fit no cell as chosen (a block no single cell
+    has room for) or a cell stopped at its time limit. Then the whole cluster is solved by the
+    ILP starting from the decision, with the time left (its power phase minimises power and
+    migrations at that admission), or, with no time left or no better answer, the decision is
+    placed as it is: `cells` never admits less than it (docs/optimization.md, "Cells")."""
     inst, guide = routing.inst, routing.guide
     by_cells = _by_level(inst, set(placements))
-    if by_cells >= _by_level(inst, {inst.jobs[j].id for j, choice in enumerate(guide) if choice is not None}):
+    wanted = _by_level(inst, {inst.jobs[j].id for j, choice in enumerate(guide) if choice is not None})
+    if by_cells >= wanted:
         return None
+    left = problem.settings.time_limit_s - (time.perf_counter() - started)
+    if left >= MIN_WHOLE_SOLVE_S:
+        whole = IlpSolver().solve(replace(
+            problem, matching=routing.matching, settings=replace(problem.settings, time_limit_s=left),
+            admission_start=rows_of(inst, guide, {job.id for job in inst.jobs}),
+        ))
+        if _by_level(inst, set(whole.placements)) >= wanted:
+            whole.solver, whole.notes = CellsSolver.name, notes + whole.notes + [GUIDE_SOLVED]
+            whole.seconds = time.perf_counter() - started
+            return whole
     allocation = finish(inst, Outcome(guide, notes=notes + [GUIDE_TAKEN]), CellsSolver.name, True, started)
     return allocation if _by_level(inst, set(allocation.placements)) > by_cells else None
+
+
+#: Seconds the whole-cluster solve needs at least to be worth trying (else the decision is placed).
+MIN_WHOLE_SOLVE_S = 0.5
 
 
 def _by_level(inst, admitted: set[str]) -> list[int]:

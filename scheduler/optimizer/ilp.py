@@ -147,7 +147,7 @@ class IlpSolver(Solver):
 def known_decision(inst: Instance, greedy: list[Choice]) -> list[Choice]:
     """The greedy decision, or the problem's admission start (start.py) where that is feasible
     and admits lexicographically more per priority level: the decision the admission phase
-    starts from and the fallback."""
+    starts from (a failed solve still falls back to the greedy decision)."""
     if not inst.problem.admission_start:
         return greedy
     start = choices_of(inst, inst.problem.admission_start)

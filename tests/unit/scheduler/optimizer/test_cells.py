@@ -86,9 +86,9 @@ def test_cells_place_the_global_decision_when_it_cannot_be_split_into_cells():
     two eff GPUs (spread), which no single cell has; the priority-0 job runs on either type,
     cheaper on eff. The global decision: the priority-1 job on both eff GPUs, the other on
     old. Cell a, at its own power optimum, puts the priority-0 job on its eff GPU, and the
-    second chance finds one eff GPU free: the cells admit less by priority, so the global
-    decision is placed instead, and the notes say so."""
-    from scheduler.optimizer.cells import GUIDE_TAKEN
+    second chance finds one eff GPU free: the cells admit less by priority, so the whole
+    cluster is solved from the global decision instead, and the notes say so."""
+    from scheduler.optimizer.cells import GUIDE_SOLVED
 
     preds = TablePredictions(taus={
         ("a", "eff", 1, True): 1.0, ("a", "eff", 2, False): 3.0, ("s", "eff", 1, True): 1.0, ("s", "old", 1, True): 1.0,
@@ -98,7 +98,22 @@ def test_cells_place_the_global_decision_when_it_cannot_be_split_into_cells():
     result = get_solver("cells").solve(problem(jobs, gpus, [EFF, OLD], preds))
     assert set(result.placements) == {"big", "small"}
     assert result.placements["big"].num_gpus == 2 and result.placements["small"].gpu_type == "old"
-    assert GUIDE_TAKEN in result.notes
+    assert GUIDE_SOLVED in result.notes and result.solver == "cells"
+
+
+def test_with_no_time_left_the_global_decision_is_placed_as_it_is(monkeypatch):
+    """The same instance with no time left for a whole-cluster solve: the decision itself."""
+    from scheduler.optimizer import cells
+    from scheduler.optimizer.cells import GUIDE_TAKEN
+
+    monkeypatch.setattr(cells, "MIN_WHOLE_SOLVE_S", 1e9)
+    preds = TablePredictions(taus={
+        ("a", "eff", 1, True): 1.0, ("a", "eff", 2, False): 3.0, ("s", "eff", 1, True): 1.0, ("s", "old", 1, True): 1.0,
+    })
+    jobs = [job("big", "a", tmin=2, dj=2, priority=1), job("small", "s", tmin=1)]
+    gpus = in_cell(node("eff", "n0", 1) + node("old", "n2", 1), "a") + in_cell(node("eff", "n1", 1), "b")
+    result = get_solver("cells").solve(problem(jobs, gpus, [EFF, OLD], preds))
+    assert set(result.placements) == {"big", "small"} and GUIDE_TAKEN in result.notes
 
 
 def three_sharers(**fields):
