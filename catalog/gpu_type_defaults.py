@@ -11,13 +11,16 @@ Choices that the datasheets leave open:
 - V100 is the SXM2 16 GB board (300 W): the 16 GB V100 of 8-GPU NVLink servers (DGX-1, AWS
   p3.16xlarge), the form Gavel's consolidated 8-GPU measurements need.
 - A100 is the SXM4 40 GB board (400 W), H100 the SXM5 80 GB board (700 W) and H200 the SXM
-  141 GB board (700 W), the parts of the 8-GPU HGX servers that clouds rent.
+  141 GB board (700 W), the parts of the 8-GPU HGX servers that clouds rent. Product names match
+  by substring, so an H200 NVL board (600 W) and a GH200 superchip also map to `h200` with the
+  SXM board's 700 W: an operator with those edits the type or adds one with a longer name.
 An operator whose cluster has other variants edits the type (admin or API); reloading the
 reference catalog never overwrites an existing type.
 
 Idle power: vendors publish none. For P100 and V100 the lowest average power Zeus measured
 under a (light) training load bounds idle from above: 33.3 W (P100 PCIe) and 34.8 W (V100
-PCIe). For H200 GOGH's own agent measured it through NVML on real boards (78-83 W, 11-12% of TDP).
+PCIe). For H200 GOGH's own agent measured it through NVML on one real board, in a VM, in three
+runs (77-83 W, 11-12% of TDP).
 For the other types the default is 12% of TDP, the ratio the P100 and V100 bounds give
 (33/250 = 13%, 35/300 = 12%), a placeholder until an NVML idle measurement replaces it.
 """
@@ -167,8 +170,8 @@ GPU_TYPE_DEFAULTS: tuple[GpuTypeDefault, ...] = (
             "memory_gb": "NVIDIA H200 datasheet: 141 GB HBM3e",
             "tdp_w": "NVIDIA H200 datasheet: SXM up to 700 W (NVL up to 600 W); SXM chosen, see "
             "catalog/gpu_type_defaults.py",
-            "idle_w": "NVML measurement: GOGH's agent on H200 SXM boards (driver 580.159.04), two runs of "
-            "19 samples at 1 Hz with nothing running: 78.0-78.1 W and 82.4-82.6 W "
+            "idle_w": "NVML measurement: GOGH's agent on one H200 SXM board in a VM (driver 580.159.04), "
+            "three runs of 19 samples at 1 Hz with nothing running: 78.0-78.1, 82.4-82.6 and 77.3-77.5 W "
             "(tests/device/h200_check.sh, 2026-11-30)",
         },
     ),

@@ -6,6 +6,7 @@ only if its validation MAE is no worse than the active version's (PredictorPromo
 otherwise); rolling back is the operator's decision and skips that check.
 """
 import io
+import logging
 import math
 
 import torch
@@ -18,6 +19,8 @@ from gogh_web.events import emit
 
 from ..models import GpuType, Measurement, PredictionRecord, PredictorStatus, PredictorVersion, Workload
 from .predictors_store import catalog_snapshot, weights_load, weights_save, workload_features
+
+log = logging.getLogger(__name__)
 
 EXPORT_FORMAT = "gogh-predictor/1"
 #: Every VALIDATION_STRIDE-th workload is held out to score a candidate (at least one).
@@ -206,15 +209,16 @@ def _estimates(prediction) -> dict:
 
 def _add_unmeasured_types(estimates: dict, prediction, features, observations: list[dict], untrained: list[str]) -> None:
     """Extend `estimates` to the catalog's GPU types the predictor was trained without (`untrained`: a T4,
-    A100 or H100 nobody has measured yet), from datasheet specs (catalog.predictors.gpu_specs):
+    A100, H100 or H200 nobody has measured yet), from datasheet specs (catalog.predictors.gpu_specs):
     single-GPU throughput and co-location fractions, marked in `unmeasured_gpu_types`. The job's
     own isolated observations on such a type replace the spec guess. Types without specs are
-    left out: rounds then have nothing to plan with there."""
+    left out, with a warning in the log: rounds then have nothing to plan with there."""
     added = []
     for gpu_type in untrained:
         try:
             guess = estimate_unmeasured(prediction, features, gpu_type)
-        except (UnknownGpuType, ValueError):
+        except (UnknownGpuType, ValueError) as exc:
+            log.warning("no estimate for %s on GPU type %s: %s", features.name, gpu_type, exc)
             continue
         seen = [o["throughput"] for o in observations
                 if o["gpu_type"] == gpu_type and o.get("partner") is None and o.get("num_gpus", 1) == 1]

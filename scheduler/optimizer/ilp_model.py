@@ -86,8 +86,7 @@ def build(
             sizes = tenant_sizes(inst)
             shares: dict[str, dict] = {tenant: {z: 1.0} for tenant in sizes}  # z - share_t <= 0
             for var, choice in [(v, ("o", i)) for i, v in x.items()] + [(v, ("p", p)) for p, v in y.items()]:
-                jobs = (inst.pairs[choice[1]].a, inst.pairs[choice[1]].b) if choice[0] == "p" else (inst.all_options[choice[1]].job,)
-                for j in jobs:  # a pair's two jobs are of one tenant: their terms add up
+                for j in inst.jobs_of(choice):  # a pair's two jobs are of one tenant: their terms add up
                     terms = shares[inst.jobs[j].tenant]
                     terms[var] = terms.get(var, 0.0) - rate(inst, j, choice) / sizes[inst.jobs[j].tenant]
             for n, tenant in enumerate(sorted(sizes)):

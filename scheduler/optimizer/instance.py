@@ -26,6 +26,11 @@ class Instance:
     weight: float = 1.0
     load: float = 0.0
 
+    def jobs_of(self, choice: Choice) -> tuple[int, ...]:
+        """The jobs a (non-empty) choice places: a pair's two, or an option's one."""
+        kind, i = choice
+        return (self.pairs[i].a, self.pairs[i].b) if kind == "p" else (self.all_options[i].job,)
+
     def usage(self, choice: Choice) -> list[tuple[str, int, int]]:
         """(gpu type, block size, GPUs) that a choice takes from capacity."""
         if choice is None:

@@ -54,7 +54,7 @@ def relaxed_admission(
     level_cost: dict[int, np.ndarray] = {}
     units = level_units(inst)
     for c, choice in enumerate(cols):
-        jobs = [inst.pairs[choice[1]].a, inst.pairs[choice[1]].b] if choice[0] == "p" else [inst.all_options[choice[1]].job]
+        jobs = inst.jobs_of(choice)
         for t, s, n in inst.usage(choice):
             index.append(row_of_cap[(t, s)])
             value.append(float(n))
@@ -146,7 +146,7 @@ def exact_choices(
     bound: dict[int, float] = {}
     units = level_units(inst)
     for choice, value in relaxed:
-        for j in _jobs(inst, choice):
+        for j in inst.jobs_of(choice):
             if inst.values[j] > 0:
                 level = inst.jobs[j].priority
                 bound[level] = bound.get(level, 0.0) + value * inst.values[j] / units[level]
@@ -171,10 +171,6 @@ def _proven(got: dict[int, float], bound: dict[int, float], fairness: bool) -> b
     return True
 
 
-def _jobs(inst: Instance, choice: Choice) -> list[int]:
-    return [inst.pairs[choice[1]].a, inst.pairs[choice[1]].b] if choice[0] == "p" else [inst.all_options[choice[1]].job]
-
-
 def _rounded(inst: Instance, relaxed: list[tuple[Choice, float]]) -> list[Choice]:
     ledger = CapacityLedger(inst)
     choices: list[Choice] = [None] * len(inst.jobs)
@@ -183,7 +179,7 @@ def _rounded(inst: Instance, relaxed: list[tuple[Choice, float]]) -> list[Choice
         key=lambda vc: (-vc[0], _cost(inst, vc[1]), vc[1]),
     )
     for _, choice in ranked:
-        jobs = _jobs(inst, choice)
+        jobs = inst.jobs_of(choice)
         if any(choices[j] is not None for j in jobs) or not ledger.fits(choice):
             continue
         ledger.take(choice)
