@@ -102,13 +102,15 @@ def test_the_ilp_and_the_genetic_algorithm_admit_lexicographically_at_least_as_m
     """(Without topology-aware isolation, which only the placement step enforces, so that
     the model's optimum may lose jobs there: see docs/optimization.md.)"""
     p = replace(p, settings=replace(p.settings, topology_isolation=False))
+    greedy = by_level(p, get_solver("greedy").solve(p))
+    assert by_level(p, get_solver("ilp").solve(p)) >= greedy
+    assert by_level(p, get_solver("genetic").solve(p)) >= greedy
+
+
+def by_level(p, result) -> list[int]:
+    """Placed jobs per priority level, highest level first (compared lexicographically)."""
     priority = {j.id: j.priority for j in p.jobs}
-
-    def admitted(result):  # placed jobs per priority level, highest level first
-        return [sum(priority[i] == level for i in result.placements) for level in (2, 1, 0)]
-
-    assert admitted(get_solver("ilp").solve(p)) >= admitted(get_solver("greedy").solve(p))
-    assert admitted(get_solver("genetic").solve(p)) >= admitted(get_solver("greedy").solve(p))
+    return [sum(priority[i] == level for i in result.placements) for level in (2, 1, 0)]
 
 
 @settings(max_examples=100, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
@@ -120,12 +122,7 @@ def test_cells_admit_lexicographically_at_least_what_the_ilp_admits(p, cell_size
     jobs left, so it may pair jobs the global matching does not. Without topology-aware
     isolation, as above.) The previous coordinator broke it (e.g. 0/0/2 jobs against 0/1/1)."""
     p = replace(p, settings=replace(p.settings, topology_isolation=False, cell_size_gpus=cell_size))
-    priority = {j.id: j.priority for j in p.jobs}
-
-    def admitted(result):
-        return [sum(priority[i] == level for i in result.placements) for level in (2, 1, 0)]
-
-    assert admitted(get_solver("cells").solve(p)) >= admitted(get_solver("ilp").solve(p))
+    assert by_level(p, get_solver("cells").solve(p)) >= by_level(p, get_solver("ilp").solve(p))
 
 
 @settings(max_examples=10, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
