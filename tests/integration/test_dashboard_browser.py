@@ -5,6 +5,7 @@ var/test-artifacts/). A missing Chromium fails the run; nothing is skipped."""
 import json
 import os
 import sys
+import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -58,6 +59,33 @@ def stack(django_db_setup, django_db_blocker, tmp_path_factory):
     wait_for_http(base + "/", daphne, log)
     yield base, var
     start.stop()
+
+
+@pytest.fixture(autouse=True)
+def quiet_database(transactional_db):
+    """The module's worker outlives each test, and a test's teardown empties the database
+    with TRUNCATE: a worker task still inside a transaction (the P1 prediction or the round
+    after the last submission) then deadlocks with it on PostgreSQL (seen in CI). Before that
+    teardown (this fixture's runs first), wait until no other session of the test database
+    is inside a statement or a transaction for half a second."""
+    yield
+    if connection.vendor != "postgresql":
+        return  # SQLite: one writer at a time, no TRUNCATE
+    quiet_since, deadline = None, time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid() AND state IN ('active', 'idle in transaction')"
+            )
+            busy = cursor.fetchone()[0]
+        if busy:
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since >= 0.5:
+            return
+        time.sleep(0.1)
 
 
 @pytest.fixture(scope="module")
