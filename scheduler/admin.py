@@ -33,8 +33,11 @@ class AllocationInline(admin.TabularInline):
     fk_name = "job"
     extra = 0
     can_delete = False
-    fields = ["gpu", "partner", "start", "end", "predicted_throughput", "predicted_power_w", "solve_run"]
+    fields = ["gpu", "partners", "start", "end", "predicted_throughput", "predicted_power_w", "solve_run"]
     readonly_fields = fields
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("partners")
 
     def has_add_permission(self, request, obj=None):
         return False
@@ -75,12 +78,20 @@ class JobAdmin(admin.ModelAdmin):
 
 @admin.register(Allocation)
 class AllocationAdmin(admin.ModelAdmin):
-    list_display = ["id", "job", "gpu", "partner", "start", "end", "predicted_throughput", "predicted_power_w"]
+    list_display = ["id", "job", "gpu", "partner_ids", "start", "end", "predicted_throughput", "predicted_power_w"]
     list_filter = ["gpu__gpu_type", "gpu__node"]
     search_fields = ["job__name", "job__workload__name", "gpu__uuid", "gpu__node__hostname"]
     list_select_related = ["job__workload", "gpu__node", "gpu__gpu_type"]
-    raw_id_fields = ["job", "gpu", "partner", "solve_run"]
+    raw_id_fields = ["job", "gpu", "partners", "solve_run"]
     date_hierarchy = "start"
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("partners")
+
+    @admin.display(description="Partners")
+    def partner_ids(self, allocation):
+        """The ids of the jobs sharing the GPU (from the prefetch: one query for the page)."""
+        return ", ".join(str(job.pk) for job in sorted(allocation.partners.all(), key=lambda job: job.pk)) or "-"
 
 
 @admin.register(SolveRun)

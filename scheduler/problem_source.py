@@ -106,12 +106,17 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
 
 
 def _current_placements() -> dict[int, CurrentPlacement]:
+    """Each placed job's GPUs and the jobs sharing them (ids as strings, sorted), in two
+    queries: the open rows, then their partner links."""
     by_job: dict[int, list] = {}
-    partners: dict[int, int | None] = {}
-    for job_id, gpu_id, partner_id in Allocation.objects.filter(end__isnull=True).values_list("job_id", "gpu_id", "partner_id"):
+    partners: dict[int, set[int]] = {}
+    for job_id, gpu_id in Allocation.objects.filter(end__isnull=True).values_list("job_id", "gpu_id"):
         by_job.setdefault(job_id, []).append(str(gpu_id))
-        partners[job_id] = partner_id
+    for job_id, partner_id in Allocation.partners.through.objects.filter(allocation__end__isnull=True).values_list(
+        "allocation__job_id", "job_id"
+    ):
+        partners.setdefault(job_id, set()).add(partner_id)
     return {
-        job_id: CurrentPlacement(tuple(sorted(gpus)), str(partners[job_id]) if partners[job_id] else None)
+        job_id: CurrentPlacement(tuple(sorted(gpus)), tuple(sorted(str(p) for p in partners.get(job_id, ()))))
         for job_id, gpus in by_job.items()
     }

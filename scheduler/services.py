@@ -270,7 +270,7 @@ def _decision(allocation: optimizer.Allocation) -> dict:
     return {
         "placements": {
             job_id: {
-                "gpu_ids": list(p.gpu_ids), "partner": p.partner, "predicted_throughput": p.predicted_throughput,
+                "gpu_ids": list(p.gpu_ids), "partners": list(p.partners), "predicted_throughput": p.predicted_throughput,
                 "predicted_power_w": p.predicted_power_w,
             }
             for job_id, p in allocation.placements.items()
@@ -289,11 +289,7 @@ def _decision_is_stale(allocation: optimizer.Allocation, snapshot_at) -> bool:
 
 def _apply(allocation: optimizer.Allocation, run: SolveRun, now) -> None:
     jobs = {str(job.pk): job for job in Job.objects.filter(pk__in=[int(i) for i in {*allocation.placements, *allocation.reasons}])}
-    open_allocs: dict[int, set[tuple[int, int | None]]] = {}
-    for job_id, gpu_id, partner_id in Allocation.objects.filter(end__isnull=True, job__in=jobs.values()).values_list(
-        "job_id", "gpu_id", "partner_id"
-    ):
-        open_allocs.setdefault(job_id, set()).add((gpu_id, partner_id))
+    open_allocs = _open_allocations_of(jobs.values())
     reasons_changed = []  # events only for reasons that changed, all in one batch
     for job_id, reason in allocation.reasons.items():
         job = jobs[job_id]
@@ -310,12 +306,12 @@ def _apply(allocation: optimizer.Allocation, run: SolveRun, now) -> None:
     emit.jobs_changed(reasons_changed)
     for job_id, placement in allocation.placements.items():
         job = jobs[job_id]
-        partner = int(placement.partner) if placement.partner else None
-        wanted = {(int(g), partner) for g in placement.gpu_ids}
+        partners = frozenset(int(p) for p in placement.partners)
+        wanted = {(int(g), partners) for g in placement.gpu_ids}
         if open_allocs.get(job.pk) == wanted:
             continue  # stays where it is
         if job.state != JobState.PENDING.value and {g for g, _ in open_allocs.get(job.pk, ())} == {g for g, _ in wanted}:
-            _change_partner(job, placement, partner, run, now)
+            _change_partners(job, placement, partners, run, now)
             continue
         try:
             if job.state != JobState.PENDING.value:
@@ -323,27 +319,47 @@ def _apply(allocation: optimizer.Allocation, run: SolveRun, now) -> None:
             job = job_transition(job=job, to=JobState.PLACED.value, reason=f"Placed by solve {run.pk}.", now=now)
         except IllegalTransition:
             continue
-        _open_allocations(job, placement, partner, run, now)
+        _open_allocations(job, placement, partners, run, now)
 
 
-def _open_allocations(job: Job, placement, partner: int | None, run: SolveRun, now) -> None:
-    Allocation.objects.bulk_create(
+def _open_allocations_of(jobs) -> dict[int, set[tuple[int, frozenset[int]]]]:
+    """Each job's open allocations as (GPU id, the ids of the jobs sharing that GPU), in two
+    queries (the rows, then their partners)."""
+    jobs = list(jobs)
+    rows = Allocation.objects.filter(end__isnull=True, job__in=jobs).values_list("pk", "job_id", "gpu_id")
+    partners: dict[int, set[int]] = {}
+    for allocation_id, partner_id in Allocation.partners.through.objects.filter(
+        allocation__end__isnull=True, allocation__job__in=jobs
+    ).values_list("allocation_id", "job_id"):
+        partners.setdefault(allocation_id, set()).add(partner_id)
+    open_allocs: dict[int, set[tuple[int, frozenset[int]]]] = {}
+    for pk, job_id, gpu_id in rows:
+        open_allocs.setdefault(job_id, set()).add((gpu_id, frozenset(partners.get(pk, ()))))
+    return open_allocs
+
+
+def _open_allocations(job: Job, placement, partners: frozenset[int], run: SolveRun, now) -> None:
+    """One row per GPU, then all their partner links in one insert (bulk_create returns the
+    rows' ids on PostgreSQL and on SQLite 3.35+)."""
+    rows = Allocation.objects.bulk_create(
         Allocation(
             job=job,
             gpu_id=int(gpu_id),
             solve_run=run,
-            partner_id=partner,
             start=now,
             predicted_throughput=placement.predicted_throughput,
             predicted_power_w=placement.predicted_power_w / placement.num_gpus,
         )
         for gpu_id in placement.gpu_ids
     )
+    Allocation.partners.through.objects.bulk_create(
+        Allocation.partners.through(allocation_id=row.pk, job_id=partner) for row in rows for partner in sorted(partners)
+    )
 
 
-def _change_partner(job: Job, placement, partner: int | None, run: SolveRun, now) -> None:
-    """The job keeps its GPUs and only its partner changes (its partner ended or moved, or a
-    job joins it): not a migration. It keeps its state and keeps running; the allocation rows
+def _change_partners(job: Job, placement, partners: frozenset[int], run: SolveRun, now) -> None:
+    """The job keeps its GPUs and only its partners change (a partner ended or moved, or a job
+    joins its GPU): not a migration. It keeps its state and keeps running; the allocation rows
     are closed and reopened at `now`, so the history says when it shared with whom. (Treating
     it as a migration restarted a running job whenever its partner finished, as seen in the
     device check: the agent restarted a job whose allocations changed, though its GPUs had
@@ -352,7 +368,7 @@ def _change_partner(job: Job, placement, partner: int | None, run: SolveRun, now
     if job.state not in (JobState.PLACED.value, JobState.RUNNING.value):
         return
     Allocation.objects.filter(job=job, end__isnull=True).update(end=now)
-    _open_allocations(job, placement, partner, run, now)
+    _open_allocations(job, placement, partners, run, now)
     emit.job_changed(job)
 
 

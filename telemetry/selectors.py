@@ -35,15 +35,17 @@ def node_assignments(node: Node) -> list[dict]:
     """What the node's agent must run: each placed or running job with open allocations on the
     node's GPUs, with the GPU indexes, its command and environment (the agent's only read of jobs).
     `placed_at` changes whenever the job is placed anew (migrated, preempted and placed again,
-    on this node or another), never when only its partner changes: agents restart on it."""
+    on this node or another), never when only its partners change: agents restart on it.
+    `partners`: the workloads of the jobs sharing its GPUs, sorted ([] alone)."""
     from scheduler.lifecycle import JobState
-    from scheduler.models import Allocation
+    from scheduler.models import Allocation, Job
 
     allocations = (
         Allocation.objects.filter(
             end__isnull=True, gpu__node=node, job__state__in=[JobState.PLACED.value, JobState.RUNNING.value]
         )
-        .select_related("job__workload", "gpu__gpu_type", "partner__workload")
+        .select_related("job__workload", "gpu__gpu_type")
+        .prefetch_related(Prefetch("partners", queryset=Job.objects.select_related("workload")))
         .order_by("job_id", "gpu__index")
     )
     by_job: dict[int, dict] = {}
@@ -54,7 +56,7 @@ def node_assignments(node: Node) -> list[dict]:
             {
                 "job": job.pk, "state": job.state, "allocations": [], "gpu_indexes": [],
                 "gpu_type": allocation.gpu.gpu_type.name, "workload": job.workload.name,
-                "partner": allocation.partner.workload.name if allocation.partner_id else None,
+                "partners": sorted(partner.workload.name for partner in allocation.partners.all()),
                 "command": job.command, "environment": job.environment, "total_steps": job.total_steps,
                 "steps_done": job.steps_done, "placed_at": job.placed_at.isoformat() if job.placed_at else None,
             },

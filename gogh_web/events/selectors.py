@@ -133,13 +133,21 @@ def jobs_data(jobs) -> dict[str, dict]:
     allocations: dict[int, list] = {}
     for allocation in Allocation.objects.filter(job__in=jobs, end__isnull=True).select_related("gpu__node", "gpu__gpu_type"):
         allocations.setdefault(allocation.job_id, []).append(allocation)
+    partners: dict[int, set[int]] = {}
+    for job_id, partner_id in Allocation.partners.through.objects.filter(
+        allocation__job__in=jobs, allocation__end__isnull=True
+    ).values_list("allocation__job_id", "job_id"):
+        partners.setdefault(job_id, set()).add(partner_id)
     observed = {}
     references = {measurement_reference(job.pk): job.pk for job in jobs}
     rows = Measurement.objects.filter(source=MeasurementSource.TELEMETRY, reference__in=references).order_by("observed_at", "id")
     for reference, throughput in rows.values_list("reference", "throughput"):
         observed[references[reference]] = throughput  # the newest wins
     return {
-        str(job.pk): state.job_state(job, allocations=allocations.get(job.pk, []), observed_throughput=observed.get(job.pk))
+        str(job.pk): state.job_state(
+            job, allocations=allocations.get(job.pk, []), observed_throughput=observed.get(job.pk),
+            partner_job_ids=partners.get(job.pk, ()),
+        )
         for job in jobs
     }
 

@@ -50,25 +50,25 @@ def slo_status(min_throughput: float, observed: float | None) -> str:
     return MET if observed >= min_throughput else VIOLATED
 
 
-def placement_state(allocations) -> dict | None:
-    """Where a job runs, from its open allocations (each with gpu, gpu.node, gpu.gpu_type); None if nowhere.
-    Mixed GPU types (rare) are named together, sorted, joined by '+'."""
+def placement_state(allocations, partner_job_ids=()) -> dict | None:
+    """Where a job runs, from its open allocations (each with gpu, gpu.node, gpu.gpu_type) and
+    the ids of the jobs sharing its GPUs (read by the caller in one query for all jobs); None if
+    nowhere. Mixed GPU types (rare) are named together, sorted, joined by '+'."""
     if not allocations:
         return None
     allocations = sorted(allocations, key=lambda a: a.gpu_id)
-    partners = sorted({a.partner_id for a in allocations if a.partner_id is not None})
     return {
         "gpu_type": "+".join(sorted({a.gpu.gpu_type.name for a in allocations})),
         "num_gpus": len(allocations),
-        "partner_job_id": partners[0] if partners else None,
+        "partner_job_ids": sorted(set(partner_job_ids)),
         "nodes": sorted({a.gpu.node.hostname for a in allocations}),
         "gpu_ids": [a.gpu_id for a in allocations],
     }
 
 
-def job_state(job, *, allocations, observed_throughput: float | None) -> dict:
-    """A job (workload, tenant and owner loaded) with its open allocations and the newest
-    throughput telemetry observed for it."""
+def job_state(job, *, allocations, observed_throughput: float | None, partner_job_ids=()) -> dict:
+    """A job (workload, tenant and owner loaded) with its open allocations, the ids of the jobs
+    sharing its GPUs and the newest throughput telemetry observed for it."""
     predicted = next((a.predicted_throughput for a in allocations if a.predicted_throughput is not None), None)
     observed = number(observed_throughput)
     total = job.total_steps
@@ -84,7 +84,7 @@ def job_state(job, *, allocations, observed_throughput: float | None) -> dict:
         "priority": job.priority,
         "min_throughput": number(job.min_throughput),
         "max_gpus": job.max_gpus,
-        "placement": placement_state(allocations),
+        "placement": placement_state(allocations, partner_job_ids),
         "predicted_throughput": number(predicted),
         "observed_throughput": observed,
         "slo": slo_status(job.min_throughput, observed),

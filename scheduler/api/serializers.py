@@ -77,10 +77,14 @@ class AllocationSerializer(serializers.ModelSerializer):
     gpu = serializers.CharField(source="gpu.uuid")
     node = serializers.CharField(source="gpu.node.hostname")
     gpu_type = serializers.CharField(source="gpu.gpu_type.name")
+    partners = serializers.SerializerMethodField(help_text="Ids of the jobs sharing this GPU ([] alone).")
 
     class Meta:
         model = Allocation
-        fields = ["gpu", "node", "gpu_type", "partner", "start", "end", "predicted_throughput", "predicted_power_w"]
+        fields = ["gpu", "node", "gpu_type", "partners", "start", "end", "predicted_throughput", "predicted_power_w"]
+
+    def get_partners(self, allocation) -> list[int]:
+        return sorted(job.pk for job in allocation.partners.all())
 
 
 class JobSerializer(serializers.ModelSerializer):

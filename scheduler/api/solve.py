@@ -25,7 +25,7 @@ class PlacementSerializer(serializers.Serializer):
     gpu_type = serializers.CharField()
     gpus = serializers.ListField(child=serializers.IntegerField())
     consolidated = serializers.BooleanField()
-    partner = serializers.IntegerField(allow_null=True)
+    partners = serializers.ListField(child=serializers.IntegerField(), help_text="Ids of the jobs sharing its GPU ([] alone).")
     predicted_throughput = serializers.FloatField()
     predicted_power_w = serializers.FloatField()
 
@@ -68,7 +68,7 @@ def result_data(result: services.RoundResult) -> dict:
                 "gpu_type": p.gpu_type,
                 "gpus": [int(g) for g in p.gpu_ids],
                 "consolidated": p.consolidated,
-                "partner": int(p.partner) if p.partner else None,
+                "partners": sorted(int(partner) for partner in p.partners),
                 "predicted_throughput": p.predicted_throughput,
                 "predicted_power_w": p.predicted_power_w,
             }

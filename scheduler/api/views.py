@@ -11,7 +11,7 @@ from gogh_web.api.errors import Conflict
 
 from .. import services
 from ..lifecycle import IllegalTransition
-from ..models import Allocation
+from ..models import Allocation, Job
 from ..selectors import jobs_visible_to
 from .filters import JobFilter
 from .serializers import JobSerializer, JobSubmitSerializer
@@ -27,7 +27,11 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     ordering_fields = ["submitted_at", "priority", "state", "id"]
 
     def get_queryset(self):
-        open_allocations = Allocation.objects.filter(end__isnull=True).select_related("gpu__node", "gpu__gpu_type")
+        open_allocations = (
+            Allocation.objects.filter(end__isnull=True)
+            .select_related("gpu__node", "gpu__gpu_type")
+            .prefetch_related(Prefetch("partners", queryset=Job.objects.only("pk")))  # one query for every row's
+        )
         return jobs_visible_to(self.request.user).prefetch_related(
             Prefetch("allocations", queryset=open_allocations)
         )

@@ -13,13 +13,9 @@ class Allocation(models.Model):
     solve_run = models.ForeignKey(
         "scheduler.SolveRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="allocations"
     )
-    partner = models.ForeignKey(
-        "scheduler.Job",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        help_text="The job sharing this GPU, if any.",
+    # A list, not one job: up to theta jobs share a GPU (a pair is a group of two).
+    partners = models.ManyToManyField(
+        "scheduler.Job", blank=True, related_name="+", help_text="The jobs sharing this GPU, if any."
     )
     start = models.DateTimeField()
     end = models.DateTimeField(null=True, blank=True)

@@ -43,7 +43,7 @@ class SolverConfig(models.Model):
     )
     theta = models.PositiveSmallIntegerField(
         default=2, validators=[MinValueValidator(1), MaxValueValidator(MAX_THETA, message=THETA_REFUSED)],
-        help_text=f"Jobs per GPU at most (1: no sharing; {MAX_THETA} at most: co-location is modelled for pairs).",
+        help_text=f"Jobs per GPU at most (1: no sharing; 2: pairs, as measured; up to {MAX_THETA}: groups, estimated from pairs).",
     )
     migration_cost_w = models.FloatField(default=50.0, validators=[MinValueValidator(0)], help_text="Cost of moving a placed job.")
     idle_gpus_powered_down = models.BooleanField(default=True)

@@ -14,6 +14,8 @@ from dataclasses import replace
 
 import pulp
 
+from catalog.colocation import group_fraction
+
 from .catalog_predictions import CatalogPredictions
 from .ilp_model import build, level_units
 from .instance import compile_instance
@@ -74,17 +76,18 @@ def lp_bound(inst, admit_floors: dict[int, float]) -> float | None:
 
 
 def slo_met(problem: Problem, allocation) -> set[str]:
-    """Placed jobs whose throughput by the catalog's numbers reaches T_min."""
+    """Placed jobs whose throughput by the catalog's numbers reaches T_min (in a group of three
+    or more, the catalog's pairs combined as the optimiser does: catalog/colocation.py)."""
     jobs = {j.id: j for j in problem.jobs}
     met = set()
     for placement in allocation.placements.values():
         job = jobs[placement.job_id]
         pred = problem.predictions
-        if placement.partner is None:
+        if not placement.partners:
             tau = pred.tau(job.workload, placement.gpu_type, placement.num_gpus, placement.consolidated)
         else:
-            partner = jobs[placement.partner].workload
-            alone, rho = pred.tau(job.workload, placement.gpu_type, 1, True), pred.rho(job.workload, partner, placement.gpu_type)
+            alone = pred.tau(job.workload, placement.gpu_type, 1, True)
+            rho = group_fraction(pred.rho(job.workload, jobs[p].workload, placement.gpu_type) or 0.0 for p in placement.partners)
             tau = alone * rho if alone and rho else None
         if tau and tau >= job.min_throughput - 1e-9:
             met.add(job.id)
@@ -108,13 +111,15 @@ def solver_runs(size: int) -> list[tuple[str, str, dict]]:
 
 
 def run(sizes=DEFAULT_SIZES, *, seed: int = 7, time_limit_s: float = 10.0, ilp_limit_s: float = GLOBAL_ILP_LIMIT_S,
-        log=print) -> dict:
+        theta: int = 2, log=print) -> dict:
+    """theta: jobs per GPU at most (2: pairs, as the catalog measures them; 3-4: groups,
+    estimated from pairs; see catalog/colocation.py)."""
     from catalog.gavel import read_throughputs  # plain reader, no Django
 
     predictions = CatalogPredictions.from_gavel(read_throughputs())
     base = SolverSettings(adaptive_weight=False, throughput_value_w=0.0, time_limit_s=time_limit_s, gap=0.01, seed=seed,
-                          migration_cost_w=0.0)
-    report = {"seed": seed, "time_limit_s": time_limit_s, "ilp_time_limit_s": ilp_limit_s, "sizes": {}}
+                          migration_cost_w=0.0, theta=theta)
+    report = {"seed": seed, "theta": theta, "time_limit_s": time_limit_s, "ilp_time_limit_s": ilp_limit_s, "sizes": {}}
     for size in sizes:
         problem = make_instance(size, predictions, seed, base)
         rows = {}

@@ -15,18 +15,22 @@ class CapacityLedger:
         for t, s, n in self.inst.usage(choice):
             self.free[(t, s)] -= n
 
+    def give(self, choice: Choice) -> None:
+        for t, s, n in self.inst.usage(choice):
+            self.free[(t, s)] += n
+
 
 def is_feasible(inst: Instance, choices: list[Choice]) -> bool:
-    """Capacity respected and every pair chosen by both of its jobs (and by nothing else)."""
+    """Capacity respected and every group chosen by all of its jobs (and by nothing else)."""
     ledger = CapacityLedger(inst)
     for j, choice in enumerate(choices):
         if choice is None:
             continue
-        if choice[0] == "p":
-            pair = inst.pairs[choice[1]]
-            if choices[pair.partner_of(j)] != choice:
+        if choice[0] == "g":
+            group = inst.groups[choice[1]]
+            if any(choices[x] != choice for x in group.members):
                 return False
-            if j == pair.b:
-                continue  # the GPU is counted once, for the pair's first job
+            if j != group.members[0]:
+                continue  # the GPU is counted once, for the group's first job
         ledger.take(choice)
     return all(n >= 0 for n in ledger.free.values())

@@ -37,7 +37,7 @@ GUIDE_SHARE = 0.5
 @dataclass
 class Routing:
     routed: dict[str, list[JobSpec]]  # cell name -> its jobs
-    matching: tuple[tuple[str, str], ...]  # the whole cluster's co-location matching, as job-id pairs
+    matching: tuple[tuple[str, ...], ...]  # the whole cluster's co-location matching, as chains of job ids
     inst: Instance  # the whole cluster's aggregated instance
     guide: list[Choice]  # the global admission decision the routing followed
     unrouted: list[int]  # jobs (indices in inst) no cell gets: the proven decision leaves them out
@@ -60,8 +60,8 @@ def route(problem: Problem, cells: dict[str, list], started: float) -> Routing:
     for j in sorted(range(len(inst.jobs)), key=lambda j: (-_block(inst, guide[j]), -_gpus(inst, guide[j]), j)):
         if j in home or guide[j] is None:
             continue
-        partner = inst.pairs[guide[j][1]].partner_of(j) if guide[j][0] == "p" else None
-        if partner in home:
+        partner = next((x for x in inst.groups[guide[j][1]].members if x in home), None) if guide[j][0] == "g" else None
+        if partner is not None:
             home[j] = home[partner]
             continue
         fitting = [name for name in sorted(cells) if _fits(inst, room[name], guide[j])]
@@ -77,8 +77,19 @@ def route(problem: Problem, cells: dict[str, list], started: float) -> Routing:
     for name, jobs in by_room.items():
         routed[name].extend(jobs)
     unrouted = sorted(set(range(len(inst.jobs))) - set(home) - set(left))
-    matching = tuple((inst.jobs[pair.a].id, inst.jobs[pair.b].id) for pair in inst.pairs)
+    matching = _chains(inst)
     return Routing(routed, matching, inst, guide, unrouted)
+
+
+def _chains(inst: Instance) -> tuple[tuple[str, ...], ...]:
+    """The co-location candidates as chains of job ids, one per chain of nested groups (its
+    longest group; candidates.py offers its prefixes again), in the candidates' order."""
+    longest: dict[tuple[int, int], tuple[int, ...]] = {}
+    for group in inst.groups:
+        key = group.members[:2]
+        if len(group.members) > len(longest.get(key, ())):
+            longest[key] = group.members
+    return tuple(tuple(inst.jobs[x].id for x in members) for members in longest.values())
 
 
 def _levels(gpus: list) -> dict[tuple[str, int], int]:
@@ -91,7 +102,7 @@ def _block(inst: Instance, choice: Choice) -> int:
 
 
 def _gpus(inst: Instance, choice: Choice) -> int:
-    """GPUs a choice takes (a pair's one GPU counts for each of its jobs)."""
+    """GPUs a choice takes (a group's one GPU counts for each of its jobs)."""
     return max((n for _, _, n in inst.usage(choice)), default=0) if choice else 0
 
 

@@ -80,7 +80,7 @@ class CellsSolver(Solver):
             ids = {job.id for job in routed[name]}
             cell_problems.append(replace(
                 problem, jobs=tuple(routed[name]), gpus=tuple(cells[name]), settings=sub_settings,
-                matching=tuple(pair for pair in matching if pair[0] in ids and pair[1] in ids),
+                matching=tuple(chain for chain in (_within(chain, ids) for chain in matching) if len(chain) > 1),
                 admission_start=rows_of(routing.inst, routing.guide, ids),
             ))
         results = self.run_cells(cell_problems)
@@ -213,3 +213,12 @@ def _by_level(inst, admitted: set[str]) -> list[int]:
     between tenants, which is not worth placing a decision whose power is not minimised."""
     got = Counter(job.priority for job in inst.jobs if job.id in admitted)
     return [got[level] for level in sorted({job.priority for job in inst.jobs}, reverse=True)]
+
+
+def _within(chain: tuple[str, ...], ids: set[str]) -> tuple[str, ...]:
+    """The longest start of a chain of nested co-location groups whose jobs are all in a cell
+    (a member routed elsewhere ends the chain there: the groups beyond it need it)."""
+    for k, job_id in enumerate(chain):
+        if job_id not in ids:
+            return chain[:k]
+    return chain

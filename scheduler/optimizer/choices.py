@@ -1,5 +1,6 @@
-"""What a solver can choose for a job: an option (alone on k GPUs of a type) or a pair
-(sharing one GPU with a partner). A choice is None (pending), ("o", i) or ("p", i)."""
+"""What a solver can choose for a job: an option (alone on k GPUs of a type) or a group
+(sharing one GPU with one partner, or with up to theta - 1 of them). A choice is None
+(pending), ("o", i) or ("g", i); a group's choice is the same for all of its members."""
 from dataclasses import dataclass
 
 Choice = tuple[str, int] | None
@@ -21,17 +22,19 @@ class Option:
 
 
 @dataclass(frozen=True)
-class Pair:
-    """Jobs `a` and `b` sharing one GPU of `gpu_type`."""
+class Group:
+    """Jobs `members` (two, or up to theta) sharing one GPU of `gpu_type`; `taus[k]` is
+    member k's throughput there (steps/s), `power_w` the GPU's."""
 
-    a: int
-    b: int
+    members: tuple[int, ...]
     gpu_type: str
-    tau_a: float
-    tau_b: float
+    taus: tuple[float, ...]
     power_w: float
     cost: float
     current: bool = False
 
-    def partner_of(self, job: int) -> int:
-        return self.b if job == self.a else self.a
+    def tau_of(self, job: int) -> float:
+        return self.taus[self.members.index(job)]
+
+    def partners_of(self, job: int) -> tuple[int, ...]:
+        return tuple(x for x in self.members if x != job)

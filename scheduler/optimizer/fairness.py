@@ -42,9 +42,8 @@ def rate(inst: Instance, j: int, choice: Choice) -> float:
     if choice is None:
         return 0.0
     kind, i = choice
-    if kind == "p":
-        pair = inst.pairs[i]
-        tau = pair.tau_a if j == pair.a else pair.tau_b
+    if kind == "g":
+        tau = inst.groups[i].tau_of(j)
     else:
         tau = inst.all_options[i].tau
     return tau / inst.jobs[j].min_throughput

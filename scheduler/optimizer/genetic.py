@@ -1,5 +1,5 @@
-"""`genetic`: a seeded genetic algorithm over one gene per job (its option, its pair, or
-nothing), with admission-aware repair and local search.
+"""`genetic`: a seeded genetic algorithm over one gene per job (its option, its co-location
+group, or nothing), with admission-aware repair and local search.
 
 fitness = 1 / (1 + power_weight * energy + latency_weight * slo_violation), with energy the
 decision's cost relative to the greedy decision's and slo_violation the admission value left
@@ -11,22 +11,24 @@ admission comes first here too.
 
 Every individual is a feasible decision:
 - decode: genes in admission order against the capacity ledger; a gene that does not fit, or
-  a pair its partner did not also choose, is replaced by the job's cheapest fitting option;
-- repair (admission-aware), jobs left out in admission order: the cheapest option or pair that
-  fits, or joining a partner that runs alone on one GPU of the pair's type; when some still
+  a group its partners did not all choose, is replaced by the job's cheapest fitting option;
+- repair (admission-aware), jobs left out in admission order: the cheapest option or group
+  that fits, or joining partners that run on one GPU of the group's type (alone, or as a
+  smaller group of the same chain); when some still
   wait (deep repair), room is made: running multi-GPU jobs shrink to fewer GPUs of another
-  type (single-GPU jobs or pairs of that type moving over to make space), and the GPU types
+  type (single-GPU jobs or groups of that type moving over to make space), and the GPU types
   no waiting job can use are flooded with running jobs from the types they need; then a job
   of a higher priority evicts the least valuable jobs of lower levels in its way, which get
   their own turn; finally one running job makes way for waiting jobs worth
   more than it (swap);
 - local search (power, admission unchanged): each placed job moves to a cheaper configuration
-  that fits, and two co-location partners running alone share one GPU where that is cheaper.
+  that fits, and co-location partners running alone (or as a smaller group) share one GPU
+  where that is cheaper.
 Crossover takes each gene from either parent (uniform) and decode + repair make the child
 feasible; mutation redraws a few genes. The first population holds the greedy decision and
 the rounded LP relaxation of admission (relaxation.py: HiGHS on the continuous admission
 program, no integer search; without it the greedy-seeded search admitted 26 jobs fewer than
-the ILP at 6144 GPUs), or the pair-first decision (greedy.pair_first_choices) where the
+the ILP at 6144 GPUs), or the group-first decision (greedy.group_first_choices) where the
 relaxation is unavailable, each repaired, and mutants of them; the elite is kept, so the
 answer is never worse by the fitness than either.
 
@@ -42,7 +44,7 @@ import time
 from .base import Outcome, Solver
 from .capacity import CapacityLedger
 from .choices import Choice
-from .greedy import cheapest, greedy_choices, pair_first_choices
+from .greedy import cheapest, greedy_choices, group_first_choices
 from .fairness import fairness_price_w, least_share, tenant_sizes
 from .fairness import rate as job_rate
 from .ilp_model import admitted_value, objective
@@ -80,21 +82,18 @@ class _State:
         free = self.ledger.free
         for key, n in self.usage[choice]:
             free[key] -= n
-        self.choices[j] = choice
-        if choice[0] == "p":
-            self.choices[self.inst.pairs[choice[1]].partner_of(j)] = choice
+        for x in self.inst.jobs_of(choice):
+            self.choices[x] = choice
 
     def drop(self, j: int) -> list[int]:
-        """Release job j's choice (a pair releases both jobs); the jobs released."""
+        """Release job j's choice (a group releases all its jobs); the jobs released."""
         choice = self.choices[j]
         if choice is None:
             return []
         free = self.ledger.free
         for key, n in self.usage[choice]:
             free[key] += n
-        jobs = [j]
-        if choice[0] == "p":
-            jobs.append(self.inst.pairs[choice[1]].partner_of(j))
+        jobs = list(self.inst.jobs_of(choice))
         for x in jobs:
             self.choices[x] = None
         return jobs
@@ -111,30 +110,30 @@ class GeneticSolver(Solver):
         rank = {j: r for r, j in enumerate(order)}
         n_jobs = len(inst.jobs)
         opts = [sorted(inst.job_options[j], key=lambda i: (inst.all_options[i].cost, i)) for j in range(n_jobs)]
-        genes = [[("o", i) for i in opts[j]] + [("p", p) for p in inst.job_pairs[j]] for j in range(n_jobs)]
-        mutable = [j for j in range(n_jobs) if len(genes[j]) > 1 or inst.job_pairs[j]]
+        genes = [[("o", i) for i in opts[j]] + [("g", p) for p in inst.job_groups[j]] for j in range(n_jobs)]
+        mutable = [j for j in range(n_jobs) if len(genes[j]) > 1 or inst.job_groups[j]]
         placeable = [j for j in order if genes[j]]
         by_type: dict[str, list[int]] = {}  # GPU type -> jobs with an option there (for making room)
         for j in placeable:
-            for t in {inst.all_options[i].gpu_type for i in opts[j]} | {inst.pairs[p].gpu_type for p in inst.job_pairs[j]}:
+            for t in {inst.all_options[i].gpu_type for i in opts[j]} | {inst.groups[p].gpu_type for p in inst.job_groups[j]}:
                 by_type.setdefault(t, []).append(j)
         cheapest_first = {t: sorted(js, key=lambda w: (inst.values[w], -rank[w])) for t, js in by_type.items()}
         types_of = [{_type_of(inst, c) for c in genes[j]} for j in range(n_jobs)]
-        same_jobs: dict[tuple[int, int], list[int]] = {}
-        for p, pair in enumerate(inst.pairs):
-            same_jobs.setdefault((pair.a, pair.b), []).append(p)
-        siblings = [same_jobs[(pair.a, pair.b)] for pair in inst.pairs]  # pairs of the same jobs, any type
+        same_jobs: dict[tuple[int, ...], list[int]] = {}
+        for p, group in enumerate(inst.groups):
+            same_jobs.setdefault(group.members, []).append(p)
+        siblings = [same_jobs[group.members] for group in inst.groups]  # groups of the same jobs, any type
         singles: dict[tuple[str, str], list[int]] = {}  # (from type, to type) -> jobs with one GPU on each
         for j in reversed(order):
             one = {inst.all_options[i].gpu_type for i in opts[j] if inst.all_options[i].num_gpus == 1}
             for a in one:
                 for b in one - {a}:
                     singles.setdefault((a, b), []).append(j)
-        pair_moves: dict[tuple[str, str], list[tuple[int, int]]] = {}  # (from, to type) -> (pair, same pair there)
-        for p, pair in enumerate(inst.pairs):
+        group_moves: dict[tuple[str, str], list[tuple[int, int]]] = {}  # (from, to type) -> (group, same group there)
+        for p, group in enumerate(inst.groups):
             for q in siblings[p]:
-                if inst.pairs[q].gpu_type != pair.gpu_type:
-                    pair_moves.setdefault((pair.gpu_type, inst.pairs[q].gpu_type), []).append((p, q))
+                if inst.groups[q].gpu_type != group.gpu_type:
+                    group_moves.setdefault((group.gpu_type, inst.groups[q].gpu_type), []).append((p, q))
         usage = {c: tuple(((t, s), n) for t, s, n in inst.usage(c)) for row in genes for c in row}
         greedy = greedy_choices(inst, order, cheapest)
         reference = max(abs(objective(inst, greedy)), 1.0)
@@ -166,46 +165,43 @@ class GeneticSolver(Solver):
             violation = best_value - admitted
             return 1.0 / (1.0 + POWER_WEIGHT * energy + LATENCY_WEIGHT * violation)
 
-        def cost_of(choice: Choice) -> float:
-            return inst.pairs[choice[1]].cost if choice[0] == "p" else inst.all_options[choice[1]].cost
+        cost_of = inst.choice_cost
 
         def insert(state: _State, j: int) -> bool:
-            """Admit waiting job j into free capacity: cheapest option or new pair that fits,
-            or joining a partner that runs alone on one GPU of the pair's type."""
+            """Admit waiting job j into free capacity: cheapest option or new group that fits,
+            or joining partners that run on one GPU of the group's type."""
             best = None
             for i in opts[j]:
                 if state.fits(("o", i)):
                     best = ("o", i)
                     break
-            for p in inst.job_pairs[j]:
-                pair = inst.pairs[p]
-                other = pair.partner_of(j)
-                held = state.choices[other]
-                if held is None:
-                    if state.fits(("p", p)) and (best is None or pair.cost < cost_of(best) + min_cost[other]):
-                        best = ("p", p)
-                elif held[0] == "o":
-                    opt = inst.all_options[held[1]]
-                    if opt.num_gpus == 1 and opt.gpu_type == pair.gpu_type:
-                        state.drop(other)
-                        state.take(j, ("p", p))
-                        return True
+            for p in inst.job_groups[j]:
+                group = inst.groups[p]
+                others = group.partners_of(j)
+                if all(state.choices[x] is None for x in others):
+                    if state.fits(("g", p)) and (best is None or group.cost < cost_of(best) + sum(min_cost[x] for x in others)):
+                        best = ("g", p)
+                elif inst.joined(state.choices, j, p):
+                    for x in others:
+                        state.drop(x)
+                    state.take(j, ("g", p))
+                    return True
             if best is None:
                 return False
             state.take(j, best)
             return True
 
         def relocate(state: _State, w: int, t: str, onto: set | None = None) -> bool:
-            """Move running job w (and its partner, when it shares) off GPU type t, onto their
+            """Move running job w (and its partners, when it shares) off GPU type t, onto their
             configurations elsewhere (only types in `onto`, if given) that fit, the roomiest
             type first; False (nothing changed) when they do not fit."""
             held = state.choices[w]
             moved = state.drop(w)
-            if held[0] == "p":  # the same two jobs sharing a GPU of another type
+            if held[0] == "g":  # the same jobs sharing a GPU of another type
                 for p in siblings[held[1]]:
-                    u = inst.pairs[p].gpu_type
-                    if u != t and (onto is None or u in onto) and state.fits(("p", p)):
-                        state.take(w, ("p", p))
+                    u = inst.groups[p].gpu_type
+                    if u != t and (onto is None or u in onto) and state.fits(("g", p)):
+                        state.take(w, ("g", p))
                         return True
             placed = []
             for x in moved:  # the roomiest other type first: it is the least contested
@@ -229,9 +225,9 @@ class GeneticSolver(Solver):
             configurations, if together they are worth less than j; the evicted."""
             value = inst.values[j]
             level = inst.jobs[j].priority
-            for choice in [("o", i) for i in opts[j]] + [("p", p) for p in inst.job_pairs[j]
-                                                         if state.choices[inst.pairs[p].partner_of(j)] is None]:
-                t = inst.pairs[choice[1]].gpu_type if choice[0] == "p" else inst.all_options[choice[1]].gpu_type
+            for choice in [("o", i) for i in opts[j]] + [("g", p) for p in inst.job_groups[j]
+                                                         if all(state.choices[x] is None for x in inst.groups[p].partners_of(j))]:
+                t = inst.groups[choice[1]].gpu_type if choice[0] == "g" else inst.all_options[choice[1]].gpu_type
                 victims = []
                 for w in cheapest_first.get(t, ()):
                     if inst.values[w] >= value:
@@ -250,7 +246,7 @@ class GeneticSolver(Solver):
                     released = state.drop(w)
                     removed += released
                     lost += sum(inst.values[x] for x in released)
-                if state.fits(choice) and lost < value + (inst.values[inst.pairs[choice[1]].partner_of(j)] if choice[0] == "p" else 0.0):
+                if state.fits(choice) and lost < sum(inst.values[x] for x in inst.jobs_of(choice)):
                     state.take(j, choice)
                     return removed
                 state.choices, state.ledger.free = snapshot
@@ -299,11 +295,12 @@ class GeneticSolver(Solver):
                     return True
                 if moved >= k:
                     break
-            for p, q in pair_moves.get((u, t), ()) if moved < k else ():  # the same pair on type t
-                if state.choices[inst.pairs[p].a] != ("p", p) or not state.fits(("p", q)):
+            for p, q in group_moves.get((u, t), ()) if moved < k else ():  # the same group on type t
+                first = inst.groups[p].members[0]
+                if state.choices[first] != ("g", p) or not state.fits(("g", q)):
                     continue
-                state.drop(inst.pairs[p].a)
-                state.take(inst.pairs[q].a, ("p", q))
+                state.drop(first)
+                state.take(first, ("g", q))
                 moved += 1
                 if state.fits(choice):
                     return True
@@ -386,19 +383,20 @@ class GeneticSolver(Solver):
                 if held is None:
                     continue
                 if held[0] == "o":
-                    for p in inst.job_pairs[j]:  # two partners alone -> one shared GPU
-                        pair = inst.pairs[p]
-                        other = pair.partner_of(j)
-                        oh = state.choices[other]
-                        if oh is None or oh[0] != "o" or pair.cost >= cost_of(held) + cost_of(oh) - 1e-9:
+                    for p in inst.job_groups[j]:  # partners alone (or a smaller group) -> one shared GPU
+                        group = inst.groups[p]
+                        others = _held_by(inst, state.choices, group.partners_of(j), group.members)
+                        if others is None or group.cost >= cost_of(held) + sum(cost_of(c) for _, c in others) - 1e-9:
                             continue
                         state.drop(j)
-                        state.drop(other)
-                        if state.fits(("p", p)):
-                            state.take(j, ("p", p))
+                        for x, _ in others:
+                            state.drop(x)
+                        if state.fits(("g", p)):
+                            state.take(j, ("g", p))
                             break
                         state.take(j, held)
-                        state.take(other, oh)
+                        for x, c in others:
+                            state.take(x, c)
                     if state.choices[j] != held:
                         continue
                     state.drop(j)
@@ -419,9 +417,9 @@ class GeneticSolver(Solver):
                 if out[j] is not None:
                     continue
                 want = genome[j]
-                if want is not None and want[0] == "p":
-                    other = inst.pairs[want[1]].partner_of(j)
-                    if genome[other] == want and out[other] is None and state.fits(want):
+                if want is not None and want[0] == "g":
+                    others = inst.groups[want[1]].partners_of(j)
+                    if all(genome[x] == want and out[x] is None for x in others) and state.fits(want):
                         state.take(j, want)
                         continue
                     want = None
@@ -439,9 +437,8 @@ class GeneticSolver(Solver):
             for j in mutable:
                 if rng.random() < rate:
                     gene = rng.choice(genes[j])
-                    child[j] = gene
-                    if gene[0] == "p":
-                        child[inst.pairs[gene[1]].partner_of(j)] = gene
+                    for x in (inst.jobs_of(gene) if gene[0] == "g" else (j,)):
+                        child[x] = gene
             return child
 
         population_size = max(ELITE + 1, settings.genetic_population)
@@ -457,7 +454,7 @@ class GeneticSolver(Solver):
             return choices
 
         rounded = rounded_choices(inst, deadline, full_levels(inst, greedy))
-        seeds = [polish(greedy)] + ([polish(rounded)] if rounded else [polish(pair_first_choices(inst, order))])
+        seeds = [polish(greedy)] + ([polish(rounded)] if rounded else [polish(group_first_choices(inst, order))])
         population = seeds + [decode(mutate(seeds[k % len(seeds)], rate)) for k in range(population_size - len(seeds))]
         scored = sorted(((fitness(g), k, g) for k, g in enumerate(population)), reverse=True)
         generations = 0
@@ -488,5 +485,18 @@ class GeneticSolver(Solver):
 
 
 
+def _held_by(inst: Instance, choices: list[Choice], jobs: tuple[int, ...], members: tuple[int, ...]) -> list | None:
+    """(job, choice) for each distinct choice the jobs hold, when each is an option or a group
+    within `members` (so dropping them all leaves nobody else without a GPU); else None."""
+    out: list = []
+    for x in jobs:
+        c = choices[x]
+        if c is None or (c[0] == "g" and not set(inst.groups[c[1]].members) <= set(members)):
+            return None
+        if all(c != held for _, held in out):
+            out.append((x, c))
+    return out
+
+
 def _type_of(inst: Instance, choice: Choice) -> str:
-    return inst.pairs[choice[1]].gpu_type if choice[0] == "p" else inst.all_options[choice[1]].gpu_type
+    return inst.groups[choice[1]].gpu_type if choice[0] == "g" else inst.all_options[choice[1]].gpu_type

@@ -1,7 +1,7 @@
 """The greedy engine shared by the greedy policies and the ILP's fallback: jobs in admission
 order, each takes the first option (in the policy's ranking) that still fits, or shares a GPU
-with its co-location candidate, joining the partner's GPU where the partner already runs
-alone, when that is cheaper."""
+with its co-location candidates, joining the partners' GPU where they already run (alone on
+one GPU of the group's type, or as a smaller group of the same chain), when that is cheaper."""
 from collections.abc import Callable
 
 from .capacity import CapacityLedger
@@ -15,7 +15,7 @@ def greedy_choices(
     rank: Callable[[Option], float],
     *,
     slo_only: bool = True,
-    use_pairs: bool = True,
+    use_groups: bool = True,
 ) -> list[Choice]:
     ledger = CapacityLedger(inst)
     choices: list[Choice] = [None] * len(inst.jobs)
@@ -26,25 +26,24 @@ def greedy_choices(
             if ledger.fits(("o", i)):
                 best, best_cost = ("o", i), inst.all_options[i].cost
                 break
-        if use_pairs:
-            for p in inst.job_pairs[j]:
-                pair = inst.pairs[p]
-                other = choices[pair.partner_of(j)]
-                if other is None or other[0] != "o":
+        if use_groups:
+            for p in inst.job_groups[j]:
+                held = inst.joined(choices, j, p)
+                if not held:
                     continue
-                held = inst.all_options[other[1]]
-                if held.num_gpus != 1 or held.gpu_type != pair.gpu_type:
-                    continue
-                delta = pair.cost - held.cost  # the partner's GPU is reused: no capacity needed
+                delta = inst.groups[p].cost - sum(inst.choice_cost(c) for c in held)  # a partner's GPU is reused
                 if delta < best_cost:
-                    best, best_cost = ("p", p), delta
+                    best, best_cost = ("g", p), delta
         if best is None:
             continue
-        if best[0] == "p":
-            choices[inst.pairs[best[1]].partner_of(j)] = best
+        if best[0] == "g":
+            for c in inst.joined(choices, j, best[1])[1:]:  # the partners' other GPUs are freed
+                ledger.give(c)
+            for x in inst.groups[best[1]].members:
+                choices[x] = best
         else:
             ledger.take(best)
-        choices[j] = best
+            choices[j] = best
     return choices
 
 
@@ -53,23 +52,23 @@ def cheapest(opt: Option) -> float:
     return opt.cost
 
 
-def pair_first_choices(inst: Instance, order: list[int]) -> list[Choice]:
-    """Admission order, but a job whose co-location partner still waits shares one new GPU
-    with it (cheapest such GPU that fits) before it considers running alone: fewer GPUs per
-    job, so more jobs fit. A second starting point for the genetic algorithm."""
+def group_first_choices(inst: Instance, order: list[int]) -> list[Choice]:
+    """Admission order, but a job whose co-location partners all still wait shares one new
+    GPU with them (the group cheapest per job that fits) before it considers running alone:
+    fewer GPUs per job, so more jobs fit. A second starting point for the genetic algorithm."""
     ledger = CapacityLedger(inst)
     choices: list[Choice] = [None] * len(inst.jobs)
     for j in order:
         if choices[j] is not None:
             continue  # admitted earlier as a partner
-        shared = [("p", p) for p in sorted(inst.job_pairs[j], key=lambda p: (inst.pairs[p].cost, p))
-                  if choices[inst.pairs[p].partner_of(j)] is None]
+        groups = inst.groups
+        shared = [("g", p) for p in sorted(inst.job_groups[j], key=lambda p: (groups[p].cost / len(groups[p].members), p))
+                  if all(choices[x] is None for x in groups[p].members)]
         alone = [("o", i) for i in sorted(inst.job_options[j], key=lambda i: (inst.all_options[i].cost, i))]
         choice = next((c for c in shared + alone if ledger.fits(c)), None)
         if choice is None:
             continue
         ledger.take(choice)
-        choices[j] = choice
-        if choice[0] == "p":
-            choices[inst.pairs[choice[1]].partner_of(j)] = choice
+        for x in inst.jobs_of(choice):
+            choices[x] = choice
     return choices

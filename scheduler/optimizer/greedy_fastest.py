@@ -11,4 +11,4 @@ class GreedyFastest(Solver):
 
     def decide(self, inst: Instance) -> Outcome:
         order = inst.admission_order()
-        return Outcome(greedy_choices(inst, order, lambda o: -o.tau, slo_only=False, use_pairs=False))
+        return Outcome(greedy_choices(inst, order, lambda o: -o.tau, slo_only=False, use_groups=False))

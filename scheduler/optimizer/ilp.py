@@ -63,7 +63,7 @@ class IlpSolver(Solver):
         deadline = started + settings.time_limit_s
         outcome = Outcome(greedy, status="fallback")
         notes = outcome.notes
-        if not any(inst.job_options) and not inst.pairs:
+        if not any(inst.job_options) and not inst.groups:
             return Outcome(greedy, status="optimal", gap=0.0)  # nothing can be placed: nothing to decide
         try:
             floors = self._admission(

@@ -1,7 +1,7 @@
 """The integer program over the aggregated instance, built with PuLP (see docs/optimization.md).
 
-x_i = 1: job takes option i (alone on k GPUs of a type); y_p = 1: the two jobs of pair p
-share one GPU. Each job takes at most one option or pair; per GPU type and block size the
+x_i = 1: job takes option i (alone on k GPUs of a type); y_g = 1: the jobs of group g (a
+pair, or up to theta jobs) share one GPU. Each job takes at most one option or group; per GPU type and block size the
 chosen GPUs fit the capacity level (aggregation.py). Admission is sum_j v_j * admitted_j.
 """
 from dataclasses import dataclass
@@ -30,7 +30,8 @@ class Model:
                 out[inst.all_options[i].job] = ("o", i)
         for p, var in self.y.items():
             if (var.value() or 0) > 0.5:
-                out[inst.pairs[p].a] = out[inst.pairs[p].b] = ("p", p)
+                for j in inst.groups[p].members:
+                    out[j] = ("g", p)
         return out
 
 
@@ -47,13 +48,13 @@ def build(
     lp = pulp.LpProblem(f"gogh_{phase}", sense)
     cat = pulp.LpContinuous if relaxed else pulp.LpBinary
     x = {i: pulp.LpVariable(f"x{i}", 0, 1, cat) for opts in inst.job_options for i in opts}
-    y = {p: pulp.LpVariable(f"y{p}", 0, 1, cat) for p in range(len(inst.pairs))}
+    y = {p: pulp.LpVariable(f"y{p}", 0, 1, cat) for p in range(len(inst.groups))}
     per_job: list[list] = [[] for _ in inst.jobs]
     for i, var in x.items():
         per_job[inst.all_options[i].job].append(var)
     for p, var in y.items():
-        per_job[inst.pairs[p].a].append(var)
-        per_job[inst.pairs[p].b].append(var)
+        for j in inst.groups[p].members:
+            per_job[j].append(var)
     admitted_terms, level_terms, units = {}, {}, level_units(inst)
     for j, vars_ in enumerate(per_job):
         if len(vars_) > 1:
@@ -68,7 +69,7 @@ def build(
         for t, s, n in inst.usage(("o", i)):
             usage.setdefault((t, s), []).append((var, n))
     for p, var in y.items():
-        usage.setdefault((inst.pairs[p].gpu_type, 1), []).append((var, 1))
+        usage.setdefault((inst.groups[p].gpu_type, 1), []).append((var, 1))
     free = inst.free()
     for (t, s), terms in usage.items():
         if sum(n for _, n in terms) > free[(t, s)]:
@@ -78,15 +79,15 @@ def build(
     elif phase == "admit":
         lp += admitted
     else:
-        cost = [(var, inst.all_options[i].cost) for i, var in x.items()] + [(var, inst.pairs[p].cost) for p, var in y.items()]
+        cost = [(var, inst.all_options[i].cost) for i, var in x.items()] + [(var, inst.groups[p].cost) for p, var in y.items()]
         price = fairness_price_w(inst)
         if price > 0:  # - lambda * z, z at most every tenant's share (fairness.py)
             z = pulp.LpVariable("least_share", 0)
             cost.append((z, -price))
             sizes = tenant_sizes(inst)
             shares: dict[str, dict] = {tenant: {z: 1.0} for tenant in sizes}  # z - share_t <= 0
-            for var, choice in [(v, ("o", i)) for i, v in x.items()] + [(v, ("p", p)) for p, v in y.items()]:
-                for j in inst.jobs_of(choice):  # a pair's two jobs are of one tenant: their terms add up
+            for var, choice in [(v, ("o", i)) for i, v in x.items()] + [(v, ("g", p)) for p, v in y.items()]:
+                for j in inst.jobs_of(choice):  # a group's jobs are of one tenant: their terms add up
                     terms = shares[inst.jobs[j].tenant]
                     terms[var] = terms.get(var, 0.0) - rate(inst, j, choice) / sizes[inst.jobs[j].tenant]
             for n, tenant in enumerate(sorted(sizes)):

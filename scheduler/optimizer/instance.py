@@ -1,11 +1,11 @@
 """The aggregated model every solver works on: per job the options that meet its T_min,
-co-location pairs worth considering, capacity per GPU type, costs and admission values."""
+co-location groups worth considering, capacity per GPU type, costs and admission values."""
 from dataclasses import dataclass, field
 
 from .admission import admission_values
 from .aggregation import TypeCapacity, aggregate, block_sizes, usage_levels
-from .candidates import pair_candidates
-from .choices import Choice, Option, Pair
+from .candidates import group_candidates
+from .choices import Choice, Group, Option
 from .problem import JobSpec, Problem
 from .weights import cluster_load, energy_weight
 
@@ -17,36 +17,62 @@ class Instance:
     capacity: dict[str, TypeCapacity]
     sizes: tuple[int, ...]
     all_options: list[Option]  # every known configuration, also below T_min (for baselines)
-    pairs: list[Pair]
+    groups: list[Group]  # co-location candidates (candidates.py)
     job_options: list[list[int]] = field(default_factory=list)  # meeting T_min, for optimising solvers
     job_all_options: list[list[int]] = field(default_factory=list)
-    job_pairs: list[list[int]] = field(default_factory=list)
+    job_groups: list[list[int]] = field(default_factory=list)
     values: list[float] = field(default_factory=list)
     memory: list[float | None] = field(default_factory=list)  # GB per GPU each job needs (None: unknown)
     weight: float = 1.0
     load: float = 0.0
 
     def jobs_of(self, choice: Choice) -> tuple[int, ...]:
-        """The jobs a (non-empty) choice places: a pair's two, or an option's one."""
+        """The jobs a (non-empty) choice places: a group's members, or an option's one."""
         kind, i = choice
-        return (self.pairs[i].a, self.pairs[i].b) if kind == "p" else (self.all_options[i].job,)
+        return self.groups[i].members if kind == "g" else (self.all_options[i].job,)
 
     def usage(self, choice: Choice) -> list[tuple[str, int, int]]:
         """(gpu type, block size, GPUs) that a choice takes from capacity."""
         if choice is None:
             return []
         kind, i = choice
-        if kind == "p":
-            return [(self.pairs[i].gpu_type, 1, 1)]
+        if kind == "g":
+            return [(self.groups[i].gpu_type, 1, 1)]
         opt = self.all_options[i]
         return [(opt.gpu_type, s, opt.num_gpus) for s in usage_levels(opt.num_gpus, opt.consolidated, self.sizes)]
+
+    def choice_cost(self, choice: Choice) -> float:
+        """The whole objective cost of a (non-empty) choice: a group's for all its jobs."""
+        return self.groups[choice[1]].cost if choice[0] == "g" else self.all_options[choice[1]].cost
+
+    def joined(self, choices: list[Choice], j: int, g: int) -> list[Choice] | None:
+        """What job j joining group g would release: the distinct choices of its other
+        members, each one GPU of the group's type (a member alone on one GPU, or a smaller
+        group of the same jobs), so joining needs no new GPU; None when a member waits or
+        holds anything else."""
+        group = self.groups[g]
+        held: list[Choice] = []
+        for x in group.members:
+            c = choices[x]
+            if x == j or c in held:
+                continue
+            if c is None:
+                return None
+            if c[0] == "o":
+                opt = self.all_options[c[1]]
+                if opt.num_gpus != 1 or opt.gpu_type != group.gpu_type:
+                    return None
+            elif self.groups[c[1]].gpu_type != group.gpu_type or not set(self.groups[c[1]].members) <= set(group.members):
+                return None
+            held.append(c)
+        return held
 
     def admission_order(self) -> list[int]:
         """Jobs by decreasing admission value; among equals, running/placed jobs first, then
         those needing the fewest GPUs (a shared GPU counts half), so that greedy fills admit
         as many jobs as they can; then by id, for determinism."""
         def need(j: int) -> float:
-            sizes = [self.all_options[i].num_gpus for i in self.job_options[j]] + [0.5] * bool(self.job_pairs[j])
+            sizes = [self.all_options[i].num_gpus for i in self.job_options[j]] + [0.5] * bool(self.job_groups[j])
             return min(sizes, default=float("inf"))
 
         return sorted(range(len(self.jobs)), key=lambda j: (-self.values[j], self.jobs[j].current is None, need(j), self.jobs[j].id))
@@ -55,11 +81,11 @@ class Instance:
         return {(t, s): n for t, cap in self.capacity.items() for s, n in cap.levels.items()}
 
     def cost(self, job: int, choice: Choice) -> float:
-        """Objective share of a job's choice (a pair's cost is split evenly between its jobs)."""
+        """Objective share of a job's choice (a group's cost is split evenly between its jobs)."""
         if choice is None:
             return 0.0
         kind, i = choice
-        return self.pairs[i].cost / 2 if kind == "p" else self.all_options[i].cost
+        return self.groups[i].cost / len(self.groups[i].members) if kind == "g" else self.all_options[i].cost
 
 
 def compile_instance(problem: Problem) -> Instance:
@@ -94,40 +120,40 @@ def compile_instance(problem: Problem) -> Instance:
     for i in options_idx:
         opt = all_options[i]
         cheapest_alone[opt.job] = min(cheapest_alone[opt.job], opt.cost)
-    pairs = pair_candidates(problem, jobs, capacity, currents, weight, idle_on, cheapest_alone, memory)
+    groups = group_candidates(problem, jobs, capacity, currents, weight, idle_on, cheapest_alone, memory)
     inst = Instance(
         problem=problem,
         jobs=jobs,
         capacity=capacity,
         sizes=sizes,
         all_options=all_options,
-        pairs=pairs,
+        groups=groups,
         memory=memory,
         weight=weight,
         load=load,
     )
     inst.job_options = [[] for _ in jobs]
     inst.job_all_options = [[] for _ in jobs]
-    inst.job_pairs = [[] for _ in jobs]
+    inst.job_groups = [[] for _ in jobs]
     for i, opt in enumerate(all_options):
         inst.job_all_options[opt.job].append(i)
     for i in options_idx:
         inst.job_options[all_options[i].job].append(i)
-    for i, pair in enumerate(pairs):
-        inst.job_pairs[pair.a].append(i)
-        inst.job_pairs[pair.b].append(i)
-    inst.values = admission_values(jobs, settings.fairness_weight > 0, [bool(inst.job_options[j] or inst.job_pairs[j]) for j in range(len(jobs))])
+    for i, group in enumerate(groups):
+        for x in group.members:
+            inst.job_groups[x].append(i)
+    inst.values = admission_values(jobs, settings.fairness_weight > 0, [bool(inst.job_options[j] or inst.job_groups[j]) for j in range(len(jobs))])
     return inst
 
 
-def _current_config(job: JobSpec, gpu_by_id) -> tuple[str, int, bool, str | None] | None:
-    """(type, GPUs, consolidated, partner) of a job's current placement, if all its GPUs remain."""
+def _current_config(job: JobSpec, gpu_by_id) -> tuple[str, int, bool, tuple[str, ...]] | None:
+    """(type, GPUs, consolidated, partners) of a job's current placement, if all its GPUs remain."""
     if job.current is None or not job.current.gpu_ids:
         return None
     gpus = [gpu_by_id.get(g) for g in job.current.gpu_ids]
     if any(g is None for g in gpus) or len({g.gpu_type for g in gpus}) != 1:
         return None
-    return gpus[0].gpu_type, len(gpus), len({g.node for g in gpus}) == 1, job.current.partner
+    return gpus[0].gpu_type, len(gpus), len({g.node for g in gpus}) == 1, tuple(job.current.partners)
 
 
 def _min_gpus(problem: Problem, job: JobSpec, capacity) -> int:
@@ -167,7 +193,7 @@ def _job_options(problem, j, job, gpu_type, cap, sizes, current, weight, idle_on
             tau = problem.predictions.tau(job.workload, gpu_type, k, consolidated)
             if not tau or tau <= 0:
                 continue
-            is_current = current is not None and current[:2] == (gpu_type, k) and current[3] is None and (
+            is_current = current is not None and current[:2] == (gpu_type, k) and not current[3] and (
                 k == 1 or current[2] == consolidated
             )
             power = k * per_gpu

@@ -2,7 +2,7 @@
 
 Jobs that keep their current configuration stay on their GPUs; consolidated multi-GPU jobs
 go next, largest first, each onto the node of its type with the fewest free GPUs that still
-hold it (best fit, so whole nodes stay whole for the next large job); single GPUs, pairs and
+hold it (best fit, so whole nodes stay whole for the next large job); single GPUs, groups and
 spread-out jobs fill what is left. With topology-aware isolation a PCIe switch serves one
 tenant only, and a tenant's jobs take GPUs on its own switches before they open another (so
 switches are not split among tenants needlessly). A job that cannot be placed stays pending with the reason.
@@ -77,14 +77,14 @@ def place(
     def record(j: int, gpus) -> None:
         choice = choices[j]
         job = inst.jobs[j]
-        if choice[0] == "p":
-            pair = inst.pairs[choice[1]]
-            tau = pair.tau_a if j == pair.a else pair.tau_b
-            partner, consolidated, power = inst.jobs[pair.partner_of(j)].id, True, pair.power_w / 2
+        if choice[0] == "g":
+            group = inst.groups[choice[1]]
+            tau, consolidated, power = group.tau_of(j), True, group.power_w / len(group.members)
+            partners = tuple(inst.jobs[x].id for x in group.partners_of(j))
         else:
             opt = inst.all_options[choice[1]]
-            tau, partner, consolidated, power = opt.tau, None, opt.consolidated, opt.power_w
-        placements[job.id] = Placement(job.id, gpus[0].gpu_type, tuple(g.id for g in gpus), consolidated, partner, tau, power)
+            tau, partners, consolidated, power = opt.tau, (), opt.consolidated, opt.power_w
+        placements[job.id] = Placement(job.id, gpus[0].gpu_type, tuple(g.id for g in gpus), consolidated, partners, tau, power)
 
     units = _units(inst, choices)
     gpu_by_id = {g.id: g for g in problem.gpus}
@@ -144,17 +144,17 @@ def place(
 
 
 def _units(inst: Instance, choices: list[Choice]) -> list[dict]:
-    """What needs GPUs: one unit per option, one per pair (holding both jobs)."""
-    units, seen_pairs = [], set()
+    """What needs GPUs: one unit per option, one per group (holding all its jobs)."""
+    units, seen_groups = [], set()
     for j, choice in enumerate(choices):
         if choice is None:
             continue
-        if choice[0] == "p":
-            if choice[1] in seen_pairs:
+        if choice[0] == "g":
+            if choice[1] in seen_groups:
                 continue
-            seen_pairs.add(choice[1])
-            pair = inst.pairs[choice[1]]
-            units.append({"jobs": [pair.a, pair.b], "type": pair.gpu_type, "k": 1, "consolidated": True, "current": pair.current})
+            seen_groups.add(choice[1])
+            group = inst.groups[choice[1]]
+            units.append({"jobs": list(group.members), "type": group.gpu_type, "k": 1, "consolidated": True, "current": group.current})
         else:
             opt = inst.all_options[choice[1]]
             units.append(

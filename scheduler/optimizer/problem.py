@@ -10,10 +10,11 @@ from typing import Protocol
 from .power import PowerCurve
 
 
-MAX_THETA = 2
+MAX_THETA = 4
 THETA_REASON = (
-    "Co-location is modelled for pairs only, because co-located throughput is measured for pairs "
-    "(Gavel: 26 x 26 ordered pairs) and for no group of three or more"
+    "Co-located throughput is measured for pairs only (Gavel: 26 x 26 ordered pairs); a group of three or "
+    "more is estimated from its pairs (additive slowdown), an estimate that grows less trustworthy with "
+    "every member"
 )
 THETA_LIMIT = "theta = {theta}: at most {max} jobs share a GPU here. " + THETA_REASON + "; a larger theta is treated as {max}."
 # For settings forms, which refuse a theta above MAX_THETA rather than cap it.
@@ -57,7 +58,7 @@ class GpuTypeSpec:
     idle_w: float
     tdp_w: float
     power_curve: PowerCurve
-    theta: int = 2  # jobs that may share one GPU of this type
+    theta: int = MAX_THETA  # jobs that may share one GPU of this type, at most (SolverSettings.theta applies too)
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class CurrentPlacement:
     """Where a placed or running job sits now (migration cost applies when it moves)."""
 
     gpu_ids: tuple[str, ...]
-    partner: str | None = None
+    partners: tuple[str, ...] = ()  # ids of the jobs sharing its GPU (at most theta - 1)
 
 
 @dataclass(frozen=True)
@@ -124,13 +125,14 @@ class Problem:
     settings: SolverSettings = field(default_factory=SolverSettings)
     load_history: tuple[float, ...] = ()  # cluster load of earlier rounds, newest last
     # Co-location candidates fixed by a coordinator (cells: the whole cluster's matching, so a
-    # cell pairs the jobs the global decision it was routed by pairs), as job-id pairs; None:
-    # the solver computes its own matching (candidates.py).
-    matching: tuple[tuple[str, str], ...] | None = None
+    # cell groups the jobs the global decision it was routed by groups), as chains of job ids
+    # (the pair of its first two, the group of its first three, ...); None: the solver computes
+    # its own matching (candidates.py).
+    matching: tuple[tuple[str, ...], ...] | None = None
     # A feasible decision known beforehand (cells: the coordinator's global admission decision's
-    # share of a cell), as (job id, GPU type, GPUs, consolidated, partner id or None) per admitted
+    # share of a cell), as (job id, GPU type, GPUs, consolidated, partner ids) per admitted
     # job; the ILP starts from it where it admits more than its greedy decision (start.py).
-    admission_start: tuple[tuple[str, str, int, bool, str | None], ...] | None = None
+    admission_start: tuple[tuple[str, str, int, bool, tuple[str, ...]], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -139,7 +141,7 @@ class Placement:
     gpu_type: str
     gpu_ids: tuple[str, ...]
     consolidated: bool
-    partner: str | None
+    partners: tuple[str, ...]  # ids of the jobs sharing its GPU, () alone
     predicted_throughput: float
     predicted_power_w: float  # this job's share of the power of its GPUs
 

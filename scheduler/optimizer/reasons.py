@@ -25,9 +25,9 @@ def pending_reason(inst: Instance, j: int, solver: str, optimising: bool) -> str
     if need is not None and all(need > inst.problem.gpu_types[t].memory_gb for t in inst.capacity):
         types = ", ".join(f"{t} {inst.problem.gpu_types[t].memory_gb:g} GB" for t in inst.capacity)
         return NO_MEMORY.format(need=need, types=types)
-    if not inst.job_all_options[j] and not inst.job_pairs[j]:
+    if not inst.job_all_options[j] and not inst.job_groups[j]:
         return NO_PREDICTION.format(workload=job.workload, types=", ".join(inst.capacity))
-    if not inst.job_options[j] and not inst.job_pairs[j]:
+    if not inst.job_options[j] and not inst.job_groups[j]:
         best = max((inst.all_options[i] for i in inst.job_all_options[j]), key=lambda o: o.tau)
         return BELOW_TMIN.format(tmin=job.min_throughput, dj=job.max_gpus, best=best.tau, k=best.num_gpus, gpu_type=best.gpu_type)
     if not optimising:
@@ -35,4 +35,4 @@ def pending_reason(inst: Instance, j: int, solver: str, optimising: bool) -> str
     if inst.job_options[j]:
         least = min((inst.all_options[i] for i in inst.job_options[j]), key=lambda o: (o.num_gpus, o.cost))
         return FULL.format(k=least.num_gpus, gpu_type=least.gpu_type)
-    return FULL.format(k="a shared 1", gpu_type=inst.pairs[inst.job_pairs[j][0]].gpu_type)
+    return FULL.format(k="a shared 1", gpu_type=inst.groups[inst.job_groups[j][0]].gpu_type)

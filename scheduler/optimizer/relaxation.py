@@ -39,12 +39,12 @@ from .instance import Instance
 def relaxed_admission(
     inst: Instance, deadline: float, full: frozenset[int] = frozenset(), *, integral: bool = False,
 ) -> list[tuple[Choice, float]] | None:
-    """(choice, LP value) for every option and pair, or None (no time, a HiGHS failure, or
+    """(choice, LP value) for every option and group, or None (no time, a HiGHS failure, or
     every level in `full`). `full`: priority levels known to be admitted completely together
     with every higher level (by a feasible decision at hand), which need no solve. With
     `integral`, the same program with integer variables (branch and bound, each level to its
     proven optimum: absolute gap below one job), values 0 or 1."""
-    cols: list[Choice] = [("o", i) for opts in inst.job_options for i in opts] + [("p", p) for p in range(len(inst.pairs))]
+    cols: list[Choice] = [("o", i) for opts in inst.job_options for i in opts] + [("g", p) for p in range(len(inst.groups))]
     if not cols:
         return []
     free = inst.free()
@@ -189,4 +189,4 @@ def _rounded(inst: Instance, relaxed: list[tuple[Choice, float]]) -> list[Choice
 
 
 def _cost(inst: Instance, choice: Choice) -> float:
-    return inst.pairs[choice[1]].cost if choice[0] == "p" else inst.all_options[choice[1]].cost
+    return inst.choice_cost(choice)

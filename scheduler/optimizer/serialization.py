@@ -68,14 +68,16 @@ def problem_to_dict(problem: Problem) -> dict:
         "predictions": snapshot.tables(),
         "settings": {**asdict(problem.settings), "weight_clip": list(problem.settings.weight_clip)},
         "load_history": list(problem.load_history),
-        "matching": None if problem.matching is None else [list(pair) for pair in problem.matching],
-        "admission_start": None if problem.admission_start is None else [list(row) for row in problem.admission_start],
+        "matching": None if problem.matching is None else [list(chain) for chain in problem.matching],
+        "admission_start": None if problem.admission_start is None else [
+            [*row[:4], list(row[4])] for row in problem.admission_start
+        ],
     }
 
 
 def problem_from_dict(data: dict) -> Problem:
     jobs = tuple(
-        JobSpec(**{**j, "current": CurrentPlacement(tuple(j["current"]["gpu_ids"]), j["current"]["partner"]) if j["current"] else None})
+        JobSpec(**{**j, "current": CurrentPlacement(tuple(j["current"]["gpu_ids"]), tuple(j["current"]["partners"])) if j["current"] else None})
         for j in data["jobs"]
     )
     types = {
@@ -90,8 +92,10 @@ def problem_from_dict(data: dict) -> Problem:
         predictions=PredictionSnapshot(**data["predictions"]),
         settings=SolverSettings(**{**settings, "weight_clip": tuple(settings["weight_clip"])}),
         load_history=tuple(data["load_history"]),
-        matching=None if data["matching"] is None else tuple(tuple(pair) for pair in data["matching"]),
-        admission_start=None if data.get("admission_start") is None else tuple(tuple(row) for row in data["admission_start"]),
+        matching=None if data["matching"] is None else tuple(tuple(chain) for chain in data["matching"]),
+        admission_start=None if data.get("admission_start") is None else tuple(
+            (*row[:4], tuple(row[4])) for row in data["admission_start"]
+        ),
     )
 
 
@@ -100,5 +104,7 @@ def allocation_to_dict(allocation: Allocation) -> dict:
 
 
 def allocation_from_dict(data: dict) -> Allocation:
-    placements = {p["job_id"]: Placement(**{**p, "gpu_ids": tuple(p["gpu_ids"])}) for p in data["placements"]}
+    placements = {
+        p["job_id"]: Placement(**{**p, "gpu_ids": tuple(p["gpu_ids"]), "partners": tuple(p["partners"])}) for p in data["placements"]
+    }
     return Allocation(**{**data, "placements": placements})

@@ -10,7 +10,10 @@ and a job's time below T_min (waiting included) is counted. At the end of a roun
 reports, for every configuration a job held for at least MIN_OBSERVED_S, its throughput with
 noise; a learning policy's predictions take it. A job that restarts elsewhere after making
 progress redoes `migration_overhead_s` of work. A failed GPU leaves the cluster; its jobs
-(and a sharing partner) go back to pending with their progress.
+(and the jobs sharing it) go back to pending with their progress. A job that ends leaves its
+partners' groups (they keep their GPU, sharing it with one job fewer). Only alone and pair
+configurations are reported to a learning policy: the predictors learn pairs (the catalog
+holds no group), as the telemetry records no group either.
 """
 import random
 import time
@@ -38,7 +41,7 @@ class JobState:
     last_gpus: tuple[str, ...] = ()
     below_s: float = 0.0
     done_at: float | None = None
-    held: dict = field(default_factory=lambda: defaultdict(float))  # this round: (config, partner) -> seconds
+    held: dict = field(default_factory=lambda: defaultdict(float))  # this round: (config, partner workloads) -> seconds
 
 
 @dataclass
@@ -97,7 +100,7 @@ class Simulation:
     def _solve(self, t: float) -> None:
         jobs = tuple(
             JobSpec(s.job.id, s.job.workload, TENANT, s.job.min_throughput, s.job.max_gpus,
-                    current=CurrentPlacement(s.placement.gpu_ids, s.placement.partner) if s.placement else None)
+                    current=CurrentPlacement(s.placement.gpu_ids, s.placement.partners) if s.placement else None)
             for s in self.active.values()
         )
         problem = Problem(jobs=jobs, gpus=tuple(g for g in self.sc.gpus if g.id in self.alive), gpu_types=self.sc.gpu_types,
@@ -118,17 +121,16 @@ class Simulation:
             state.last_gpus = new.gpu_ids
 
     # ---- truth ---------------------------------------------------------------------------------
-    def _config(self, state: JobState) -> tuple[tuple[str, int, bool], str | None]:
+    def _config(self, state: JobState) -> tuple[tuple[str, int, bool], tuple[str, ...]]:
+        """(GPU type, GPUs, consolidated) and the workloads of the jobs sharing its GPU, sorted."""
         p = state.placement
         consolidated = len({self.node[g] for g in p.gpu_ids}) == 1
-        partner = self.states[p.partner].job.workload if p.partner else None
-        return (p.gpu_type, len(p.gpu_ids), consolidated), partner
+        partners = tuple(sorted(self.states[partner].job.workload for partner in p.partners))
+        return (p.gpu_type, len(p.gpu_ids), consolidated), partners
 
     def _rate(self, state: JobState) -> float:
-        (gpu_type, k, consolidated), partner = self._config(state)
-        if partner is None:
-            return self.truth.throughput(state.job.workload, gpu_type, k, consolidated)
-        return self.truth.shared_throughput(state.job.workload, partner, gpu_type)
+        (gpu_type, k, consolidated), partners = self._config(state)
+        return self._true_rate(state.job.workload, gpu_type, k, consolidated, partners)
 
     def _power_w(self) -> float:
         total, seen = 0.0, set()
@@ -138,13 +140,13 @@ class Simulation:
                 continue
             seen.update(p.gpu_ids)
             spec = self.sc.gpu_types[p.gpu_type]
-            _, partner = self._config(state)
+            _, partners = self._config(state)
             if self._rate(state) <= 0:  # does not fit: the job cannot run, the GPU idles
                 total += spec.idle_w * len(p.gpu_ids)
-            elif partner is None:
+            elif not partners:
                 total += self.truth.gpu_power_alone(spec, state.job.workload) * len(p.gpu_ids)
             else:
-                total += self.truth.gpu_power_shared(spec, state.job.workload, partner)
+                total += self.truth.gpu_power_shared(spec, (state.job.workload, *partners))
         return total
 
     # ---- time ----------------------------------------------------------------------------------
@@ -182,9 +184,12 @@ class Simulation:
         state = self.active.pop(job_id)
         state.done_at, state.remaining = now, 0.0
         self._observe(state)
-        if state.placement and state.placement.partner in self.active:
-            partner = self.active[state.placement.partner]
-            partner.placement = replace(partner.placement, partner=None)
+        for partner_id in state.placement.partners if state.placement else ():
+            partner = self.active.get(partner_id)
+            if partner is not None and partner.placement is not None:
+                partner.placement = replace(
+                    partner.placement, partners=tuple(p for p in partner.placement.partners if p != job_id)
+                )
         state.placement = None
 
     def _fail(self, gpu_id: str) -> None:
@@ -203,18 +208,19 @@ class Simulation:
         """Report the round's configurations of a job to a learning policy; reset the round."""
         moved = False
         if self.learns:
-            for ((gpu_type, k, consolidated), partner), seconds in state.held.items():
-                if seconds >= MIN_OBSERVED_S:
-                    rate = self._true_rate(state.job.workload, gpu_type, k, consolidated, partner)
+            for ((gpu_type, k, consolidated), partners), seconds in state.held.items():
+                if seconds >= MIN_OBSERVED_S and len(partners) <= 1:  # a group is no catalog cell
+                    rate = self._true_rate(state.job.workload, gpu_type, k, consolidated, partners)
                     seen = self.truth.observe(rate, self.rng)
+                    partner = partners[0] if partners else None
                     moved |= self.predictions.observe(state.job.workload, gpu_type, k, consolidated, seen, partner)
         state.held.clear()
         return moved
 
-    def _true_rate(self, workload, gpu_type, k, consolidated, partner) -> float:
-        if partner is None:
+    def _true_rate(self, workload, gpu_type, k, consolidated, partners) -> float:
+        if not partners:
             return self.truth.throughput(workload, gpu_type, k, consolidated)
-        return self.truth.shared_throughput(workload, partner, gpu_type)
+        return self.truth.shared_throughput(workload, partners, gpu_type)
 
     def _score_predictions(self) -> None:
         """Learning curve: error of the estimate of each placed job's throughput where it runs,
@@ -225,8 +231,8 @@ class Simulation:
             n = self.predictions.observations(state.job.workload)
             if n > LEARNING_CURVE_MAX:
                 continue
-            (gpu_type, k, consolidated), partner = self._config(state)
-            true = self._true_rate(state.job.workload, gpu_type, k, consolidated, partner)
-            estimate = self.predictions.throughput(state.job.workload, gpu_type, k, consolidated, partner)
+            (gpu_type, k, consolidated), partners = self._config(state)
+            true = self._true_rate(state.job.workload, gpu_type, k, consolidated, partners)
+            estimate = self.predictions.throughput(state.job.workload, gpu_type, k, consolidated, partners)
             if true > 0 and estimate:
                 self.curve[n].append(abs(estimate - true) / true)

@@ -13,6 +13,7 @@ cannot be folded in; it is counted and otherwise ignored, as the model would ref
 `observe` says whether the observed cell's estimate moved by more than `tolerance` (the
 simulator re-solves only then).
 """
+from catalog.colocation import group_fraction
 from catalog.predictors import Observation, PerformancePredictor, UnknownGpuType, UnknownWorkload
 from scheduler.optimizer.catalog_predictions import CatalogPredictions
 from scheduler.predictions import LearnedPredictions, WorkloadEstimates
@@ -39,18 +40,22 @@ class SimulatedLearning:
     def observations(self, workload: str) -> int:
         return self._counts.get(workload, 0)
 
-    def throughput(self, workload, gpu_type, num_gpus, consolidated, partner=None) -> float | None:
-        """The estimate of one job's throughput in a placement (alone, or sharing with `partner`)."""
-        if partner is None:
+    def throughput(self, workload, gpu_type, num_gpus, consolidated, partners=()) -> float | None:
+        """The estimate of one job's throughput in a placement (alone, or sharing its GPU with
+        the workloads `partners`: the alone estimate x group_fraction of the pair estimates,
+        as the optimiser plans)."""
+        if not partners:
             return self.tau(workload, gpu_type, num_gpus, consolidated)
-        alone, rho = self.tau(workload, gpu_type, 1, True), self.rho(workload, partner, gpu_type)
-        return alone * rho if alone and rho else None
+        alone, rhos = self.tau(workload, gpu_type, 1, True), [self.rho(workload, p, gpu_type) for p in partners]
+        return alone * group_fraction(rhos) if alone and all(rhos) else None
 
     def observe(self, workload, gpu_type, num_gpus, consolidated, throughput, partner=None) -> bool:
-        """P2 takes one round's observed throughput; True when the cell's estimate moved by more
-        than the tolerance (or it is the workload's first observation)."""
+        """P2 takes one round's observed throughput, alone or next to one `partner` (the model
+        learns pairs only); True when the cell's estimate moved by more than the tolerance (or
+        it is the workload's first observation)."""
         job = self._job(workload)
-        before = self.throughput(workload, gpu_type, num_gpus, consolidated, partner)
+        partners = (partner,) if partner else ()
+        before = self.throughput(workload, gpu_type, num_gpus, consolidated, partners)
         self._counts[workload] = self.observations(workload) + 1
         try:
             job.observe(Observation(gpu_type, throughput, partner=partner, num_gpus=num_gpus,
@@ -58,7 +63,7 @@ class SimulatedLearning:
         except (UnknownGpuType, UnknownWorkload):
             return False
         self._estimates[workload] = WorkloadEstimates.from_prediction(job.prediction(), observed=self._counts[workload])
-        after = self.throughput(workload, gpu_type, num_gpus, consolidated, partner)
+        after = self.throughput(workload, gpu_type, num_gpus, consolidated, partners)
         if self._counts[workload] == 1 or before is None or after is None:
             return True
         return abs(after - before) > self.tolerance * before

@@ -11,13 +11,21 @@ Where the truth file has no value: a multi-GPU configuration falls back to the o
 placement style (consolidated or spread); a pair it does not list does not run (both jobs
 make no progress), as does a configuration measured at 0 (does not fit).
 
+A group of three or more on one GPU (theta > 2) was never measured: a member's true fraction
+is catalog.colocation.group_fraction of its true pair fractions with each other member (the
+estimate the optimiser plans with; for one partner, the pair's value exactly). So the
+simulator cannot show that estimate wrong, only what planning with it does; a group with an
+unlisted pair does not run, as the pair would not.
+
 Utilisation: the file's, where it has one; otherwise a busy GPU runs at `busy_utilisation`
-(0.9, as the simulated GPU backend), and a shared GPU at the sum of both jobs' utilisation
+(0.9, as the simulated GPU backend), and a shared GPU at the sum of its jobs' utilisation
 scaled by their co-located fractions, capped at 1. Power per GPU: the file's measured power
 where it has one, otherwise the GPU type's power curve at that utilisation.
 """
 import random
+from collections.abc import Sequence
 
+from catalog.colocation import group_fraction
 from scheduler.optimizer.catalog_predictions import CatalogPredictions, MeasurementRow
 from scheduler.optimizer.problem import GpuTypeSpec
 from telemetry.agent.simjob import true_factor
@@ -55,8 +63,13 @@ class Truth:
         """Co-located fraction of isolated throughput; 0 where the pair does not run."""
         return self.measured.rho(workload, partner, gpu_type) or 0.0
 
-    def shared_throughput(self, workload: str, partner: str, gpu_type: str) -> float:
-        return self.throughput(workload, gpu_type, 1, True) * self.shared_rho(workload, partner, gpu_type)
+    def group_rho(self, workload: str, partners: Sequence[str], gpu_type: str) -> float:
+        """Fraction of isolated throughput next to all `partners` (workloads) at once; 0 where
+        a pair of it does not run."""
+        return group_fraction(self.shared_rho(workload, partner, gpu_type) for partner in partners)
+
+    def shared_throughput(self, workload: str, partners: Sequence[str], gpu_type: str) -> float:
+        return self.throughput(workload, gpu_type, 1, True) * self.group_rho(workload, partners, gpu_type)
 
     def utilisation(self, workload: str, gpu_type: str) -> float:
         measured = self.measured.utilisation(workload, gpu_type)
@@ -66,9 +79,14 @@ class Truth:
         measured = self.measured.power_w(workload, spec.name)
         return measured if measured is not None else spec.power_curve(self.utilisation(workload, spec.name))
 
-    def gpu_power_shared(self, spec: GpuTypeSpec, a: str, b: str) -> float:
-        util = self.utilisation(a, spec.name) * self.shared_rho(a, b, spec.name)
-        util += self.utilisation(b, spec.name) * self.shared_rho(b, a, spec.name)
+    def gpu_power_shared(self, spec: GpuTypeSpec, members: Sequence[str]) -> float:
+        """One GPU shared by `members` (their workloads, a workload once per job): the power
+        curve at the members' summed utilisation, each scaled by its fraction next to the
+        others, capped at 1."""
+        util = 0.0
+        for i, workload in enumerate(members):
+            others = [*members[:i], *members[i + 1:]]
+            util += self.utilisation(workload, spec.name) * self.group_rho(workload, others, spec.name)
         return spec.power_curve(min(1.0, util))
 
     def observe(self, rate: float, rng: random.Random) -> float:

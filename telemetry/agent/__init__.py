@@ -4,4 +4,6 @@ Imports no Django and nothing outside the standard library except `pynvml` (nvid
 for the NVML backend), so it installs on a GPU node without the web stack. It talks to the
 control plane over HTTP with a token (docs/agent.md).
 """
-AGENT_VERSION = "0.3.0"  # 0.3.0: jobs keyed on placement, not allocation ids (docs/agent.md)
+# 0.4.0: assignments list `partners` (several jobs may share a GPU), the partner file one per line;
+# 0.3.0: jobs keyed on placement, not allocation ids (docs/agent.md)
+AGENT_VERSION = "0.4.0"

@@ -214,7 +214,7 @@ class Agent:
             if job_id not in wanted or wanted[job_id].key != assignment.key:
                 log.info("job %s: allocation withdrawn or changed; stopping it", job_id)
                 self._stop_job(job_id)
-            elif wanted[job_id] != assignment:  # same GPUs, new allocations: its partner changed
+            elif wanted[job_id] != assignment:  # same GPUs, new allocations: its partners changed
                 self._running[job_id] = (wanted[job_id], process)
                 if self.config.simulate_seed is not None:
                     self._write_partner(wanted[job_id])
@@ -252,12 +252,13 @@ class Agent:
         self._report_progress(process, time.monotonic())
 
     def _write_partner(self, assignment: Assignment) -> Path:
-        """The simulated job's partner file (simjob reads it every interval)."""
+        """The simulated job's partner file, one workload name per line (simjob reads it every
+        interval)."""
         path = partner_file(self.config.log_dir, assignment.job_id)
         path.parent.mkdir(parents=True, exist_ok=True)
         staged = path.with_suffix(".partner.new")
-        staged.write_text(assignment.partner or "")
-        staged.replace(path)  # atomic: the job never reads a half-written name
+        staged.write_text("".join(f"{partner}\n" for partner in assignment.partners))
+        staged.replace(path)  # atomic: the job never reads a half-written list
         return path
 
     def _stop_job(self, job_id: int) -> None:

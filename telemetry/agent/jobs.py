@@ -3,7 +3,7 @@
 An assignment is one job's open allocations on this node (GET /api/nodes/{id}/assignments/).
 Its key is the job, when it was placed and its GPU indexes: when the key changes (migrated,
 preempted and placed again), the running process is stopped and a new one started. New
-allocation rows on the same GPUs (only the job's partner on the GPU changed) leave it running.
+allocation rows on the same GPUs (only the job's partners on the GPU changed) leave it running.
 """
 import shlex
 import sys
@@ -22,7 +22,7 @@ class Assignment:
     gpu_indexes: tuple[int, ...]
     gpu_type: str
     workload: str
-    partner: str | None
+    partners: tuple[str, ...]  # workloads of the jobs sharing its GPU, () alone
     command: str
     environment: dict
     total_steps: int | None
@@ -36,7 +36,7 @@ class Assignment:
             gpu_indexes=tuple(sorted(item["gpu_indexes"])),
             gpu_type=item["gpu_type"],
             workload=item["workload"],
-            partner=item.get("partner"),
+            partners=tuple(item.get("partners") or ()),
             command=item.get("command") or "",
             environment=dict(item.get("environment") or {}),
             total_steps=item.get("total_steps"),
@@ -47,18 +47,19 @@ class Assignment:
     def key(self) -> tuple:
         """A job is restarted when this changes: placed anew (migrated, also on another node of
         a job spread over several, or preempted and placed again) or on other GPUs here. New
-        allocation rows on the same GPUs because only its partner changed leave it running."""
+        allocation rows on the same GPUs because only its partners changed leave it running."""
         return self.job_id, self.placed_at, self.gpu_indexes
 
 
 def partner_file(log_dir: Path, job_id: int) -> Path:
-    """Where a simulated job reads its current partner (the agent writes it)."""
+    """Where a simulated job reads its current partners, one workload name per line (the agent
+    writes it)."""
     return log_dir / f"job-{job_id}.partner"
 
 
 def simulated_command(assignment: Assignment, *, seed: int, speedup: float, partner_path: Path) -> tuple[str, dict]:
     """(command, extra environment) running the assignment as a simulated job (simjob), which
-    reads its partner from `partner_path` as it runs."""
+    reads its partners from `partner_path` as it runs."""
     argv = [
         sys.executable, "-m", "telemetry.agent.simjob", "--workload", assignment.workload,
         "--gpu-type", assignment.gpu_type, "--num-gpus", str(len(assignment.gpu_indexes)),

@@ -1,16 +1,20 @@
 """A simulated job: a real process that makes progress at the rate a real job would.
 
     python -m telemetry.agent.simjob --workload 'ResNet-50 (batch size 64)' --gpu-type v100 \
-        --num-gpus 1 --steps 500 [--partner NAME | --partner-file PATH] [--seed 0] [--deviation 0.15] [--noise 0.05]
+        --num-gpus 1 --steps 500 [--partner NAME ... | --partner-file PATH] [--seed 0] [--deviation 0.15] [--noise 0.05]
 
 True throughput = the reference throughput (Gavel's measurements, catalog/gavel.py) of the
-workload on the GPU type (with the partner, when sharing) x a fixed per-workload factor
-exp(N(0, deviation)) drawn from the seed, so the catalog is not exactly right and the
-predictors have something to learn; every interval adds noise N(0, noise) on top. It prints
-the progress protocol (telemetry.agent.progress) and exits 0 after --steps steps. --speedup
-multiplies the rate, for demos that should not take hours. With --partner-file the partner is
-read from that file (empty: none) every interval: the agent rewrites it when the job's partner
-on the GPU changes without the job moving, and the rate follows, as a real job's would.
+workload on the GPU type (with the partner, when sharing with one job) x a fixed per-workload
+factor exp(N(0, deviation)) drawn from the seed, so the catalog is not exactly right and the
+predictors have something to learn; every interval adds noise N(0, noise) on top. Next to
+several partners (theta > 2), which Gavel never measured, the rate is the alone rate x
+catalog.colocation.group_fraction of the pair fractions (each: the reference pair throughput /
+the reference alone throughput), the estimate the optimiser plans with. It prints the progress
+protocol (telemetry.agent.progress) and exits 0 after --steps steps. --speedup multiplies the
+rate, for demos that should not take hours. --partner may be repeated. With --partner-file the
+partners are read from that file (one workload name per line; empty: alone) every interval:
+the agent rewrites it when the job's partners on the GPU change without the job moving, and
+the rate follows, as a real job's would.
 """
 import argparse
 import math
@@ -18,6 +22,7 @@ import random
 import sys
 import time
 
+from catalog.colocation import group_fraction
 from catalog.gavel import read_throughputs
 
 from collections.abc import Callable
@@ -47,39 +52,53 @@ def reference_throughput(workload: str, gpu_type: str, num_gpus: int, partner: s
     raise ValueError(f"no reference throughput for {workload} on {num_gpus} x {gpu_type} with partner {partner}")
 
 
+def reference_group_throughput(workload: str, gpu_type: str, num_gpus: int, partners: tuple[str, ...]) -> float:
+    """Steps/s of `workload` next to `partners` in Gavel's data: alone or with one partner,
+    the record; next to several, the alone record x group_fraction of the pair fractions (pair
+    record / alone record). ValueError where a record is missing or does not fit."""
+    if len(partners) < 2:
+        return reference_throughput(workload, gpu_type, num_gpus, partners[0] if partners else None)
+    alone = reference_throughput(workload, gpu_type, num_gpus, None)
+    return alone * group_fraction(reference_throughput(workload, gpu_type, num_gpus, p) / alone for p in partners)
+
+
 class PartnerRates:
-    """A simulated job's true rate next to each partner it meets, looked up once per partner."""
+    """A simulated job's true rate next to each set of partners it meets, looked up once per set."""
 
     def __init__(self, workload: str, gpu_type: str, num_gpus: int, factor: float):
         self.workload, self.gpu_type, self.num_gpus, self.factor = workload, gpu_type, num_gpus, factor
-        self._rates: dict[str | None, float | None] = {}  # None: Gavel did not measure the pair
+        self._rates: dict[tuple[str, ...], float | None] = {}  # None: Gavel did not measure a pair of it
         self.current = 0.0
 
-    def start(self, partner: str | None) -> float:
+    def start(self, partners: tuple[str, ...]) -> float:
         """The rate at start; ValueError where Gavel has none (the job fails)."""
-        self.current = self._lookup(partner)
-        if self._rates[partner] is None:
+        partners = tuple(sorted(partners))
+        self.current = self._lookup(partners)
+        if self._rates[partners] is None:
             raise ValueError(f"no reference throughput for {self.workload} on {self.num_gpus} x {self.gpu_type} "
-                             f"with partner {partner}")
+                             f"with partners {', '.join(partners) or 'none'}")
         return self.current
 
-    def now(self, partner: str | None) -> float:
-        """The rate with the current partner; the rate it had where Gavel measured no such pair."""
-        rate = self._lookup(partner)
+    def now(self, partners: tuple[str, ...]) -> float:
+        """The rate with the current partners; the rate it had where Gavel measured no such pair."""
+        rate = self._lookup(tuple(sorted(partners)))
         if rate is not None:
             self.current = rate
         return self.current
 
-    def _lookup(self, partner: str | None) -> float | None:
-        if partner not in self._rates:
+    def _lookup(self, partners: tuple[str, ...]) -> float | None:
+        if partners not in self._rates:
             try:
-                self._rates[partner] = reference_throughput(self.workload, self.gpu_type, self.num_gpus, partner) * self.factor
+                self._rates[partners] = (
+                    reference_group_throughput(self.workload, self.gpu_type, self.num_gpus, partners) * self.factor
+                )
             except ValueError:
-                self._rates[partner] = None
+                self._rates[partners] = None
                 return None
-            print(f"simjob: {self.workload} on {self.num_gpus} x {self.gpu_type}"
-                  f"{f' with {partner}' if partner else ''}: {self._rates[partner]:.3f} steps/s", flush=True)
-        return self._rates[partner]
+            shared = f" with {', '.join(partners)}" if partners else ""
+            print(f"simjob: {self.workload} on {self.num_gpus} x {self.gpu_type}{shared}: {self._rates[partners]:.3f} steps/s",
+                  flush=True)
+        return self._rates[partners]
 
 
 def run(*, rate: float | Callable[[], float], steps: int, noise: float, rng: random.Random, clock=time.monotonic,
@@ -102,8 +121,10 @@ def main(argv=None) -> int:
     parser.add_argument("--workload", required=True)
     parser.add_argument("--gpu-type", required=True)
     parser.add_argument("--num-gpus", type=int, default=1)
-    parser.add_argument("--partner", default=None)
-    parser.add_argument("--partner-file", type=Path, default=None, help="Read the partner from here, every interval.")
+    parser.add_argument("--partner", action="append", default=[], help="A job sharing the GPU (repeat for several).")
+    parser.add_argument(
+        "--partner-file", type=Path, default=None, help="Read the partners from here (one per line), every interval."
+    )
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--deviation", type=float, default=0.15)
@@ -113,22 +134,22 @@ def main(argv=None) -> int:
     rates = PartnerRates(args.workload, args.gpu_type, args.num_gpus,
                          true_factor(args.workload, args.seed, args.deviation) * args.speedup)
 
-    def partner_now() -> str | None:
-        if args.partner_file is None:
-            return args.partner
-        try:
-            return args.partner_file.read_text().strip() or None
-        except OSError:
-            return args.partner
+    def partners_now() -> tuple[str, ...]:
+        if args.partner_file is not None:
+            try:
+                return tuple(line.strip() for line in args.partner_file.read_text().splitlines() if line.strip())
+            except OSError:
+                pass
+        return tuple(args.partner)
 
     try:
-        rates.start(partner_now())
+        rates.start(partners_now())
     except ValueError as exc:
         print(f"simjob: {exc}", file=sys.stderr)
         return 2
 
     def rate() -> float:
-        return rates.now(partner_now())
+        return rates.now(partners_now())
 
     run(rate=rate, steps=args.steps, noise=args.noise, rng=random.Random(args.seed))
     return 0

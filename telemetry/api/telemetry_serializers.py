@@ -63,14 +63,16 @@ class AssignmentSerializer(serializers.Serializer):
     gpu_indexes = serializers.ListField(child=serializers.IntegerField())
     gpu_type = serializers.CharField()
     workload = serializers.CharField()
-    partner = serializers.CharField(allow_null=True, help_text="Workload of the job sharing these GPUs.")
+    partners = serializers.ListField(
+        child=serializers.CharField(), help_text="Workloads of the jobs sharing these GPUs, sorted ([] alone)."
+    )
     command = serializers.CharField()
     environment = serializers.DictField(child=serializers.CharField())
     total_steps = serializers.IntegerField(allow_null=True)
     steps_done = serializers.IntegerField()
     placed_at = serializers.CharField(
         allow_null=True,
-        help_text="When the job was placed (ISO 8601): changes when it is placed anew, not when only its partner changes.",
+        help_text="When the job was placed (ISO 8601): changes when it is placed anew, not when only its partners change.",
     )
 
 

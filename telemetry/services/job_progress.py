@@ -13,7 +13,7 @@ from functools import partial
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.db.models import Avg, Max
+from django.db.models import Avg, Max, Prefetch
 from django.utils import timezone
 
 from catalog.models import Measurement, MeasurementSource
@@ -58,7 +58,9 @@ def job_progress_report(
     if job is None:
         raise ValidationError({"job": [f"No job {job_id}."]})
     allocations = list(
-        Allocation.objects.filter(job=job, end__isnull=True).select_related("gpu__node", "gpu__gpu_type", "partner")
+        Allocation.objects.filter(job=job, end__isnull=True)
+        .select_related("gpu__node", "gpu__gpu_type")
+        .prefetch_related(Prefetch("partners", queryset=Job.objects.select_related("workload")))
     )
     if not allocations:
         raise NotAssigned(f"Job {job_id} has no open allocation; stop it.")
@@ -103,9 +105,12 @@ def _measurement_due(job: Job, now, *, final: bool) -> bool:
 def _record_measurement(job: Job, allocations: list[Allocation], steps_per_s: float, now) -> None:
     """The observed throughput of the whole job on its GPUs, with their mean power and
     utilisation over the last SAMPLE_WINDOW_S. Skipped for a job spread over several GPU types
-    (a catalog record has one), while a partner change is younger than the window (the agent's
-    rate mixes both configurations), and when its partner has not been running a whole window
-    beside it (just placed, still starting, or ended: the rate is then mostly its own alone).
+    (a catalog record has one), for a job sharing its GPU with more than one job (a catalog
+    record is alone or a pair: Gavel measured pairs only, and a group's rate recorded as a
+    pair's would teach the predictors a wrong pair), while a partner change is younger than the
+    window (the agent's rate mixes both configurations), and when its partner has not been
+    running a whole window beside it (just placed, still starting, or ended: the rate is then
+    mostly its own alone).
     Power and utilisation stay empty until the job has run a whole window in this
     configuration: before that the window holds its start-up (CUDA initialisation, cuDNN
     autotuning: 79 W at 0.1% utilisation beside 33 steps/s on an H200), not what it draws while
@@ -116,10 +121,13 @@ def _record_measurement(job: Job, allocations: list[Allocation], steps_per_s: fl
         return
     window = timedelta(seconds=SAMPLE_WINDOW_S)
     started = job.started_at or now
-    configured = max(allocation.start for allocation in allocations)  # same GPUs and partner since
+    partners = list({p.pk: p for allocation in allocations for p in allocation.partners.all()}.values())
+    if len(partners) > 1:
+        return
+    configured = max(allocation.start for allocation in allocations)  # same GPUs and partners since
     if configured > started and now - configured < window:
         return
-    partner = next((a.partner for a in allocations if a.partner_id), None)
+    partner = partners[0] if partners else None
     if partner is not None and not (
         partner.state == JobState.RUNNING.value and partner.started_at and partner.started_at <= now - window
     ):

@@ -62,8 +62,8 @@ def main() -> None:
                   "steps_done": j.steps_done, "total_steps": j.total_steps,
                   "placed_s": j.placed_at and round((j.placed_at - j.submitted_at).total_seconds(), 1),
                   "ran_s": j.finished_at and j.started_at and round((j.finished_at - j.started_at).total_seconds(), 1),
-                  "allocations": [(a.gpu.gpu_type.name, a.partner and a.partner.workload.name, a.predicted_throughput,
-                                   a.predicted_power_w) for a in j.allocations.all()]}
+                  "allocations": [(a.gpu.gpu_type.name, sorted(p.workload.name for p in a.partners.all()),
+                                   a.predicted_throughput, a.predicted_power_w) for a in j.allocations.all()]}
                  for j in Job.objects.order_by("id")],
         "telemetry_measurements": [{"workload": m.workload.name, "gpu_type": m.gpu_type.name,
                                     "partner": m.partner and m.partner.name, "throughput": m.throughput,

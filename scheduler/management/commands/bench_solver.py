@@ -1,4 +1,4 @@
-"""bench_solver --json OUT [--sizes 64,256,1024,6144]: every solver on the same reference
+"""bench_solver --json OUT [--sizes 64,256,1024,6144] [--theta 2]: every solver on the same reference
 instances; the logic lives in scheduler.optimizer.bench, this command only parses and writes."""
 import json
 from pathlib import Path
@@ -6,6 +6,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from scheduler.optimizer import bench
+from scheduler.optimizer.problem import MAX_THETA
 
 
 def sizes(text: str) -> tuple[int, ...]:
@@ -27,11 +28,13 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=7)
         parser.add_argument("--time-limit", type=float, default=10.0, help="Seconds per solve (cells, genetic: own).")
         parser.add_argument("--ilp-time-limit", type=float, default=bench.GLOBAL_ILP_LIMIT_S, help="Seconds for the global ILP.")
+        parser.add_argument("--theta", type=int, default=2, choices=range(1, MAX_THETA + 1),
+                            help="Jobs per GPU at most (2: pairs, as measured; more: groups estimated from pairs).")
 
     def handle(self, *args, **options):
         report = bench.run(
             sizes(options["sizes"]), seed=options["seed"], time_limit_s=options["time_limit"],
-            ilp_limit_s=options["ilp_time_limit"], log=lambda line: self.stderr.write(line),
+            ilp_limit_s=options["ilp_time_limit"], theta=options["theta"], log=lambda line: self.stderr.write(line),
         )
         options["json"].write_text(json.dumps(report, indent=2))
         self.stdout.write(bench.format_table(report))

@@ -8,7 +8,9 @@
 
   function placementText(p) {
     if (!p) return "-";
-    var text = p.num_gpus + " x " + p.gpu_type + (p.partner_job_id ? ", with job " + p.partner_job_id : "");
+    var partners = p.partner_job_ids || [];
+    var text = p.num_gpus + " x " + p.gpu_type +
+      (partners.length ? ", with job" + (partners.length > 1 ? "s " : " ") + partners.join(", ") : "");
     return [text + " ", G.el("small", {}, [(p.nodes || []).join(", ")])];
   }
 

@@ -124,6 +124,20 @@ def test_tenants_see_only_their_jobs_and_staff_see_all(submit, alice, bob, staff
     assert {j["id"] for j in client_for(staff).get("/api/jobs/").json()["results"]} == {mine, theirs}
 
 
+def test_a_jobs_open_allocations_list_the_ids_of_all_the_jobs_sharing_its_gpu(submit, alice, cluster, client_for,
+                                                                              django_assert_max_num_queries):
+    """A group of three on one GPU; the list reads the partners for every row in one query."""
+    from scheduler.models import Allocation
+
+    jobs = [Job.objects.get(pk=submit(alice).json()["id"]) for _ in range(3)]
+    for job in jobs:
+        Allocation.objects.create(job=job, gpu=cluster[0], start=timezone.now()).partners.set(set(jobs) - {job})
+    with django_assert_max_num_queries(8):
+        results = {j["id"]: j for j in client_for(alice).get("/api/jobs/").json()["results"]}
+    [allocation] = results[jobs[1].pk]["allocations"]
+    assert allocation["partners"] == [jobs[0].pk, jobs[2].pk] and allocation["gpu"] == "GPU-v0"
+
+
 def test_teammates_share_their_tenant_jobs(submit, make_user, alice, client_for):
     carol = make_user("carol", tenant="research")
     job = submit(alice).json()["id"]

@@ -193,12 +193,12 @@ def test_a_partner_change_on_the_same_gpus_keeps_the_job_running(measured, alice
     earlier = timezone.now()
     for a, b in ((job, partner), (partner, job)):
         services.job_transition(job=a, to="placed", reason="test")
-        Allocation.objects.create(job=a, gpu=gpu, partner=b, start=earlier, solve_run=run)
+        Allocation.objects.create(job=a, gpu=gpu, start=earlier, solve_run=run).partners.set([b])
     job = services.job_transition(job=job, to="running", reason="test")
     services.job_transition(job=partner, to="running", reason="test")
     services.job_transition(job=partner, to="succeeded", reason="done")  # closes the partner's rows
     alone = opt.Placement(job_id=str(job.pk), gpu_type="v100", gpu_ids=(str(gpu.pk),), consolidated=True,
-                          partner=None, predicted_throughput=10.0, predicted_power_w=300.0)
+                          partners=(), predicted_throughput=10.0, predicted_power_w=300.0)
     now = timezone.now()
     decision = opt.Allocation(solver="ilp", placements={str(job.pk): alone}, reasons={}, power_w=300.0, objective=300.0,
                               status="optimal", energy_weight=1.0, load=0.0)
@@ -206,8 +206,8 @@ def test_a_partner_change_on_the_same_gpus_keeps_the_job_running(measured, alice
     after = Job.objects.get(pk=job.pk)
     assert (after.state, after.started_at, after.placed_at) == ("running", job.started_at, job.placed_at)
     shared, current = Allocation.objects.filter(job=job).order_by("start")
-    assert (shared.partner_id, shared.end) == (partner.pk, now)
-    assert (current.gpu_id, current.partner_id, current.start, current.end) == (gpu.pk, None, now, None)
+    assert (list(shared.partners.values_list("pk", flat=True)), shared.end) == ([partner.pk], now)
+    assert (current.gpu_id, list(current.partners.all()), current.start, current.end) == (gpu.pk, [], now, None)
     assert current.predicted_throughput == 10.0
 
 
@@ -219,10 +219,77 @@ def test_a_partner_change_is_not_applied_to_a_job_that_ended_meanwhile(measured,
     gpu = Gpu.objects.filter(gpu_type__name="v100").first()
     run = SolveRun.objects.create(solver="ilp", trigger="manual")
     services.job_transition(job=job, to="placed", reason="test")
-    Allocation.objects.create(job=job, gpu=gpu, partner=submit(alice, lm, tmin=1), start=timezone.now(), solve_run=run)
+    Allocation.objects.create(job=job, gpu=gpu, start=timezone.now(), solve_run=run).partners.set([submit(alice, lm, tmin=1)])
     stale = services.job_transition(job=job, to="running", reason="test")
     services.job_transition(job=stale, to="succeeded", reason="done")
     alone = opt.Placement(job_id=str(job.pk), gpu_type="v100", gpu_ids=(str(gpu.pk),), consolidated=True,
-                          partner=None, predicted_throughput=10.0, predicted_power_w=300.0)
-    services._change_partner(stale, alone, None, run, timezone.now())
+                          partners=(), predicted_throughput=10.0, predicted_power_w=300.0)
+    services._change_partners(stale, alone, frozenset(), run, timezone.now())
     assert not Allocation.objects.filter(job=job, end__isnull=True).exists()
+
+
+def _group_decision(members: list[str], gpu: Gpu):
+    """A decision putting `members` (job ids) together on one GPU, each listing the others."""
+    from scheduler.optimizer import problem as opt
+
+    placements = {
+        job_id: opt.Placement(job_id=job_id, gpu_type="v100", gpu_ids=(str(gpu.pk),), consolidated=True,
+                              partners=tuple(p for p in members if p != job_id), predicted_throughput=5.0,
+                              predicted_power_w=100.0)
+        for job_id in members
+    }
+    return opt.Allocation(solver="ilp", placements=placements, reasons={}, power_w=300.0, objective=300.0,
+                          status="optimal", energy_weight=1.0, load=0.0)
+
+
+def test_a_group_of_three_lists_both_partners_and_losing_one_is_not_a_migration(measured, alice, resnet50, lm):
+    """theta > 2: each member's row lists both other members, and the next round reads them
+    back; when one ends, the other two keep their GPU (new rows, one partner each), neither
+    restarted nor counted as migrated."""
+    from scheduler.optimizer.problem import CurrentPlacement
+    from scheduler.problem_source import _current_placements
+
+    jobs = [submit(alice, resnet50, tmin=1), submit(alice, lm, tmin=1), submit(alice, lm, tmin=1)]
+    ids = [str(job.pk) for job in jobs]
+    gpu = Gpu.objects.filter(gpu_type__name="v100").first()
+    placed_at = timezone.now()
+    services._apply(_group_decision(ids, gpu), SolveRun.objects.create(solver="ilp", trigger="manual"), placed_at)
+    for job in jobs:
+        [row] = Allocation.objects.filter(job=job, end__isnull=True)
+        assert set(row.partners.values_list("pk", flat=True)) == {j.pk for j in jobs} - {job.pk}
+    assert _current_placements()[jobs[0].pk] == CurrentPlacement((str(gpu.pk),), tuple(sorted(ids[1:])))
+    for job in jobs:
+        services.job_transition(job=Job.objects.get(pk=job.pk), to="running", reason="test")
+    services.job_transition(job=Job.objects.get(pk=jobs[0].pk), to="succeeded", reason="done")
+    before = {job.pk: Job.objects.get(pk=job.pk) for job in jobs[1:]}
+    later = timezone.now()
+    services._apply(_group_decision(ids[1:], gpu), SolveRun.objects.create(solver="ilp", trigger="manual"), later)
+    for job in jobs[1:]:
+        after = Job.objects.get(pk=job.pk)
+        assert (after.state, after.placed_at, after.started_at) == ("running", before[job.pk].placed_at,
+                                                                     before[job.pk].started_at)
+        assert "Migrated" not in after.state_reason
+        shared, current = Allocation.objects.filter(job=job).order_by("start")
+        assert shared.end == later and shared.partners.count() == 2
+        other = jobs[1] if job == jobs[2] else jobs[2]
+        assert (current.end, list(current.partners.values_list("pk", flat=True))) == (None, [other.pk])
+
+
+def test_opening_allocations_writes_the_partner_links_in_one_insert(measured, alice, resnet50, lm,
+                                                                     django_assert_num_queries):
+    """Rows, then every row's partners through the link table's bulk insert: two queries for a
+    job on two GPUs with two partners, not one per row."""
+    from scheduler.optimizer import problem as opt
+
+    job, partners = submit(alice, resnet50, tmin=1), [submit(alice, lm, tmin=1), submit(alice, lm, tmin=1)]
+    gpus = list(Gpu.objects.filter(gpu_type__name="v100")[:2])
+    placement = opt.Placement(job_id=str(job.pk), gpu_type="v100", gpu_ids=tuple(str(g.pk) for g in gpus),
+                              consolidated=True, partners=tuple(str(p.pk) for p in partners), predicted_throughput=5.0,
+                              predicted_power_w=100.0)
+    run = SolveRun.objects.create(solver="ilp", trigger="manual")
+    with django_assert_num_queries(2):
+        services._open_allocations(job, placement, frozenset(p.pk for p in partners), run, timezone.now())
+    rows = Allocation.objects.filter(job=job)
+    assert {(row.gpu_id, frozenset(row.partners.values_list("pk", flat=True))) for row in rows} == {
+        (g.pk, frozenset(p.pk for p in partners)) for g in gpus
+    }

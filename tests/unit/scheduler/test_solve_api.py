@@ -26,6 +26,7 @@ def test_dry_run_returns_the_decision_without_applying_it(client_for, staff, pen
     assert body["dry_run"] is True and body["solver"] == "ilp" and body["status"] == "optimal"
     [placement] = body["placements"]
     assert placement["job"] == pending_job.pk and placement["gpu_type"] == "v100" and len(placement["gpus"]) == 1
+    assert placement["partners"] == []  # alone
     assert body["pending"] == {}
     pending_job.refresh_from_db()
     assert pending_job.state == "pending" and not Allocation.objects.exists()

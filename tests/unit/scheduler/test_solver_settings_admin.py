@@ -36,15 +36,19 @@ def test_settings_cannot_be_added_twice_or_deleted(client, root):
     assert client.get("/admin/scheduler/solverconfigchange/").status_code == 200
 
 
-@pytest.mark.parametrize("field, value", [("theta", "3"), ("fairness_weight", "-1")])
-def test_a_theta_above_two_or_a_negative_fairness_weight_is_refused_with_a_message(client, root, field, value):
+def settings_form(config, **changes) -> dict:
+    form = {k: ("on" if v is True else v) for k, v in model_to_dict(config).items() if v is not None and v is not False and k != "id"}
+    form.update({**changes, "changes-TOTAL_FORMS": "0", "changes-INITIAL_FORMS": "0"})
+    return form
+
+
+@pytest.mark.parametrize("field, value", [("theta", "5"), ("fairness_weight", "-1")])
+def test_a_theta_above_four_or_a_negative_fairness_weight_is_refused_with_a_message(client, root, field, value):
     from scheduler.optimizer.problem import THETA_REFUSED
 
     config = SolverConfig.load()
     url = f"/admin/scheduler/solverconfig/{config.pk}/change/"
-    form = {k: ("on" if v is True else v) for k, v in model_to_dict(config).items() if v is not None and v is not False and k != "id"}
-    form.update({field: value, "changes-TOTAL_FORMS": "0", "changes-INITIAL_FORMS": "0"})
-    response = client.post(url, form)
+    response = client.post(url, settings_form(config, **{field: value}))
     assert response.status_code == 200  # the form again, with the error
     page = response.content.decode()
     if field == "theta":
@@ -53,6 +57,17 @@ def test_a_theta_above_two_or_a_negative_fairness_weight_is_refused_with_a_messa
         assert "greater than or equal to 0" in page
     config.refresh_from_db()
     assert (config.theta, config.fairness_weight) == (2, 0.0) and not SolverConfigChange.objects.exists()
+
+
+def test_a_theta_of_four_is_saved_with_its_audit_record(client, root):
+    """Groups of up to four jobs per GPU (estimated from pairs) are allowed since MAX_THETA = 4."""
+    config = SolverConfig.load()
+    response = client.post(f"/admin/scheduler/solverconfig/{config.pk}/change/", settings_form(config, theta="4"))
+    assert response.status_code == 302
+    config.refresh_from_db()
+    assert config.theta == 4
+    change = SolverConfigChange.objects.get()
+    assert (change.field, change.old_value, change.new_value) == ("theta", "2", "4")
 
 
 def test_the_fairness_weight_reaches_the_solver_settings():

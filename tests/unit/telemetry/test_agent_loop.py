@@ -73,7 +73,7 @@ def python(code: str) -> str:
 def assignment(job_id, command, gpu_indexes=(0,), allocations=None, **fields):
     return {
         "job": job_id, "state": "placed", "allocations": allocations or [100 + job_id], "gpu_indexes": list(gpu_indexes),
-        "gpu_type": "v100", "workload": "ResNet-50 (batch size 64)", "partner": None, "command": command,
+        "gpu_type": "v100", "workload": "ResNet-50 (batch size 64)", "partners": [], "command": command,
         "environment": {"PYTHONPATH": os.getcwd()}, "total_steps": None, "steps_done": 0, **fields,
     }
 
@@ -186,15 +186,18 @@ def test_a_job_placed_anew_on_the_same_gpus_is_restarted(plane, run_agent, tmp_p
 
 
 def test_a_simulated_job_follows_its_partner_changes_without_a_restart(plane, run_agent, tmp_path):
-    partner = "ResNet-18 (batch size 64)"
-    plane.assignments = [assignment(6, "", allocations=[30], partner=partner, total_steps=100_000)]
+    partner, joiner = "ResNet-18 (batch size 64)", "ResNet-18 (batch size 32)"
+    plane.assignments = [assignment(6, "", allocations=[30], partners=[partner], total_steps=100_000)]
     agent = run_agent(plane, simulate_seed=0)
-    log = tmp_path / "logs" / "job-6.out"
+    log, partner_file = tmp_path / "logs" / "job-6.out", tmp_path / "logs" / "job-6.partner"
     assert wait_for(lambda: log.exists() and f"with {partner}:" in log.read_text())
     pid = agent._running[6][1].pid
-    plane.assignments = [assignment(6, "", allocations=[31], partner=None, total_steps=100_000)]  # partner ended
+    plane.assignments = [assignment(6, "", allocations=[31], partners=[joiner, partner], total_steps=100_000)]  # a third job
+    assert wait_for(lambda: f"with {joiner}, {partner}:" in log.read_text())
+    assert partner_file.read_text() == f"{joiner}\n{partner}\n"  # one workload per line
+    plane.assignments = [assignment(6, "", allocations=[32], partners=[], total_steps=100_000)]  # both ended
     assert wait_for(lambda: "on 1 x v100: " in log.read_text())  # now at its rate alone
-    assert agent._running[6][1].pid == pid and (tmp_path / "logs" / "job-6.partner").read_text() == ""
+    assert agent._running[6][1].pid == pid and partner_file.read_text() == ""
 
 
 def test_samples_are_buffered_across_an_outage_and_none_is_lost(plane, run_agent):

@@ -139,10 +139,26 @@ def test_partner_rates_follow_the_partner_and_keep_the_last_rate_for_an_unmeasur
 
     monkeypatch.setattr(simjob, "reference_throughput", counted)
     rates = simjob.PartnerRates("ResNet-50 (batch size 64)", "v100", 1, factor=1.0)
-    alone = rates.start(None)
-    shared = rates.now("ResNet-18 (batch size 64)")
-    assert shared < alone and rates.now(None) == alone
-    assert rates.now("No such workload") == alone and rates.now("No such workload") == alone  # the rate it had
+    alone = rates.start(())
+    shared = rates.now(("ResNet-18 (batch size 64)",))
+    assert shared < alone and rates.now(()) == alone
+    assert rates.now(("No such workload",)) == alone and rates.now(("No such workload",)) == alone  # the rate it had
     assert calls.count("No such workload") == 1  # looked up once, not every quarter second
     with pytest.raises(ValueError, match="no reference throughput"):
-        simjob.PartnerRates("ResNet-50 (batch size 64)", "v100", 1, factor=1.0).start("No such workload")
+        simjob.PartnerRates("ResNet-50 (batch size 64)", "v100", 1, factor=1.0).start(("No such workload",))
+
+
+def test_a_simulated_job_next_to_two_partners_runs_at_group_fraction_of_its_pair_rates():
+    """Gavel measured pairs only: next to two jobs, the alone rate x group_fraction of the two
+    pair fractions; next to one, the pair's reference x the factor exactly, as before groups."""
+    import telemetry.agent.simjob as simjob
+    from catalog.colocation import group_fraction
+
+    workload, first, second = "ResNet-50 (batch size 64)", "ResNet-18 (batch size 64)", "ResNet-18 (batch size 32)"
+    reference = {p: simjob.reference_throughput(workload, "v100", 1, p) for p in (None, first, second)}
+    rates = simjob.PartnerRates(workload, "v100", 1, factor=1.5)
+    expected = 1.5 * reference[None] * group_fraction([reference[first] / reference[None], reference[second] / reference[None]])
+    assert rates.start((second, first)) == pytest.approx(expected)
+    assert expected < 1.5 * min(reference[first], reference[second])  # slower than next to either alone
+    assert rates.now((first,)) == reference[first] * 1.5
+    assert rates.now((first, "No such workload")) == reference[first] * 1.5  # a pair unmeasured: the rate it had

@@ -42,10 +42,21 @@ def test_assignments_list_the_nodes_open_allocations_with_command_and_gpus(clien
     (item,) = response.json()
     assert item == {
         "job": job.pk, "state": "placed", "allocations": sorted(a.pk for a in job.allocations.all()),
-        "gpu_indexes": [1, 2], "gpu_type": "v100", "workload": resnet50.name, "partner": None,
+        "gpu_indexes": [1, 2], "gpu_type": "v100", "workload": resnet50.name, "partners": [],
         "command": "train.sh", "environment": {"EPOCHS": "3"}, "total_steps": 500, "steps_done": 0,
         "placed_at": Job.objects.get(pk=job.pk).placed_at.isoformat(),
     }
+
+
+def test_an_assignment_lists_the_workloads_of_all_the_jobs_sharing_its_gpu(client_for, agent, node1, gpus, alice,
+                                                                           resnet50, lm):
+    """A group of three on one GPU: each member's assignment names both others' workloads."""
+    job, first, second = (placed_job(alice, w, gpus[0:1]) for w in (resnet50, lm, resnet50))
+    for member, others in ((job, [first, second]), (first, [job, second]), (second, [job, first])):
+        Allocation.objects.get(job=member).partners.set(others)
+    items = {item["job"]: item for item in client_for(agent).get(f"/api/nodes/{node1.pk}/assignments/").json()}
+    assert items[job.pk]["partners"] == sorted([lm.name, resnet50.name])
+    assert items[first.pk]["partners"] == [resnet50.name, resnet50.name]  # one name per job
 
 
 def test_only_the_nodes_own_agent_reads_its_assignments(client_for, node1, make_user, alice, staff):
@@ -183,7 +194,8 @@ def test_a_steady_measurement_reads_the_last_window_whatever_the_agents_clock(re
 def test_no_pair_measurement_before_the_partner_ran_a_whole_window_beside_it(report, gpus, alice, resnet50):
     """A job that joins is only placed, then starts up: meanwhile the rate is the survivor's alone."""
     survivor, joiner = placed_job(alice, resnet50, gpus[:1]), placed_job(alice, resnet50, gpus[1:2])
-    Allocation.objects.filter(job=survivor).update(partner=joiner)
+    for allocation in Allocation.objects.filter(job=survivor):
+        allocation.partners.set([joiner])
     report({"job": survivor.pk, "status": "running", "steps": 0})
     _started_ago(survivor, seconds=120, configured_ago=40)  # the joiner was placed 40 s ago
     report({"job": survivor.pk, "status": "running", "steps": 900, "steps_per_s": 30.5})
@@ -192,6 +204,25 @@ def test_no_pair_measurement_before_the_partner_ran_a_whole_window_beside_it(rep
     report({"job": survivor.pk, "status": "running", "steps": 1300, "steps_per_s": 14.0})
     (pair,) = Measurement.objects.filter(source="telemetry")
     assert (pair.throughput, pair.partner) == (14.0, resnet50)
+
+
+def test_no_measurement_for_a_job_sharing_its_gpu_with_two_jobs(report, gpus, alice, resnet50, lm):
+    """The catalog holds alone runs and pairs: a rate next to two jobs is no pair's, even with
+    both partners running a whole window beside it."""
+    job, first, second = placed_job(alice, resnet50, gpus[:1]), placed_job(alice, lm, gpus[1:2]), placed_job(
+        alice, resnet50, gpus[2:3])
+    Allocation.objects.get(job=job).partners.set([first, second])
+    Job.objects.filter(pk__in=[first.pk, second.pk]).update(state="running",
+                                                            started_at=timezone.now() - timedelta(seconds=120))
+    report({"job": job.pk, "status": "running", "steps": 0})
+    _started_ago(job, seconds=120)
+    report({"job": job.pk, "status": "running", "steps": 900, "steps_per_s": 9.0})
+    assert not Measurement.objects.filter(source="telemetry").exists()
+    assert Job.objects.get(pk=job.pk).steps_done == 900  # the progress itself is taken
+    Allocation.objects.get(job=job).partners.set([first])  # the same, next to one of them: a pair
+    report({"job": job.pk, "status": "running", "steps": 1300, "steps_per_s": 12.0})
+    (pair,) = Measurement.objects.filter(source="telemetry")
+    assert (pair.throughput, pair.partner) == (12.0, lm)
 
 
 def test_no_measurement_while_a_partner_change_is_younger_than_the_window(report, gpus, alice, resnet50):

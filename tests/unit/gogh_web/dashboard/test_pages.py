@@ -50,6 +50,23 @@ def test_jobs_page_row_has_reason_placement_and_slo(browser_for, alice, cluster,
     assert row["placement"] is None and row["slo"] == "unknown" and row["tenant"] == "research"
 
 
+def test_a_job_sharing_its_gpu_with_two_jobs_names_both(browser_for, alice, cluster, submit):
+    """theta > 2: the row says "with jobs 4, 7" (one job: "with job 4")."""
+    from django.utils import timezone
+
+    from scheduler.models import Allocation
+    from scheduler.services import job_transition
+
+    job, first, second = (job_transition(job=submit(alice, max_gpus=1), to="placed") for _ in range(3))
+    for member in (job, first, second):
+        allocation = Allocation.objects.create(job=member, gpu=cluster[0], start=timezone.now())
+        allocation.partners.set({job, first, second} - {member})
+    page = browser_for(alice).get(reverse("dashboard:jobs"))
+    row = next(row for row in page.context["jobs"] if row["id"] == job.pk)
+    assert row["placement"]["partner_job_ids"] == [first.pk, second.pk]
+    assert f"1 x v100, with jobs {first.pk}, {second.pk} " in page.content.decode()
+
+
 def test_a_user_without_tenant_gets_no_submit_form(browser_for, make_user, cluster):
     loner = make_user("loner")
     response = browser_for(loner).get(reverse("dashboard:jobs"))

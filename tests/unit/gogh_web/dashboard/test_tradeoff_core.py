@@ -11,7 +11,7 @@ def job(id_, tenant, t_min=2.0, current=None):
 
 
 def placement(job_id, gpus, throughput=4.0, power=200.0):
-    return Placement(job_id, "v100", tuple(gpus), True, None, throughput, power)
+    return Placement(job_id, "v100", tuple(gpus), True, (), throughput, power)
 
 
 def allocation(placements):

@@ -21,15 +21,15 @@ def _job(**fields):
     return job
 
 
-def _allocation(gpu_id, host, gpu_type="v100", partner_id=None, predicted=12.0):
+def _allocation(gpu_id, host, gpu_type="v100", predicted=12.0):
     gpu = Gpu(pk=gpu_id, node=Node(hostname=host), gpu_type=GpuType(name=gpu_type))
-    return Allocation(gpu=gpu, partner_id=partner_id, predicted_throughput=predicted)
+    return Allocation(gpu=gpu, predicted_throughput=predicted)
 
 
 def test_job_state_has_placement_predictions_slo_and_progress():
-    allocations = [_allocation(12, "b", partner_id=9), _allocation(11, "a")]
-    data = state.job_state(_job(), allocations=allocations, observed_throughput=7.5)
-    assert data["placement"] == {"gpu_type": "v100", "num_gpus": 2, "partner_job_id": 9, "nodes": ["a", "b"],
+    allocations = [_allocation(12, "b"), _allocation(11, "a")]
+    data = state.job_state(_job(), allocations=allocations, observed_throughput=7.5, partner_job_ids={9, 4})
+    assert data["placement"] == {"gpu_type": "v100", "num_gpus": 2, "partner_job_ids": [4, 9], "nodes": ["a", "b"],
                                  "gpu_ids": [11, 12]}
     assert data["predicted_throughput"] == 12.0 and data["observed_throughput"] == 7.5
     assert data["slo"] == "violated"  # 7.5 < T_min 8

@@ -39,7 +39,7 @@ def node(gpu_type_name: str, name: str, count: int, switch_every: int = 0) -> li
 
 
 def job(id, workload="w", tenant="t", tmin=1.0, dj=1, priority=0, current=None, memory=None) -> JobSpec:
-    placement = CurrentPlacement(tuple(current[0]), current[1]) if current else None
+    placement = CurrentPlacement(tuple(current[0]), tuple(current[1])) if current else None
     return JobSpec(str(id), workload, tenant, tmin, dj, priority, memory_gb=memory, current=placement)
 
 

@@ -126,13 +126,13 @@ def three_sharers(**fields):
 def test_a_fixed_matching_decides_who_shares():
     """Matching (1, 3) fixed: 1 and 3 share a GPU, 2 runs alone (200 W for two GPUs)."""
     result = get_solver("ilp").solve(three_sharers(matching=(("1", "3"),)))
-    assert result.placements["1"].partner == "3" and result.placements["2"].partner is None
+    assert result.placements["1"].partners == ("3",) and result.placements["2"].partners == ()
     assert result.power_w == 200
 
 
 def test_a_fixed_matching_never_pairs_two_tenants():
     result = get_solver("ilp").solve(three_sharers(matching=(("1", "3"),), tenant3="u"))
-    assert all(placement.partner is None for placement in result.placements.values())
+    assert all(placement.partners == () for placement in result.placements.values())
     assert result.power_w == 300
 
 
@@ -188,17 +188,17 @@ def test_the_ilp_needs_no_admission_program_where_its_start_admits_every_job(mon
     assert set(get_solver("ilp").solve(flexible_problem()).placements) == {"x", "y"}
     assert phases == ["admit", "power"]
     phases.clear()
-    start = (("x", "old", 1, True, None), ("y", "eff", 1, True, None))
+    start = (("x", "old", 1, True, ()), ("y", "eff", 1, True, ()))
     result = get_solver("ilp").solve(flexible_problem(admission_start=start))
     assert set(result.placements) == {"x", "y"} and phases == ["power"]
     phases.clear()
-    both_on_eff = (("x", "eff", 1, True, None), ("y", "eff", 1, True, None))  # two jobs on one GPU: ignored
+    both_on_eff = (("x", "eff", 1, True, ()), ("y", "eff", 1, True, ()))  # two jobs on one GPU: ignored
     result = get_solver("ilp").solve(flexible_problem(admission_start=both_on_eff))
     assert set(result.placements) == {"x", "y"} and result.status == "optimal" and phases == ["admit", "power"]
 
 
 def test_the_admission_start_travels_with_a_cell():
-    p = flexible_problem(admission_start=(("x", "old", 1, True, None), ("y", "eff", 1, True, "x")))
+    p = flexible_problem(admission_start=(("x", "old", 1, True, ()), ("y", "eff", 1, True, ("x",))))
     back = problem_from_dict(json.loads(json.dumps(problem_to_dict(p))))
     assert back.admission_start == p.admission_start
     assert problem_from_dict(json.loads(json.dumps(problem_to_dict(flexible_problem())))).admission_start is None

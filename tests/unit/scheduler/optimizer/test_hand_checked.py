@@ -49,7 +49,7 @@ def test_jobs_of_one_tenant_share_a_gpu_when_both_keep_t_min():
     result = get_solver("ilp").solve(shared_pair())
     assert result.power_w == pytest.approx(300)
     one, two = result.placements["1"], result.placements["2"]
-    assert one.gpu_ids == two.gpu_ids and one.partner == "2" and two.partner == "1"
+    assert one.gpu_ids == two.gpu_ids and one.partners == ("2",) and two.partners == ("1",)
     assert one.predicted_throughput == pytest.approx(6)
 
 
@@ -57,7 +57,7 @@ def test_jobs_of_different_tenants_never_share():
     result = get_solver("ilp").solve(shared_pair(tenant_b="other"))
     assert result.power_w == pytest.approx(600)
     assert result.placements["1"].gpu_ids != result.placements["2"].gpu_ids
-    assert result.placements["1"].partner is None
+    assert result.placements["1"].partners == ()
 
 
 def test_with_sharing_disabled_each_job_gets_its_own_gpu():
@@ -121,7 +121,7 @@ def test_running_job_stays_unless_moving_pays_for_the_migration():
     """Running on fast (300 W); slow (100 W) would do. Moving saves 200 W: with a migration
     cost of 500 it stays, with 50 it moves."""
     preds = TablePredictions(taus={("a", "fast", 1, True): 10, ("a", "slow", 1, True): 10})
-    jobs = [job(1, "a", tmin=5, current=(["f-0"], None))]
+    jobs = [job(1, "a", tmin=5, current=(["f-0"], ()))]
     gpus = node("fast", "f", 1) + node("slow", "s", 1)
     stays = get_solver("ilp").solve(problem(jobs, gpus, [SLOW, FAST], preds, migration_cost_w=500))
     moves = get_solver("ilp").solve(problem(jobs, gpus, [SLOW, FAST], preds, migration_cost_w=50))
@@ -207,17 +207,56 @@ def test_the_genetic_stop_is_a_generation_budget_not_the_clock():
     assert "7 generations of 7" in short.notes[0]
 
 
-@pytest.mark.parametrize("solver", ["ilp", "genetic", "cells", "greedy"])
-def test_theta_above_two_still_puts_at_most_a_pair_on_a_gpu_and_says_why(solver):
-    """Three jobs of one tenant that all keep T_min sharing one fast GPU, theta = 3: groups of
-    three are not modelled, so one pair shares a GPU and the third job runs alone (600 W)."""
-    from scheduler.optimizer.problem import THETA_LIMIT, theta_error
+def sharers(n: int, rho: float, theta: int):
+    """n jobs (T_min 5) that do 10/s alone on a fast GPU (300 W at any load here), and n fast
+    GPUs; rho: each job's fraction next to one partner."""
+    preds = TablePredictions(taus={("a", "fast", 1, True): 10}, rhos={("a", "a", "fast"): rho})
+    jobs = [job(i, "a", tmin=5) for i in range(1, n + 1)]
+    return problem(jobs, node("fast", "f", n), [FAST], preds, theta=theta)
 
-    preds = TablePredictions(taus={("a", "fast", 1, True): 10}, rhos={("a", "a", "fast"): 0.6})
-    jobs = [job(i, "a", tmin=5) for i in (1, 2, 3)]
-    result = get_solver(solver).solve(problem(jobs, node("fast", "f", 3), [FAST], preds, theta=3))
+
+def jobs_per_gpu(result) -> list[int]:
+    held: dict[str, int] = {}
+    for placement in result.placements.values():
+        for g in placement.gpu_ids:
+            held[g] = held.get(g, 0) + 1
+    return sorted(held.values(), reverse=True)
+
+
+SOLVERS_WITH_SHARING = ["ilp", "genetic", "cells", "greedy"]
+
+
+@pytest.mark.parametrize("solver", SOLVERS_WITH_SHARING)
+def test_theta_three_puts_three_jobs_on_one_gpu_when_the_estimate_keeps_t_min(solver):
+    """rho 0.8 next to one partner; next to two, by additive slowdown 1 / (1 + 2 x 0.25) = 2/3:
+    6.67/s >= 5 for each. theta 3: one GPU, 300 W; theta 2: a pair and one alone, 600 W."""
+    result = get_solver(solver).solve(sharers(3, 0.8, theta=3))
+    assert jobs_per_gpu(result) == [3] and result.power_w == pytest.approx(300)
+    for placement in result.placements.values():
+        assert set(placement.partners) == {"1", "2", "3"} - {placement.job_id}
+        assert placement.predicted_throughput == pytest.approx(20 / 3)
+        assert placement.predicted_power_w == pytest.approx(100)  # a third of the GPU's
+    pairs_only = get_solver(solver).solve(sharers(3, 0.8, theta=2))
+    assert jobs_per_gpu(pairs_only) == [2, 1] and pairs_only.power_w == pytest.approx(600)
+
+
+@pytest.mark.parametrize("solver", SOLVERS_WITH_SHARING)
+def test_a_group_whose_estimate_misses_t_min_is_not_formed(solver):
+    """rho 0.6 next to one partner (6/s: a pair keeps T_min 5); next to two, 1 / (1 + 2 x 2/3)
+    = 0.43: 4.3/s < 5. theta 3 still gives a pair and one alone: 600 W."""
+    result = get_solver(solver).solve(sharers(3, 0.6, theta=3))
     assert len(result.placements) == 3
-    assert max(sum(g in p.gpu_ids for p in result.placements.values()) for g in ("f-0", "f-1", "f-2")) == 2
-    assert result.power_w == pytest.approx(600)
-    assert THETA_LIMIT.format(theta=3, max=2) in result.notes
-    assert theta_error(2) is None and theta_error(1) is None and "treated as 1" in theta_error(0)
+    assert jobs_per_gpu(result) == [2, 1] and result.power_w == pytest.approx(600)
+
+
+@pytest.mark.parametrize("solver", SOLVERS_WITH_SHARING)
+def test_theta_above_the_maximum_acts_as_the_maximum_and_says_why(solver):
+    """Five jobs, rho 0.9: a group of five would keep 1 / (1 + 4/9) = 0.69 (6.9/s >= 5), but
+    theta 5 acts as MAX_THETA = 4: four on one GPU, one alone (600 W), and a note says why."""
+    from scheduler.optimizer.problem import MAX_THETA, THETA_LIMIT, theta_error
+
+    assert MAX_THETA == 4
+    result = get_solver(solver).solve(sharers(5, 0.9, theta=5))
+    assert jobs_per_gpu(result) == [4, 1] and result.power_w == pytest.approx(600)
+    assert THETA_LIMIT.format(theta=5, max=4) in result.notes
+    assert theta_error(4) is None and theta_error(1) is None and "treated as 1" in theta_error(0)

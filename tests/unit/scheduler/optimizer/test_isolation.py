@@ -39,7 +39,7 @@ def test_a_tenant_fills_its_own_switch_before_opening_another(solver):
     """Four GPUs, two switches. Job 1 (t) runs on f-2 (switch 1). Job 2 (t) should take f-3,
     next to it, leaving switch 0 whole for tenant u's two jobs; taking f-0 would leave u one
     job short."""
-    jobs = [job(1, "a", tenant="t", tmin=5, current=(["f-2"], None)), job(2, "a", tenant="t", tmin=5),
+    jobs = [job(1, "a", tenant="t", tmin=5, current=(["f-2"], ())), job(2, "a", tenant="t", tmin=5),
             job(3, "a", tenant="u", tmin=5), job(4, "a", tenant="u", tmin=5)]
     p = problem(jobs, node("fast", "f", 4, switch_every=2), [FAST], PREDS, topology_isolation=True, theta=1)
     result = get_solver(solver).solve(p)

@@ -1,13 +1,16 @@
 """Property tests over random small instances, for every solver: whatever the instance,
 tenant isolation (also per PCIe switch when that setting is on, with cells small enough to
-split the cluster), per-GPU capacity (theta, pairs at most), GPU memory, D_j and node
-consolidation hold, and every job is either placed or has a reason."""
+split the cluster), per-GPU capacity (theta, up to MAX_THETA jobs), GPU memory, D_j and node
+consolidation hold, jobs sharing a GPU are predicted as the pairwise estimate says, and every
+job is either placed or has a reason."""
 from collections import defaultdict
 from dataclasses import replace
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from catalog.colocation import group_fraction
 from scheduler.optimizer import SOLVERS, get_solver
 from scheduler.optimizer.problem import MAX_THETA, THETA_LIMIT
 
@@ -43,7 +46,7 @@ def instances(draw):
         for i in range(draw(st.integers(0, 8)))
     ]
     return problem(jobs, gpus, types, TablePredictions(taus, rhos, memories), seed=draw(st.integers(0, 5)),
-                   topology_isolation=draw(st.booleans()), theta=draw(st.sampled_from([1, 2, 3])),
+                   topology_isolation=draw(st.booleans()), theta=draw(st.sampled_from([1, 2, 3, 4, 5])),
                    cell_size_gpus=draw(st.sampled_from([2, 4, 1024])), time_limit_s=5.0, genetic_generations=5)
 
 
@@ -71,8 +74,12 @@ def check(p, result):
         assert need <= p.gpu_types[gpus[g].gpu_type].memory_gb  # memory
         if len(held) > 1:
             assert all(result.placements[j.id].num_gpus == 1 for j in held)
-            a, b = held
-            assert result.placements[a.id].partner == b.id and result.placements[b.id].partner == a.id
+            for j in held:  # every member names all the others as its partners, at the group's estimate
+                placement = result.placements[j.id]
+                assert set(placement.partners) == {x.id for x in held if x is not j}
+                rho = group_fraction(p.predictions.rho(j.workload, x.workload, placement.gpu_type) for x in held if x is not j)
+                alone = p.predictions.tau(j.workload, placement.gpu_type, 1, True)
+                assert placement.predicted_throughput == pytest.approx(alone * rho)
         switch_tenants[(gpus[g].node, gpus[g].pcie_switch)].update(j.tenant for j in held)
     if p.settings.topology_isolation:
         assert all(len(t) == 1 for t in switch_tenants.values())
@@ -84,6 +91,39 @@ def check(p, result):
 @given(instances(), st.sampled_from(sorted(SOLVERS)))
 def test_every_solver_respects_the_hard_constraints(p, solver):
     check(p, get_solver(solver).solve(p))
+
+
+@st.composite
+def crowded(draw):
+    """Many jobs of one or two tenants, few GPUs, partners that slow each other little and low
+    T_min, theta 3 to 5: groups of three and four jobs on one GPU are worth forming."""
+    t = draw(st.sampled_from(TYPES))
+    gpus = node(t.name, "n0", draw(st.sampled_from([1, 2, 4])), switch_every=draw(st.sampled_from([1, 2])))
+    taus = {(w, t.name, 1, True): draw(st.floats(5, 20)) for w in WORKLOADS[:2]}
+    rhos = {(w, v, t.name): draw(st.floats(0.6, 1.0)) for w in WORKLOADS[:2] for v in WORKLOADS[:2]}
+    jobs = [
+        job(i, draw(st.sampled_from(WORKLOADS[:2])), tenant=draw(st.sampled_from(["t", "t", "u"])), tmin=draw(st.floats(0.5, 8)),
+            priority=draw(st.integers(0, 1)), memory=draw(st.sampled_from([None, 2, 5])))
+        for i in range(draw(st.integers(2, 10)))
+    ]
+    return problem(jobs, gpus, [t], TablePredictions(taus, rhos), seed=draw(st.integers(0, 3)),
+                   topology_isolation=draw(st.booleans()), theta=draw(st.sampled_from([3, 4, 5])), time_limit_s=5.0,
+                   genetic_generations=5)
+
+
+@settings(max_examples=25, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(crowded(), st.sampled_from(sorted(SOLVERS)))
+def test_groups_of_three_or_more_respect_the_hard_constraints(p, solver):
+    check(p, get_solver(solver).solve(p))
+
+
+@settings(max_examples=15, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(crowded())
+def test_with_groups_the_ilp_admits_lexicographically_at_least_as_much_as_the_greedy(p):
+    p = replace(p, settings=replace(p.settings, topology_isolation=False))
+    greedy = by_level(p, get_solver("greedy").solve(p))
+    assert by_level(p, get_solver("ilp").solve(p)) >= greedy
+    assert by_level(p, get_solver("genetic").solve(p)) >= greedy
 
 
 @settings(max_examples=15, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])

@@ -56,13 +56,13 @@ def test_an_observed_pair_gives_rho_against_the_observed_isolated_throughput(lea
     learned.observe(WORKLOAD, "v100", 1, True, alone)
     learned.observe(WORKLOAD, "v100", 1, True, 0.5 * alone, partner="A3C")
     assert learned.rho(WORKLOAD, "A3C", "v100") == pytest.approx(0.5)
-    assert learned.throughput(WORKLOAD, "v100", 1, True, partner="A3C") == pytest.approx(0.5 * alone)
+    assert learned.throughput(WORKLOAD, "v100", 1, True, partners=("A3C",)) == pytest.approx(0.5 * alone)
 
 
 def test_a_pair_slower_than_the_catalog_says_lowers_that_pair_not_the_workload_alone(learned):
     """P2 puts a pair observation on the pair's co-location fraction; isolated estimates stay."""
     alone = learned.tau(WORKLOAD, "k80", 1, True)
-    expected = learned.throughput(WORKLOAD, "v100", 1, True, partner="A3C")
+    expected = learned.throughput(WORKLOAD, "v100", 1, True, partners=("A3C",))
     learned.observe(WORKLOAD, "v100", 1, True, 0.8 * expected, partner="A3C")
-    assert learned.throughput(WORKLOAD, "v100", 1, True, partner="A3C") == pytest.approx(0.8 * expected, rel=0.02)
+    assert learned.throughput(WORKLOAD, "v100", 1, True, partners=("A3C",)) == pytest.approx(0.8 * expected, rel=0.02)
     assert learned.tau(WORKLOAD, "k80", 1, True) == pytest.approx(alone)

@@ -1,0 +1,24 @@
+"""Allocations in the admin: the jobs sharing a GPU are listed by id, in the list and inline."""
+import pytest
+from django.utils import timezone
+
+from scheduler import services
+from scheduler.models import Allocation
+
+
+@pytest.fixture
+def root(client, django_user_model):
+    user = django_user_model.objects.create_superuser("root", password="pw-root")
+    client.force_login(user)
+    return user
+
+
+def test_a_group_of_three_shows_each_members_partners(client, root, cluster, alice, resnet50):
+    jobs = [services.job_submit(owner=alice, workload=resnet50, min_throughput=1, max_gpus=1).job for _ in range(3)]
+    for job in jobs:
+        Allocation.objects.create(job=job, gpu=cluster[0], start=timezone.now()).partners.set(set(jobs) - {job})
+    listing = client.get("/admin/scheduler/allocation/")
+    assert listing.status_code == 200
+    assert f'<td class="field-partner_ids">{jobs[1].pk}, {jobs[2].pk}</td>' in listing.content.decode()
+    change = client.get(f"/admin/scheduler/job/{jobs[0].pk}/change/")
+    assert change.status_code == 200 and "Partners" in change.content.decode()
