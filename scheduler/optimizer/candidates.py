@@ -43,13 +43,15 @@ def group_candidates(
     types = [t for t, cap in capacity.items() if problem.gpu_types[t].theta >= 2 and cap.gpus > 0]
     workloads = sorted({job.workload for job in jobs})
     solo = {(w, t): pred.tau(w, t, 1, True) for w in workloads for t in types}
+    util_of = {(w, t): _util(pred, w, t) for w in workloads for t in types}
+    rhos = {(w, v, t): pred.rho(w, v, t) for w in workloads for v in workloads for t in types}
     shared = {}  # (w, v, t) -> (tau of w, tau of v, GPU power) while sharing
     for t in types:
         for w in workloads:
             for v in workloads:
-                rw, rv = pred.rho(w, v, t), pred.rho(v, w, t)
+                rw, rv = rhos[(w, v, t)], rhos[(v, w, t)]
                 if solo[(w, t)] and solo[(v, t)] and rw and rv:
-                    util = min(1.0, _util(pred, w, t) * rw + _util(pred, v, t) * rv)
+                    util = min(1.0, util_of[(w, t)] * rw + util_of[(v, t)] * rv)
                     shared[(w, v, t)] = (solo[(w, t)] * rw, solo[(v, t)] * rv, problem.gpu_types[t].power_curve(util))
     if not shared:
         return []
@@ -95,11 +97,11 @@ def group_candidates(
     def _estimate(workloads_: tuple[str, ...], t: str) -> tuple[tuple[float, ...], float] | None:
         taus, util = [], 0.0
         for k, w in enumerate(workloads_):
-            rho = group_fraction(pred.rho(w, v, t) or 0.0 for v in workloads_[:k] + workloads_[k + 1:])
+            rho = group_fraction(rhos[(w, v, t)] or 0.0 for v in workloads_[:k] + workloads_[k + 1:])
             if not rho or not solo[(w, t)]:
                 return None
             taus.append(solo[(w, t)] * rho)
-            util += _util(pred, w, t) * rho
+            util += util_of[(w, t)] * rho
         return tuple(taus), problem.gpu_types[t].power_curve(min(1.0, util))
 
     def groups_of(members: tuple[int, ...]) -> list[Group]:
