@@ -11,7 +11,8 @@ The candidates form a matching: each job is paired with at most one other job (o
 type where that pair works), and belongs to at most one chain of nested groups. Overlapping candidates would turn admission into a general
 matching problem whose LP relaxation is far from integral (at 1024 GPUs the admission phase
 took seconds instead of a tenth of one); a matching keeps it nearly a knapsack, and loses
-little where many similar jobs wait. Pairs running now are kept first. Then jobs, those with
+little where many similar jobs wait. Groups running now are kept first (and, with theta >= 3,
+may grow like new pairs, so a waiting job can join a running pair). Then jobs, those with
 the dearest configuration alone first, take the partner with the largest saving; within a
 (tenant, workload) group the partners that can afford sharing are those with the lowest
 T_min, and the tightest of them is taken, leaving easier partners for later jobs. Jobs are
@@ -23,9 +24,8 @@ ids); its groups are checked like any other (tenant, T_min, memory).
 import bisect
 from collections import defaultdict
 
-from catalog.colocation import group_fraction
-
 from .choices import Group
+from .group_estimates import GroupEstimates
 from .problem import MAX_THETA, JobSpec, Problem
 
 
@@ -35,210 +35,174 @@ def group_candidates(
 ) -> list[Group]:
     """cheapest_alone[j]: objective cost of job j's cheapest option alone (inf: it has none);
     memory[j]: GB per GPU job j needs (None: unknown, counted as nothing)."""
-    settings = problem.settings
-    theta = min(settings.theta, MAX_THETA)
+    theta = min(problem.settings.theta, MAX_THETA)
     if theta < 2:
         return []
-    pred = problem.predictions
     types = [t for t, cap in capacity.items() if problem.gpu_types[t].theta >= 2 and cap.gpus > 0]
-    workloads = sorted({job.workload for job in jobs})
-    solo = {(w, t): pred.tau(w, t, 1, True) for w in workloads for t in types}
-    util_of = {(w, t): _util(pred, w, t) for w in workloads for t in types}
-    rhos = {(w, v, t): pred.rho(w, v, t) for w in workloads for v in workloads for t in types}
-    shared = {}  # (w, v, t) -> (tau of w, tau of v, GPU power) while sharing
-    for t in types:
-        for w in workloads:
-            for v in workloads:
-                rw, rv = rhos[(w, v, t)], rhos[(v, w, t)]
-                if solo[(w, t)] and solo[(v, t)] and rw and rv:
-                    util = min(1.0, util_of[(w, t)] * rw + util_of[(v, t)] * rv)
-                    shared[(w, v, t)] = (solo[(w, t)] * rw, solo[(v, t)] * rv, problem.gpu_types[t].power_curve(util))
-    if not shared:
-        return []
+    matcher = _Matcher(problem, jobs, currents, weight, idle_on, cheapest_alone, memory, types, theta)
+    if problem.matching is not None:
+        return matcher.fixed(problem.matching)
+    return matcher.match()
 
-    def group_cost(members: tuple[int, ...], t: str, power: float, taus: tuple[float, ...], current: bool) -> float:
-        cost = weight * (power - (problem.gpu_types[t].idle_w if idle_on else 0.0))
-        cost += sum(settings.migration_cost_w for x in members if currents[x] is not None and not current)
+
+class _Matcher:
+    def __init__(self, problem, jobs, currents, weight, idle_on, cheapest_alone, memory, types, theta):
+        self.problem, self.jobs, self.currents = problem, jobs, currents
+        self.weight, self.idle_on, self.cheapest_alone, self.memory = weight, idle_on, cheapest_alone, memory
+        self.types, self.theta = types, theta
+        self.workloads = sorted({job.workload for job in jobs})
+        self.estimates = GroupEstimates(problem, self.workloads, types)
+        self.joining: dict = {}  # (chain's workloads, one more workload, type) -> estimate
+        # (tenant, workload) -> sorted (T_min, job) of the jobs in no candidate yet
+        self.waiting: dict[tuple[str, str], list[tuple[float, int]]] = defaultdict(list)
+        self.matched: set[int] = set()  # jobs in a candidate
+
+    def cost(self, members: tuple[int, ...], t: str, power: float, taus: tuple[float, ...], current: bool) -> float:
+        settings, jobs = self.problem.settings, self.jobs
+        cost = self.weight * (power - (self.problem.gpu_types[t].idle_w if self.idle_on else 0.0))
+        cost += sum(settings.migration_cost_w for x in members if self.currents[x] is not None and not current)
         return cost - settings.throughput_value_w * sum(
             min(tau / jobs[x].min_throughput - 1.0, 1.0) for x, tau in zip(members, taus)
         )
 
-    def pairs_of(j: int, partner: int) -> list[Group]:
-        a, b = min(j, partner), max(j, partner)
-        out = []
-        for t in types:
-            entry = shared.get((jobs[a].workload, jobs[b].workload, t))
-            if entry is None or (memory[a] or 0.0) + (memory[b] or 0.0) > problem.gpu_types[t].memory_gb:
+    def groups_of(self, members: tuple[int, ...]) -> list[Group]:
+        """The group on every type where every member keeps its T_min and the memory fits."""
+        jobs, out = self.jobs, []
+        for t in self.types:
+            spec = self.problem.gpu_types[t]
+            if spec.theta < len(members) or sum(self.memory[x] or 0.0 for x in members) > spec.memory_gb:
                 continue
-            tau_a, tau_b, power = entry
-            if tau_a < jobs[a].min_throughput or tau_b < jobs[b].min_throughput:
-                continue
-            current = _is_current(jobs, currents, (a, b), t)
-            out.append(Group((a, b), t, (tau_a, tau_b), power, group_cost((a, b), t, power, (tau_a, tau_b), current), current))
-        return out
-
-    estimates: dict = {}  # (sorted workloads, type) -> estimate: chains repeat the same workloads
-
-    def estimate(workloads_: tuple[str, ...], t: str) -> tuple[tuple[float, ...], float] | None:
-        """Throughputs of a group of workloads sharing one GPU of type t, in their order, and
-        the GPU's power (None: some pair is unknown or does not fit)."""
-        order = sorted(range(len(workloads_)), key=workloads_.__getitem__)
-        key = (tuple(workloads_[i] for i in order), t)
-        if key not in estimates:
-            estimates[key] = _estimate(*key)
-        found = estimates[key]
-        if found is None:
-            return None
-        taus = [0.0] * len(order)
-        for rank, i in enumerate(order):
-            taus[i] = found[0][rank]
-        return tuple(taus), found[1]
-
-    def _estimate(workloads_: tuple[str, ...], t: str) -> tuple[tuple[float, ...], float] | None:
-        taus, util = [], 0.0
-        for k, w in enumerate(workloads_):
-            rho = group_fraction(rhos[(w, v, t)] or 0.0 for v in workloads_[:k] + workloads_[k + 1:])
-            if not rho or not solo[(w, t)]:
-                return None
-            taus.append(solo[(w, t)] * rho)
-            util += util_of[(w, t)] * rho
-        return tuple(taus), problem.gpu_types[t].power_curve(min(1.0, util))
-
-    def groups_of(members: tuple[int, ...]) -> list[Group]:
-        """The group of three or more jobs on every type where every member keeps its T_min."""
-        out = []
-        for t in types:
-            if problem.gpu_types[t].theta < len(members):
-                continue
-            if sum(memory[x] or 0.0 for x in members) > problem.gpu_types[t].memory_gb:
-                continue
-            found = estimate(tuple(jobs[x].workload for x in members), t)
+            found = self.estimates.estimate(tuple(jobs[x].workload for x in members), t)
             if found is None or any(tau < jobs[x].min_throughput for x, tau in zip(members, found[0])):
                 continue
             taus, power = found
-            current = _is_current(jobs, currents, members, t)
-            out.append(Group(members, t, taus, power, group_cost(members, t, power, taus, current), current))
+            current = _is_current(jobs, self.currents, members, t)
+            out.append(Group(members, t, taus, power, self.cost(members, t, power, taus, current), current))
         return out
 
-    def chain_of(members: tuple[int, ...]) -> list[Group]:
+    def chain_of(self, members: tuple[int, ...]) -> list[Group]:
         """The nested groups of a chain of jobs: its first two, its first three, ... (up to
         theta), as far as each works on some GPU type."""
-        out = pairs_of(members[0], members[1])
-        for k in range(3, min(len(members), theta) + 1):
-            found = groups_of(members[:k]) if out else []
+        out = []
+        for k in range(2, min(len(members), self.theta) + 1):
+            found = self.groups_of(members[:k])
             if not found:
                 break
             out += found
         return out
 
-    joining: dict = {}  # (chain's workloads, one more workload, type) -> estimate
-
-    def grow(chain: tuple[int, ...], groups: list[Group]) -> tuple[tuple[int, ...], list[Group]]:
-        """With theta >= 3, a matched chain takes the waiting job that saves the most power
-        (the tightest T_min of its tenant and workload that the group's estimate affords),
-        while one does; (the chain, its new groups)."""
-        added: list[Group] = []
-        tenant = jobs[chain[0]].tenant
-        while len(chain) < theta:
-            now = min(g.power_w for g in (added or groups) if len(g.members) == len(chain))
-            chain_workloads = tuple(jobs[x].workload for x in chain)
-            best = None  # (saving, job)
-            for v in workloads:
-                queue = waiting.get((tenant, v))
-                if not queue:
-                    continue
-                for t in types:
-                    if problem.gpu_types[t].theta <= len(chain):
-                        continue
-                    key = (chain_workloads, v, t)
-                    if key not in joining:
-                        joining[key] = estimate(chain_workloads + (v,), t)
-                    found = joining[key]
-                    if found is None or any(tau < jobs[x].min_throughput for x, tau in zip(chain, found[0])):
-                        continue
-                    k = bisect.bisect_right(queue, (found[0][-1], float("inf"))) - 1
-                    if k < 0:
-                        continue
-                    c = queue[k][1]
-                    saving = weight * now + cheapest_alone[c] - weight * found[1]
-                    if saving > 0 and (best is None or saving > best[0]):
-                        best = (saving, c)
-            if best is None:
-                break
-            found = groups_of(chain + (best[1],))
-            if not found:
-                break
-            chain += (best[1],)
-            added += found
-            waiting[(tenant, jobs[best[1]].workload)].remove((jobs[best[1]].min_throughput, best[1]))
-        return chain, added
-
-    by_id = {job.id: j for j, job in enumerate(jobs)}
-    if problem.matching is not None:  # fixed by a coordinator: its chains among these jobs
+    def fixed(self, matching: tuple[tuple[str, ...], ...]) -> list[Group]:
+        """The chains a coordinator fixed, among these jobs (checked like any other)."""
+        by_id = {job.id: j for j, job in enumerate(self.jobs)}
         out = []
-        for chain in problem.matching:
+        for chain in matching:
             members = tuple(by_id[x] for x in chain if x in by_id)
-            if len(members) == len(chain) and len({jobs[x].tenant for x in members}) == 1:
-                out += chain_of(members)
+            if len(members) == len(chain) and len({self.jobs[x].tenant for x in members}) == 1:
+                out += self.chain_of(members)
         return out
-    matched: set[int] = set()
-    candidates: list[Group] = []
-    for j, current in enumerate(currents):  # groups running now
-        members = (j, *sorted(by_id.get(x, -1) for x in current[3])) if current and current[3] else ()
-        if len(members) > 1 and j < min(members[1:]) and len({jobs[x].tenant for x in members}) == 1:
-            found = chain_of(members)
-            if found:
-                candidates += found
-                matched.update(x for g in found for x in g.members)
-    waiting: dict[tuple[str, str], list[tuple[float, int]]] = defaultdict(list)  # (tenant, workload) -> sorted (T_min, j)
-    for j, job in enumerate(jobs):
-        if j not in matched and job.max_gpus >= 1:
-            waiting[(job.tenant, job.workload)].append((job.min_throughput, j))
-    for queue in waiting.values():
-        queue.sort()
-    for j in sorted(range(len(jobs)), key=lambda j: (-cheapest_alone[j], jobs[j].id)):
-        if j in matched:
-            continue
-        job = jobs[j]
-        best = None  # (saving, partner)
-        for v in workloads:
-            queue = waiting.get((job.tenant, v))
+
+    def match(self) -> list[Group]:
+        jobs, cheapest_alone = self.jobs, self.cheapest_alone
+        by_id = {job.id: j for j, job in enumerate(jobs)}
+        matched = self.matched
+        candidates: list[Group] = []
+        running: list[list[Group]] = []
+        for j, current in enumerate(self.currents):  # groups running now
+            members = (j, *sorted(by_id.get(x, -1) for x in current[3])) if current and current[3] else ()
+            if len(members) > 1 and j < min(members[1:]) and len({jobs[x].tenant for x in members}) == 1:
+                found = self.chain_of(members)
+                if found:
+                    running.append(found)
+                    candidates += found
+                    matched.update(found[-1].members)
+        for j, job in enumerate(jobs):
+            if j not in matched and job.max_gpus >= 1:
+                self.waiting[(job.tenant, job.workload)].append((job.min_throughput, j))
+        for queue in self.waiting.values():
+            queue.sort()
+        for found in running if self.theta > 2 else ():
+            candidates += self.grow(found[-1].members, found)
+        for j in sorted(range(len(jobs)), key=lambda j: (-cheapest_alone[j], jobs[j].id)):
+            if j in matched:
+                continue
+            partner = self.best_partner(j)
+            if partner is None:
+                continue
+            found = self.groups_of((min(j, partner), max(j, partner)))
+            if not found:
+                continue
+            candidates += found
+            matched.update((j, partner))
+            for x in (j, partner):
+                self.waiting[(jobs[x].tenant, jobs[x].workload)].remove((jobs[x].min_throughput, x))
+            if self.theta > 2:
+                candidates += self.grow(found[0].members, found)
+        return candidates
+
+    def best_partner(self, j: int) -> int | None:
+        """The waiting partner that saves the most power with job j: per workload and type,
+        the tightest T_min its throughput next to j affords (easier partners stay for later)."""
+        job, best = self.jobs[j], None  # (saving, partner)
+        for v in self.workloads:
+            queue = self.waiting.get((job.tenant, v))
             if not queue:
                 continue
-            for t in types:
-                entry = shared.get((job.workload, v, t))
-                if entry is None or entry[0] < job.min_throughput:
+            for t in self.types:
+                found = self.estimates.pair(job.workload, v, t)
+                if found is None or found[0][0] < job.min_throughput:
                     continue
-                k = bisect.bisect_right(queue, (entry[1], float("inf"))) - 1  # tightest partner affording it
+                k = bisect.bisect_right(queue, (found[0][1], float("inf"))) - 1
                 while k >= 0 and queue[k][1] == j:
                     k -= 1
                 if k < 0:
                     continue
                 partner = queue[k][1]
-                saving = cheapest_alone[j] + cheapest_alone[partner] - weight * entry[2]
+                saving = self.cheapest_alone[j] + self.cheapest_alone[partner] - self.weight * found[1]
                 if saving > 0 and (best is None or saving > best[0]):
                     best = (saving, partner)
-        if best is None:
-            continue
-        partner = best[1]
-        found = pairs_of(j, partner)
-        if not found:
-            continue
-        candidates += found
-        matched.update((j, partner))
-        for x in (j, partner):
-            queue = waiting[(jobs[x].tenant, jobs[x].workload)]
-            queue.remove((jobs[x].min_throughput, x))
-        if theta > 2:
-            chain, added = grow(found[0].members, found)
-            candidates += added
-            matched.update(chain)
-    return candidates
+        return None if best is None else best[1]
 
-
-def _util(pred, workload: str, gpu_type: str) -> float:
-    u = pred.utilisation(workload, gpu_type)
-    return 1.0 if u is None else u
+    def grow(self, chain: tuple[int, ...], groups: list[Group]) -> list[Group]:
+        """With theta >= 3, a chain takes the waiting job of its tenant that saves the most
+        power (per workload and type, the tightest T_min the group's estimate affords whose
+        memory still fits), while one does; the chain's new groups."""
+        jobs, added = self.jobs, []
+        tenant = jobs[chain[0]].tenant
+        while len(chain) < self.theta:
+            now = min(g.power_w for g in groups + added if len(g.members) == len(chain))
+            chain_workloads = tuple(jobs[x].workload for x in chain)
+            chain_memory = sum(self.memory[x] or 0.0 for x in chain)
+            best = None  # (saving, job)
+            for v in self.workloads:
+                queue = self.waiting.get((tenant, v))
+                if not queue:
+                    continue
+                for t in self.types:
+                    spec = self.problem.gpu_types[t]
+                    if spec.theta <= len(chain):
+                        continue
+                    key = (chain_workloads, v, t)
+                    if key not in self.joining:
+                        self.joining[key] = self.estimates.estimate(chain_workloads + (v,), t)
+                    found = self.joining[key]
+                    if found is None or any(tau < jobs[x].min_throughput for x, tau in zip(chain, found[0])):
+                        continue
+                    k = bisect.bisect_right(queue, (found[0][-1], float("inf"))) - 1
+                    while k >= 0 and chain_memory + (self.memory[queue[k][1]] or 0.0) > spec.memory_gb:
+                        k -= 1
+                    if k < 0:
+                        continue
+                    c = queue[k][1]
+                    saving = self.weight * now + self.cheapest_alone[c] - self.weight * found[1]
+                    if saving > 0 and (best is None or saving > best[0]):
+                        best = (saving, c)
+            if best is None:
+                break
+            chain += (best[1],)
+            added += self.groups_of(chain)
+            self.matched.add(best[1])
+            self.waiting[(tenant, jobs[best[1]].workload)].remove((jobs[best[1]].min_throughput, best[1]))
+        return added
 
 
 def _is_current(jobs, currents, members: tuple[int, ...], gpu_type: str) -> bool:

@@ -53,10 +53,13 @@ def route(problem: Problem, cells: dict[str, list], started: float) -> Routing:
     room = {name: _levels(gpus) for name, gpus in cells.items()}
     routed: dict[str, list[JobSpec]] = {name: [] for name in cells}
     home: dict[int, str] = {}
+    taken: set = set()  # a group's GPU is taken once, not once per member
     for j, job in enumerate(inst.jobs):  # running and placed jobs stay where they are
         if job.current is not None and job.current.gpu_ids and job.current.gpu_ids[0] in cell_of_gpu:
             home[j] = cell_of_gpu[job.current.gpu_ids[0]]
-            _take(inst, room[home[j]], guide[j])
+            if guide[j] not in taken:
+                _take(inst, room[home[j]], guide[j])
+                taken.add(guide[j])
     for j in sorted(range(len(inst.jobs)), key=lambda j: (-_block(inst, guide[j]), -_gpus(inst, guide[j]), j)):
         if j in home or guide[j] is None:
             continue

@@ -1,7 +1,10 @@
 """The greedy engine shared by the greedy policies and the ILP's fallback: jobs in admission
 order, each takes the first option (in the policy's ranking) that still fits, or shares a GPU
 with its co-location candidates, joining the partners' GPU where they already run (alone on
-one GPU of the group's type, or as a smaller group of the same chain), when that is cheaper."""
+one GPU of the group's type, or as a smaller group of the same chain), when that is cheaper.
+A group running now stays together when its GPU type has room: its first member in admission
+order would otherwise take an option alone (never its current configuration), and the
+ILP's fallback would tear running groups apart and preempt their jobs."""
 from collections.abc import Callable
 
 from .capacity import CapacityLedger
@@ -20,6 +23,14 @@ def greedy_choices(
     ledger = CapacityLedger(inst)
     choices: list[Choice] = [None] * len(inst.jobs)
     for j in order:
+        if choices[j] is not None:
+            continue  # kept its running group with an earlier member
+        running = next((("g", p) for p in inst.job_groups[j] if inst.groups[p].current), None) if use_groups else None
+        if running is not None and ledger.fits(running):  # running groups stay together (see the module's text)
+            ledger.take(running)
+            for x in inst.jobs_of(running):
+                choices[x] = running
+            continue
         candidates = inst.job_options[j] if slo_only else inst.job_all_options[j]
         best, best_cost = None, float("inf")
         for i in sorted(candidates, key=lambda i: (rank(inst.all_options[i]), i)):

@@ -95,7 +95,8 @@ def compile_instance(problem: Problem) -> Instance:
     largest = max((c.largest_node for c in capacity.values()), default=1)
     sizes = block_sizes(largest)
     gpu_by_id = {g.id: g for g in problem.gpus}
-    currents = [_current_config(job, gpu_by_id) for job in jobs]
+    gpus_of = {job.id: job.current.gpu_ids for job in jobs if job.current is not None}
+    currents = [_current_config(job, gpu_by_id, gpus_of) for job in jobs]
     demand = sum(_min_gpus(problem, job, capacity) for job in jobs)
     load = cluster_load(demand, len(problem.gpus))
     weight = settings.base_energy_weight
@@ -146,14 +147,19 @@ def compile_instance(problem: Problem) -> Instance:
     return inst
 
 
-def _current_config(job: JobSpec, gpu_by_id) -> tuple[str, int, bool, tuple[str, ...]] | None:
-    """(type, GPUs, consolidated, partners) of a job's current placement, if all its GPUs remain."""
+def _current_config(job: JobSpec, gpu_by_id, gpus_of: dict) -> tuple[str, int, bool, tuple[str, ...]] | None:
+    """(type, GPUs, consolidated, partners) of a job's current placement, if all its GPUs
+    remain. Partners are those still in the problem on the same GPUs: a partner that ended
+    since (its allocation rows are closed, the survivors' still name it until this round
+    writes theirs) no longer shares, and counting it made every choice of the survivor a
+    migration, so it moved to any free GPU and restarted."""
     if job.current is None or not job.current.gpu_ids:
         return None
     gpus = [gpu_by_id.get(g) for g in job.current.gpu_ids]
     if any(g is None for g in gpus) or len({g.gpu_type for g in gpus}) != 1:
         return None
-    return gpus[0].gpu_type, len(gpus), len({g.node for g in gpus}) == 1, tuple(job.current.partners)
+    partners = tuple(p for p in job.current.partners if gpus_of.get(p) == job.current.gpu_ids)
+    return gpus[0].gpu_type, len(gpus), len({g.node for g in gpus}) == 1, partners
 
 
 def _min_gpus(problem: Problem, job: JobSpec, capacity) -> int:

@@ -77,7 +77,7 @@ def problem_to_dict(problem: Problem) -> dict:
 
 def problem_from_dict(data: dict) -> Problem:
     jobs = tuple(
-        JobSpec(**{**j, "current": CurrentPlacement(tuple(j["current"]["gpu_ids"]), tuple(j["current"]["partners"])) if j["current"] else None})
+        JobSpec(**{**j, "current": CurrentPlacement(tuple(j["current"]["gpu_ids"]), _partners(j["current"])) if j["current"] else None})
         for j in data["jobs"]
     )
     types = {
@@ -94,7 +94,7 @@ def problem_from_dict(data: dict) -> Problem:
         load_history=tuple(data["load_history"]),
         matching=None if data["matching"] is None else tuple(tuple(chain) for chain in data["matching"]),
         admission_start=None if data.get("admission_start") is None else tuple(
-            (*row[:4], tuple(row[4])) for row in data["admission_start"]
+            (*row[:4], tuple(row[4] or ())) for row in data["admission_start"]
         ),
     )
 
@@ -105,6 +105,17 @@ def allocation_to_dict(allocation: Allocation) -> dict:
 
 def allocation_from_dict(data: dict) -> Allocation:
     placements = {
-        p["job_id"]: Placement(**{**p, "gpu_ids": tuple(p["gpu_ids"]), "partners": tuple(p["partners"])}) for p in data["placements"]
+        p["job_id"]: Placement(**{
+            **{k: v for k, v in p.items() if k != "partner"}, "gpu_ids": tuple(p["gpu_ids"]), "partners": _partners(p),
+        })
+        for p in data["placements"]
     }
     return Allocation(**{**data, "placements": placements})
+
+
+def _partners(data: dict) -> tuple[str, ...]:
+    """A placement's partners; payloads written before groups (a cell problem still in a
+    queue, a stored trade-off sweep) carry one `partner` or None, and still load."""
+    if "partners" in data:
+        return tuple(data["partners"])
+    return (data["partner"],) if data.get("partner") else ()

@@ -35,6 +35,34 @@ def test_worker_runs_a_scheduling_round(worker, alice, v100, k80, resnet50, monk
     assert worker.worker_process.poll() is None
 
 
+def test_a_worker_round_with_theta_three_puts_three_jobs_on_one_gpu(worker, alice, v100, resnet50, monkeypatch):
+    """theta 3 in the settings: ResNet-50 does 10/s alone and 8/s next to another ResNet-50
+    (measured pair); next to two, by the additive-slowdown estimate, 6.67/s >= T_min 5: the
+    three jobs share the one GPU, each allocation naming the other two."""
+    monkeypatch.setattr(services, "scheduling_round_request", lambda **kwargs: None)
+    services.solver_config_update(by=None, values={"theta": 3})
+    node = Node.objects.create(hostname="v100-g")
+    gpu = Gpu.objects.create(node=node, index=0, uuid="GPU-g0", gpu_type=v100)
+    now = timezone.now()
+    Measurement.objects.create(workload=resnet50, gpu_type=v100, throughput=10.0, source="reference", observed_at=now)
+    Measurement.objects.create(workload=resnet50, gpu_type=v100, partner=resnet50, throughput=8.0, source="reference",
+                               observed_at=now)
+    jobs = [services.job_submit(owner=alice, workload=resnet50, min_throughput=5, max_gpus=1).job for _ in range(3)]
+
+    result = worker.send_task("scheduler.tasks.scheduling_round", kwargs={"trigger": "periodic"})
+    try:
+        run_id = result.get(timeout=120)
+    except Exception as exc:
+        pytest.fail(f"{worker.broker_name}: {exc!r}\n{worker.worker_log.read_text()}")
+
+    assert SolveRun.objects.get(pk=run_id).num_placed == 3
+    for job in jobs:
+        allocation = job.allocations.get(end__isnull=True)
+        assert allocation.gpu == gpu
+        assert set(allocation.partners.values_list("pk", flat=True)) == {j.pk for j in jobs} - {job.pk}
+        assert allocation.predicted_throughput == pytest.approx(20 / 3)
+
+
 def test_cells_are_solved_in_parallel_by_workers(worker):
     """The group path of scheduler.cell_runner against a real worker, on both brokers."""
     from dataclasses import replace

@@ -211,6 +211,27 @@ def test_a_partner_change_on_the_same_gpus_keeps_the_job_running(measured, alice
     assert current.predicted_throughput == 10.0
 
 
+def test_when_its_partner_ends_a_whole_round_leaves_the_survivor_on_its_gpu(measured, alice, resnet50, lm):
+    """The survivor's open rows still name the ended partner until the round writes new ones;
+    the round must not count that partner as sharing (it did: every choice of the survivor was
+    then a migration, so it moved to the first free V100 and its agent restarted it)."""
+    job, partner = submit(alice, resnet50, tmin=8), submit(alice, lm, tmin=1)
+    gpu = Gpu.objects.filter(gpu_type__name="v100").order_by("-pk").first()  # not the first free one
+    run = SolveRun.objects.create(solver="ilp", trigger="manual")
+    for a, b in ((job, partner), (partner, job)):
+        services.job_transition(job=a, to="placed", reason="test")
+        Allocation.objects.create(job=a, gpu=gpu, start=timezone.now(), solve_run=run).partners.set([b])
+    job = services.job_transition(job=job, to="running", reason="test")
+    services.job_transition(job=partner, to="running", reason="test")
+    services.job_transition(job=partner, to="succeeded", reason="done")
+
+    services.scheduling_round_run(trigger="periodic")
+    after = Job.objects.get(pk=job.pk)
+    assert (after.state, after.placed_at, after.started_at) == ("running", job.placed_at, job.started_at)
+    current = Allocation.objects.get(job=job, end__isnull=True)
+    assert current.gpu_id == gpu.pk and not current.partners.exists()
+
+
 def test_a_partner_change_is_not_applied_to_a_job_that_ended_meanwhile(measured, alice, resnet50, lm):
     """The round read the job before its agent reported the end: no open rows for a finished job."""
     from scheduler.optimizer import problem as opt

@@ -1,4 +1,6 @@
 """Small instances whose optimum is worked out by hand (in each test's docstring)."""
+from dataclasses import replace
+
 import pytest
 
 from scheduler.optimizer import get_solver
@@ -62,7 +64,6 @@ def test_jobs_of_different_tenants_never_share():
 
 def test_with_sharing_disabled_each_job_gets_its_own_gpu():
     p = shared_pair()
-    from dataclasses import replace
 
     result = get_solver("ilp").solve(replace(p, settings=replace(p.settings, theta=1)))
     assert result.power_w == pytest.approx(600)
@@ -173,7 +174,6 @@ def test_fairness_gives_the_smaller_tenant_its_share(solver):
 
 def test_adaptive_weight_scales_the_objective_not_the_decision():
     p = two_jobs_three_gpus(adaptive_weight=True, load_window=5, base_energy_weight=1.0)
-    from dataclasses import replace
 
     busy = get_solver("ilp").solve(replace(p, load_history=(0.1, 0.3)))  # load now (2 GPUs / 3) is far above
     assert busy.energy_weight == pytest.approx(4.0)  # clipped at 4 x base
@@ -199,7 +199,6 @@ def test_the_genetic_repair_admits_what_the_greedy_leaves_out():
 def test_the_genetic_stop_is_a_generation_budget_not_the_clock():
     """Same seed, very different time limits: the same allocation (the budget binds)."""
     p = two_jobs_three_gpus(genetic_generations=7, seed=3)
-    from dataclasses import replace
 
     short = get_solver("genetic").solve(p)
     long = get_solver("genetic").solve(replace(p, settings=replace(p.settings, time_limit_s=60.0)))
@@ -260,3 +259,35 @@ def test_theta_above_the_maximum_acts_as_the_maximum_and_says_why(solver):
     assert jobs_per_gpu(result) == [4, 1] and result.power_w == pytest.approx(600)
     assert THETA_LIMIT.format(theta=5, max=4) in result.notes
     assert theta_error(4) is None and theta_error(1) is None and "treated as 1" in theta_error(0)
+
+
+def running_group(n_running: int, n_waiting: int, theta: int, migration_cost_w: float):
+    """Jobs doing 10/s alone on the one fast GPU (300 W) or 6/s on a slow one (80 W), T_min 5,
+    0.8 next to one partner (a trio: 6.67/s each); the first n_running share f-0 now."""
+    preds = TablePredictions(taus={("a", "fast", 1, True): 10, ("a", "slow", 1, True): 6}, rhos={("a", "a", "fast"): 0.8})
+    ids = [str(i) for i in range(1, n_running + n_waiting + 1)]
+    jobs = [job(i, "a", tmin=5, current=(["f-0"], [x for x in ids[:n_running] if x != i]) if i in ids[:n_running] else None)
+            for i in ids]
+    return problem(jobs, node("fast", "f", 1) + node("slow", "s", 3), [FAST, gpu_type("slow", tdp=80)], preds,
+                   theta=theta, migration_cost_w=migration_cost_w)
+
+
+@pytest.mark.parametrize("solver", SOLVERS_WITH_SHARING)
+def test_a_running_group_stays_together_when_moving_costs_more_than_it_saves(solver):
+    """Alone on the slow GPUs the trio would draw 240 W instead of 300 W, but three moves at
+    500 W each cost far more: every solver (the greedy too, the ILP's fallback) keeps it."""
+    result = get_solver(solver).solve(running_group(3, 0, theta=3, migration_cost_w=500))
+    assert {p.gpu_ids for p in result.placements.values()} == {("f-0",)} and len(result.placements) == 3
+    assert result.power_w == pytest.approx(300)
+
+
+@pytest.mark.parametrize("solver", SOLVERS_WITH_SHARING)
+def test_a_waiting_job_joins_a_running_pair_when_theta_allows(solver):
+    """A pair runs on f-0; a third job waits and the slow GPUs are gone (none in this cluster
+    but the fast one): theta 3 lets it join the pair (6.67/s each), theta 2 cannot."""
+    p = running_group(2, 1, theta=3, migration_cost_w=50)
+    p = replace(p, gpus=tuple(g for g in p.gpus if g.gpu_type == "fast"))
+    result = get_solver(solver).solve(p)
+    assert jobs_per_gpu(result) == [3] and result.reasons == {}
+    pairs_only = get_solver(solver).solve(replace(p, settings=replace(p.settings, theta=2)))
+    assert jobs_per_gpu(pairs_only) == [2] and set(pairs_only.reasons) == {"3"}

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from catalog.colocation import group_fraction
 from scheduler.optimizer import SOLVERS, get_solver
-from scheduler.optimizer.problem import MAX_THETA, THETA_LIMIT
+from scheduler.optimizer.problem import MAX_THETA, THETA_LIMIT, CurrentPlacement
 
 from .factory import TablePredictions, gpu_type, job, node, problem
 
@@ -98,7 +98,8 @@ def crowded(draw):
     """Many jobs of one or two tenants, few GPUs, partners that slow each other little and low
     T_min, theta 3 to 5: groups of three and four jobs on one GPU are worth forming."""
     t = draw(st.sampled_from(TYPES))
-    gpus = node(t.name, "n0", draw(st.sampled_from([1, 2, 4])), switch_every=draw(st.sampled_from([1, 2])))
+    switch_every = draw(st.sampled_from([1, 2]))
+    gpus = [g for n in range(draw(st.integers(1, 3))) for g in node(t.name, f"n{n}", draw(st.sampled_from([1, 2])), switch_every)]
     taus = {(w, t.name, 1, True): draw(st.floats(5, 20)) for w in WORKLOADS[:2]}
     rhos = {(w, v, t.name): draw(st.floats(0.6, 1.0)) for w in WORKLOADS[:2] for v in WORKLOADS[:2]}
     jobs = [
@@ -108,13 +109,36 @@ def crowded(draw):
     ]
     return problem(jobs, gpus, [t], TablePredictions(taus, rhos), seed=draw(st.integers(0, 3)),
                    topology_isolation=draw(st.booleans()), theta=draw(st.sampled_from([3, 4, 5])), time_limit_s=5.0,
-                   genetic_generations=5)
+                   genetic_generations=5, cell_size_gpus=draw(st.sampled_from([1, 2, 1024])))
 
 
 @settings(max_examples=25, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(crowded(), st.sampled_from(sorted(SOLVERS)))
 def test_groups_of_three_or_more_respect_the_hard_constraints(p, solver):
     check(p, get_solver(solver).solve(p))
+
+
+def running(p, result):
+    """The problem with the decision's placements as the jobs' current ones (groups included)."""
+    jobs = tuple(
+        replace(j, current=CurrentPlacement(result.placements[j.id].gpu_ids, result.placements[j.id].partners))
+        if j.id in result.placements else j
+        for j in p.jobs
+    )
+    return replace(p, jobs=jobs)
+
+
+@settings(max_examples=20, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(crowded())
+def test_a_decision_with_groups_fed_back_as_running_stays_feasible_and_admits_as_much(p):
+    """The next round starts from running groups (current placements with partners): every
+    solver keeps the hard constraints, and the ILP admits at least what it admitted."""
+    p = replace(p, settings=replace(p.settings, topology_isolation=False))
+    first = get_solver("ilp").solve(p)
+    again = running(p, first)
+    for solver in ("ilp", "genetic", "cells", "greedy"):
+        check(again, get_solver(solver).solve(again))
+    assert by_level(again, get_solver("ilp").solve(again)) >= by_level(p, first)
 
 
 @settings(max_examples=15, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])

@@ -29,3 +29,19 @@ def test_allocation_round_trip():
     back = allocation_from_dict(json.loads(json.dumps(allocation_to_dict(allocation))))
     assert back.placements == allocation.placements and back.reasons == allocation.reasons
     assert (back.status, back.power_w, back.variables) == (allocation.status, allocation.power_w, allocation.variables)
+
+
+def test_payloads_written_before_groups_still_load():
+    """A cell problem queued, or a trade-off sweep stored, before placements named a list of
+    partners carries `partner` (an id or None): it loads as a one-partner (or empty) list."""
+    allocation = get_solver("ilp").solve(sample())
+    old = json.loads(json.dumps(allocation_to_dict(allocation)))
+    for placement in old["placements"]:
+        partners = placement.pop("partners")
+        placement["partner"] = partners[0] if partners else None
+    assert allocation_from_dict(old).placements == allocation.placements
+    data = json.loads(json.dumps(problem_to_dict(sample())))
+    for j in data["jobs"]:
+        if j["current"]:
+            j["current"] = {"gpu_ids": j["current"]["gpu_ids"], "partner": "1"}
+    assert problem_from_dict(data).jobs[1].current.partners == ("1",)

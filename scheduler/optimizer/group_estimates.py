@@ -1,0 +1,61 @@
+"""What a group of workloads does on one shared GPU: each member's throughput and the GPU's
+power, from the predictions' pairwise fractions (catalog/colocation.py: the measured pair
+for two, the additive-slowdown estimate for three or more).
+
+A round asks for the same few workload combinations many times (thousands of jobs, 26
+workloads), so lookups and estimates are made once per round and kept.
+"""
+from catalog.colocation import group_fraction
+
+from .problem import Problem
+
+Estimate = tuple[tuple[float, ...], float]  # (throughput of each member, steps/s; GPU power, W)
+
+
+class GroupEstimates:
+    def __init__(self, problem: Problem, workloads: list[str], types: list[str]):
+        pred = problem.predictions
+        self.problem = problem
+        self.solo = {(w, t): pred.tau(w, t, 1, True) for w in workloads for t in types}
+        self.util = {(w, t): _util(pred, w, t) for w in workloads for t in types}
+        self.rho = {(w, v, t): pred.rho(w, v, t) for w in workloads for v in workloads for t in types}
+        self._known: dict[tuple[tuple[str, ...], str], Estimate | None] = {}
+        self._pairs: dict[tuple[str, str, str], Estimate | None] = {}
+
+    def pair(self, w: str, v: str, t: str) -> Estimate | None:
+        """estimate((w, v), t), looked up directly: matching asks it for every job x workload x type."""
+        key = (w, v, t)
+        if key not in self._pairs:
+            self._pairs[key] = self.estimate((w, v), t)
+        return self._pairs[key]
+
+    def estimate(self, workloads: tuple[str, ...], t: str) -> Estimate | None:
+        """Throughputs of the workloads (in their order) sharing one GPU of type t, and the
+        GPU's power at their summed utilisation (clipped at 1); None when some pair is
+        unknown or does not fit."""
+        order = sorted(range(len(workloads)), key=workloads.__getitem__)
+        key = (tuple(workloads[i] for i in order), t)
+        if key not in self._known:
+            self._known[key] = self._compute(*key)
+        found = self._known[key]
+        if found is None:
+            return None
+        taus = [0.0] * len(order)
+        for rank, i in enumerate(order):
+            taus[i] = found[0][rank]
+        return tuple(taus), found[1]
+
+    def _compute(self, workloads: tuple[str, ...], t: str) -> Estimate | None:
+        taus, util = [], 0.0
+        for k, w in enumerate(workloads):
+            rho = group_fraction(self.rho[(w, v, t)] or 0.0 for v in workloads[:k] + workloads[k + 1:])
+            if not rho or not self.solo[(w, t)]:
+                return None
+            taus.append(self.solo[(w, t)] * rho)
+            util += self.util[(w, t)] * rho
+        return tuple(taus), self.problem.gpu_types[t].power_curve(min(1.0, util))
+
+
+def _util(pred, workload: str, gpu_type: str) -> float:
+    u = pred.utilisation(workload, gpu_type)
+    return 1.0 if u is None else u
