@@ -26,7 +26,8 @@ def greedy_choices(
         if choices[j] is not None:
             continue  # kept its running group with an earlier member
         running = next((("g", p) for p in inst.job_groups[j] if inst.groups[p].current), None) if use_groups else None
-        if running is not None and ledger.fits(running):  # running groups stay together (see the module's text)
+        if running is not None and ledger.fits(running) and all(choices[x] is None for x in inst.jobs_of(running)):
+            # running groups stay together (see the module's text)
             ledger.take(running)
             for x in inst.jobs_of(running):
                 choices[x] = running
