@@ -118,7 +118,7 @@ class GeneticSolver(Solver):
             for t in {inst.all_options[i].gpu_type for i in opts[j]} | {inst.groups[p].gpu_type for p in inst.job_groups[j]}:
                 by_type.setdefault(t, []).append(j)
         cheapest_first = {t: sorted(js, key=lambda w: (inst.values[w], -rank[w])) for t, js in by_type.items()}
-        types_of = [{_type_of(inst, c) for c in genes[j]} for j in range(n_jobs)]
+        types_of = [{inst.type_of(c) for c in genes[j]} for j in range(n_jobs)]
         same_jobs: dict[tuple[int, ...], list[int]] = {}
         for p, group in enumerate(inst.groups):
             same_jobs.setdefault(group.members, []).append(p)
@@ -227,7 +227,7 @@ class GeneticSolver(Solver):
             level = inst.jobs[j].priority
             for choice in [("o", i) for i in opts[j]] + [("g", p) for p in inst.job_groups[j]
                                                          if all(state.choices[x] is None for x in inst.groups[p].partners_of(j))]:
-                t = inst.groups[choice[1]].gpu_type if choice[0] == "g" else inst.all_options[choice[1]].gpu_type
+                t = inst.type_of(choice)
                 victims = []
                 for w in cheapest_first.get(t, ()):
                     if inst.values[w] >= value:
@@ -274,7 +274,7 @@ class GeneticSolver(Solver):
         def exchange(state: _State, choice: Choice, t: str, k: int, tried: set) -> bool:
             """Room for `choice` (on type u) by moving up to k single-GPU jobs from u onto
             type t, where k GPUs were just released; False (nothing changed) if that fails."""
-            u = _type_of(inst, choice)
+            u = inst.type_of(choice)
             key = (usage[choice], t, k, tuple(sorted(state.ledger.free.items())))
             if u == t or key in tried:
                 return False
@@ -342,9 +342,9 @@ class GeneticSolver(Solver):
                 return
             for w in reversed(order):
                 held = state.choices[w]
-                if held is None or _type_of(inst, held) not in needed or not (types_of[w] & spare):
+                if held is None or inst.type_of(held) not in needed or not (types_of[w] & spare):
                     continue
-                relocate(state, w, _type_of(inst, held), spare)
+                relocate(state, w, inst.type_of(held), spare)
 
         def swap(state: _State) -> None:
             """One out, more in: a running job whose GPUs admit waiting jobs worth more than it
@@ -385,7 +385,7 @@ class GeneticSolver(Solver):
                 if held[0] == "o":
                     for p in inst.job_groups[j]:  # partners alone (or a smaller group) -> one shared GPU
                         group = inst.groups[p]
-                        others = _held_by(inst, state.choices, group.partners_of(j), group.members)
+                        others = inst.held_by_partners(state.choices, j, p)
                         if others is None or group.cost >= cost_of(held) + sum(cost_of(c) for _, c in others) - 1e-9:
                             continue
                         state.drop(j)
@@ -482,21 +482,3 @@ class GeneticSolver(Solver):
         if timed_out:
             notes.append("Stopped at the time limit before the generation budget (the answer may depend on the machine's speed).")
         return Outcome(best, status="feasible", notes=notes)
-
-
-
-def _held_by(inst: Instance, choices: list[Choice], jobs: tuple[int, ...], members: tuple[int, ...]) -> list | None:
-    """(job, choice) for each distinct choice the jobs hold, when each is an option or a group
-    within `members` (so dropping them all leaves nobody else without a GPU); else None."""
-    out: list = []
-    for x in jobs:
-        c = choices[x]
-        if c is None or (c[0] == "g" and not set(inst.groups[c[1]].members) <= set(members)):
-            return None
-        if all(c != held for _, held in out):
-            out.append((x, c))
-    return out
-
-
-def _type_of(inst: Instance, choice: Choice) -> str:
-    return inst.groups[choice[1]].gpu_type if choice[0] == "g" else inst.all_options[choice[1]].gpu_type

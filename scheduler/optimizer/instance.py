@@ -41,31 +41,38 @@ class Instance:
         opt = self.all_options[i]
         return [(opt.gpu_type, s, opt.num_gpus) for s in usage_levels(opt.num_gpus, opt.consolidated, self.sizes)]
 
+    def type_of(self, choice: Choice) -> str:
+        """The GPU type of a (non-empty) choice."""
+        return self.groups[choice[1]].gpu_type if choice[0] == "g" else self.all_options[choice[1]].gpu_type
+
     def choice_cost(self, choice: Choice) -> float:
         """The whole objective cost of a (non-empty) choice: a group's for all its jobs."""
         return self.groups[choice[1]].cost if choice[0] == "g" else self.all_options[choice[1]].cost
 
-    def joined(self, choices: list[Choice], j: int, g: int) -> list[Choice] | None:
-        """What job j joining group g would release: the distinct choices of its other
-        members, each one GPU of the group's type (a member alone on one GPU, or a smaller
-        group of the same jobs), so joining needs no new GPU; None when a member waits or
-        holds anything else."""
-        group = self.groups[g]
-        held: list[Choice] = []
-        for x in group.members:
+    def held_by_partners(self, choices: list[Choice], j: int, g: int) -> list[tuple[int, Choice]] | None:
+        """(partner, choice) for each distinct choice job j's partners in group g hold, when
+        each is an option or a group within g (so releasing them all leaves no job outside g
+        without a GPU); None when a partner waits or holds a group reaching beyond g."""
+        members = set(self.groups[g].members)
+        held: list[tuple[int, Choice]] = []
+        for x in self.groups[g].partners_of(j):
             c = choices[x]
-            if x == j or c in held:
-                continue
-            if c is None:
+            if c is None or (c[0] == "g" and not set(self.groups[c[1]].members) <= members):
                 return None
-            if c[0] == "o":
-                opt = self.all_options[c[1]]
-                if opt.num_gpus != 1 or opt.gpu_type != group.gpu_type:
-                    return None
-            elif self.groups[c[1]].gpu_type != group.gpu_type or not set(self.groups[c[1]].members) <= set(group.members):
-                return None
-            held.append(c)
+            if all(c != other for _, other in held):
+                held.append((x, c))
         return held
+
+    def joined(self, choices: list[Choice], j: int, g: int) -> list[Choice] | None:
+        """What job j joining group g would release: the distinct choices of its partners,
+        each one GPU of the group's type (a partner alone on one GPU, or a smaller group of
+        the same jobs), so joining needs no new GPU; None otherwise."""
+        held = self.held_by_partners(choices, j, g)
+        gpu_type = self.groups[g].gpu_type
+        if held is None or any(self.type_of(c) != gpu_type or (c[0] == "o" and self.all_options[c[1]].num_gpus != 1)
+                               for _, c in held):
+            return None
+        return [c for _, c in held]
 
     def admission_order(self) -> list[int]:
         """Jobs by decreasing admission value; among equals, running/placed jobs first, then

@@ -176,7 +176,7 @@ def _rounded(inst: Instance, relaxed: list[tuple[Choice, float]]) -> list[Choice
     choices: list[Choice] = [None] * len(inst.jobs)
     ranked = sorted(
         ((value, choice) for choice, value in relaxed if value > 1e-6),
-        key=lambda vc: (-vc[0], _cost(inst, vc[1]), vc[1]),
+        key=lambda vc: (-vc[0], inst.choice_cost(vc[1]), vc[1]),
     )
     for _, choice in ranked:
         jobs = inst.jobs_of(choice)
@@ -187,6 +187,3 @@ def _rounded(inst: Instance, relaxed: list[tuple[Choice, float]]) -> list[Choice
             choices[j] = choice
     return choices
 
-
-def _cost(inst: Instance, choice: Choice) -> float:
-    return inst.choice_cost(choice)
