@@ -12,8 +12,10 @@ import csv
 import io
 import math
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
+
+from .measurement_limits import MAX_NUM_GPUS, limit_problems
 
 COLUMNS = (
     "workload",
@@ -33,8 +35,8 @@ COLUMNS = (
 REQUIRED_COLUMNS = ("workload", "gpu_type", "throughput")
 SOURCES = ("profiling", "telemetry", "shadow", "reference")
 DEFAULT_SOURCE = "profiling"
-#: Limits of the catalog's columns, checked here so a bad file fails with a line number.
-MAX_NUM_GPUS = 32767
+#: Limit of the reference column, checked here so a bad file fails with a line number (the
+#: physical limits of the values are measurement_limits').
 MAX_REFERENCE_LENGTH = 200
 
 
@@ -190,6 +192,11 @@ def _parse_row(line: int, raw: dict[str, str]) -> tuple[MeasurementRow | None, l
             reasons.append(f"{column}: {exc}")
     if "partner_throughput" in values and "partner" not in values:
         reasons.append("partner_throughput given without a partner")
+    if not reasons:
+        limits = {k: values[k] for k in ("throughput", "partner_throughput", "power_w", "num_gpus", "memory_gb",
+                                         "observed_at") if k in values}
+        problems = limit_problems(now=datetime.now(timezone.utc), **limits)
+        reasons += [f"{column}: {reason}" for column, reason in problems.items()]
     if reasons:
         return None, reasons
     return MeasurementRow(line=line, **values), []

@@ -160,8 +160,10 @@ def job_transition(*, job: Job, to: str, reason: str = "", now=None) -> Job:
 
 
 def job_cancel(*, job: Job, by, reason: str = "") -> Job:
-    """Cancel a job that has not ended; raises lifecycle.IllegalTransition for one that has."""
-    job = job_transition(job=job, to=JobState.CANCELLED.value, reason=reason or f"Cancelled by {by.get_username()}.")
+    """Cancel a job that has not ended; raises lifecycle.IllegalTransition for one that has.
+    The state reason names who cancelled it, and why when they said."""
+    said = f" {reason.strip()}" if reason.strip() else ""
+    job = job_transition(job=job, to=JobState.CANCELLED.value, reason=f"Cancelled by {by.get_username()}.{said}")
     scheduling_round_request(trigger=SolveTrigger.CANCEL)
     return job
 

@@ -1,32 +1,5 @@
-"""Serializer fields the catalog's API needs beyond DRF's own."""
-import math
-
-from django.utils import timezone
+"""The catalog's own serializer field: workloads and GPU types by name."""
 from rest_framework import serializers
-
-
-class FiniteFloatField(serializers.FloatField):
-    """A float that is a number: DRF's FloatField takes "NaN" and "Infinity" as strings, and
-    NaN passes every min/max check."""
-
-    default_error_messages = {"not_finite": "A finite number is required."}
-
-    def to_internal_value(self, data):
-        value = super().to_internal_value(data)
-        if not math.isfinite(value):
-            self.fail("not_finite")
-        return value
-
-
-class AwareDateTimeField(serializers.DateTimeField):
-    """A timestamp with a timezone; DRF would read one without as server time, silently."""
-
-    default_error_messages = {"naive": "Give a timezone, e.g. 2024-05-01T12:00:00Z or +02:00."}
-
-    def enforce_timezone(self, value):
-        if timezone.is_naive(value):
-            self.fail("naive")
-        return super().enforce_timezone(value)
 
 
 class ByName(serializers.SlugRelatedField):

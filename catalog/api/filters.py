@@ -1,6 +1,8 @@
 """FilterSets of the catalog, for the API (and the dashboard's lists later)."""
 import django_filters
 
+from gogh_web.api.filters import AwareIsoDateTimeFilter, IntegerFilter, boolean_filter
+
 from ..models import Measurement, MeasurementSource, Workload, WorkloadKind
 
 NO_PARTNER = "none"
@@ -21,10 +23,12 @@ class MeasurementFilter(django_filters.FilterSet):
         method="filter_partner", help_text=f'Partner workload name, or "{NO_PARTNER}" for runs alone.'
     )
     source = django_filters.ChoiceFilter(choices=MeasurementSource.choices)
-    observed_after = django_filters.IsoDateTimeFilter(
+    num_gpus = IntegerFilter()
+    consolidated = boolean_filter(help_text="true: all GPUs on one server; false: spread.")
+    observed_after = AwareIsoDateTimeFilter(
         field_name="observed_at", lookup_expr="gte", help_text="Observed at or after this time."
     )
-    observed_before = django_filters.IsoDateTimeFilter(
+    observed_before = AwareIsoDateTimeFilter(
         field_name="observed_at", lookup_expr="lt", help_text="Observed before this time."
     )
 

@@ -1,11 +1,14 @@
 """Catalog serializers: all validation of API input happens here; writes go to services."""
 from django.db import models
+from django.utils import timezone
 from rest_framework import serializers
 
+from gogh_web.api.fields import BIGINT_MAX, INT_MAX, AwareDateTimeField, FiniteFloatField
 from gogh_web.api.strict import StrictFieldsMixin
 
+from ..measurement_limits import MAX_GPU_MEMORY_GB, MAX_NUM_GPUS, MAX_POWER_PER_GPU_W, limit_problems
 from ..models import GpuType, Measurement, MeasurementSource, Workload
-from .fields import AwareDateTimeField, ByName, FiniteFloatField
+from .fields import ByName
 
 #: Most measurements one POST may carry.
 MAX_BATCH = 1000
@@ -42,7 +45,11 @@ class GpuTypeSerializer(CatalogModelSerializer):
             "product_names", "created_at", "updated_at",
         ]
         read_only_fields = ["created_at", "updated_at"]
-        extra_kwargs = {"idle_w": {"min_value": 0}}
+        extra_kwargs = {
+            "memory_gb": {"max_value": MAX_GPU_MEMORY_GB},
+            "tdp_w": {"max_value": MAX_POWER_PER_GPU_W},
+            "idle_w": {"min_value": 0},
+        }
 
     def validate_memory_gb(self, value):
         return _positive(value)
@@ -77,8 +84,8 @@ class WorkloadSerializer(CatalogModelSerializer):
         ]
         read_only_fields = ["id", "created_at"]
         extra_kwargs = {
-            "batch_size": {"min_value": 1},
-            "parameters": {"min_value": 0},
+            "batch_size": {"min_value": 1, "max_value": INT_MAX},
+            "parameters": {"min_value": 0, "max_value": BIGINT_MAX},
             "flops_per_sample": {"min_value": 0},
             "compute_density": _UNIT_RANGE,
             "memory_intensity": _UNIT_RANGE,
@@ -115,7 +122,7 @@ class MeasurementSerializer(CatalogModelSerializer):
         ]
         read_only_fields = ["id", "created_at"]
         extra_kwargs = {
-            "num_gpus": {"min_value": 1},
+            "num_gpus": {"min_value": 1, "max_value": MAX_NUM_GPUS},
             "throughput": {"min_value": 0},
             "partner_throughput": {"min_value": 0},
             "power_w": {"min_value": 0},
@@ -134,4 +141,10 @@ class MeasurementSerializer(CatalogModelSerializer):
     def validate(self, attrs):
         if attrs.get("partner_throughput") is not None and attrs.get("partner") is None:
             raise serializers.ValidationError({"partner_throughput": ["Only a measurement with a partner has one."]})
+        problems = limit_problems(
+            now=timezone.now(), num_gpus=attrs.get("num_gpus", 1), gpu_memory_gb=getattr(attrs.get("gpu_type"), "memory_gb", None),
+            **{k: attrs.get(k) for k in ("throughput", "partner_throughput", "power_w", "memory_gb", "observed_at")},
+        )
+        if problems:
+            raise serializers.ValidationError({field: [reason] for field, reason in problems.items()})
         return attrs

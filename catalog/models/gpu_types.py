@@ -1,6 +1,13 @@
 """GPU types: the hardware facts the optimiser needs to price a placement."""
 from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
 from django.db import models
+
+from ..measurement_limits import MAX_POWER_PER_GPU_W
+
+#: Agents report types lower-cased (telemetry.services.nodes): a name with capitals could
+#: never be matched by a node, and "V100" beside "v100" would be two types.
+lower_case_name = RegexValidator(r"^[a-z0-9_-]+$", "Use lower-case letters, digits, '-' and '_' (e.g. v100).")
 
 
 def validate_power_curve(points):
@@ -14,8 +21,10 @@ def validate_power_curve(points):
         util, watts = point
         if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (util, watts)):
             raise ValidationError(f"Point {point!r} must hold two numbers.")
-        if not 0.0 <= util <= 1.0 or watts < 0:
-            raise ValidationError(f"Point {point!r}: utilisation must lie in [0, 1] and watts be >= 0.")
+        if not 0.0 <= util <= 1.0 or not 0 <= watts <= MAX_POWER_PER_GPU_W:
+            raise ValidationError(
+                f"Point {point!r}: utilisation must lie in [0, 1] and watts in [0, {MAX_POWER_PER_GPU_W:g}]."
+            )
         if util <= last:
             raise ValidationError("Power-curve utilisations must be strictly increasing.")
         last = util
@@ -28,7 +37,7 @@ class GpuType(models.Model):
     replaced by profiling (NVML) as measurements come in, so every value carries provenance.
     """
 
-    name = models.SlugField(max_length=32, unique=True, help_text="Short name, e.g. v100.")
+    name = models.SlugField(max_length=32, unique=True, validators=[lower_case_name], help_text="Short name, e.g. v100.")
     description = models.CharField(max_length=200, blank=True)
     memory_gb = models.FloatField(help_text="Device memory per GPU in GB.")
     tdp_w = models.FloatField(help_text="Board power limit per GPU in W (datasheet).")

@@ -6,7 +6,8 @@ from pathlib import Path
 from django.db import transaction
 from django.utils import timezone
 
-from ..measurement_csv import MeasurementFileError, RowError, RowNames, parse_measurements
+from ..measurement_csv import MeasurementFileError, MeasurementRow, RowError, RowNames, parse_measurements
+from ..measurement_limits import limit_problems
 from ..models import GpuType, Measurement, Workload
 from ..selectors import gpu_type_list, gpu_types_by_name, workload_list, workloads_by_name
 
@@ -31,14 +32,17 @@ def measurements_import(*, path: Path | str) -> list[Measurement]:
     """Import a measurements CSV (docs/measurements-csv.md), all rows or none.
 
     Raises MeasurementFileError listing every problem as `file:line: reason`: the reader's
-    syntax checks and, here, names that the catalog does not know. A row without a reference
+    syntax and limit checks and, here, names that the catalog does not know and peak memory
+    beyond what the row's GPU type has. A row without a reference
     gets `<file name>:<line>` so that every imported value can be traced to its file.
     """
     parsed = parse_measurements(path)
     rows, names = parsed.rows, parsed.names
     gpu_types = gpu_types_by_name(names=(n.gpu_type for n in names))
     workloads = workloads_by_name(names=[n.workload for n in names] + [n.partner for n in names if n.partner])
-    errors = parsed.errors + _unknown_name_errors(path, names, gpu_types, workloads)
+    errors = parsed.errors + _unknown_name_errors(path, names, gpu_types, workloads) + _memory_errors(
+        path, rows, gpu_types
+    )
     if errors:
         raise MeasurementFileError(errors)
     file_name = Path(path).name
@@ -62,6 +66,18 @@ def measurements_import(*, path: Path | str) -> list[Measurement]:
             for row in rows
         ]
     )
+
+
+def _memory_errors(path: Path | str, rows: list[MeasurementRow], gpu_types: dict[str, GpuType]) -> list[RowError]:
+    """Rows whose peak memory per GPU exceeds their (known) GPU type's memory."""
+    now = timezone.now()
+    return [
+        RowError(str(path), row.line, f"memory_gb: {reason}")
+        for row in rows
+        if row.memory_gb is not None and row.gpu_type in gpu_types
+        for reason in limit_problems(now=now, memory_gb=row.memory_gb,
+                                     gpu_memory_gb=gpu_types[row.gpu_type].memory_gb).values()
+    ]
 
 
 def _unknown_name_errors(

@@ -22,6 +22,8 @@ class BoundedJSONParser(JSONParser):
             return json.loads(raw.decode(encoding), parse_constant=_reject_constant)
         except (ValueError, UnicodeDecodeError) as exc:
             raise ParseError(f"JSON parse error - {exc}") from exc
+        except RecursionError:  # nesting deeper than Python's stack: a client's mistake, not a 500
+            raise ParseError("JSON parse error - nested too deeply.") from None
 
 
 def _reject_constant(name: str):

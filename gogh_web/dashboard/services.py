@@ -2,6 +2,7 @@
 points solved by Celery tasks), the preview (a dry-run solve with proposed settings) and
 apply (staff only, through scheduler.services.solver_config_update, which audits it)."""
 import logging
+import math
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -99,6 +100,8 @@ def tradeoff_point_solve(*, sweep_id: int, index: int) -> TradeoffPoint | None:
         point = tradeoff.allocation_point(problem, allocation)
         values = {"throughput": point.throughput, "power_w": point.power_w, "jain": point.fairness,
                   "placed": point.placed, "status": allocation.status, "seconds": allocation.seconds}
+        if not all(math.isfinite(values[k]) for k in ("throughput", "power_w", "jain")):
+            raise ValueError(f"not a finite operating point: {values}")  # a NaN would fail the insert
     except Exception:
         log.exception("trade-off sweep %s: point %s failed", sweep_id, index)
         values = {"throughput": 0.0, "power_w": 0.0, "jain": 0.0, "placed": 0, "status": FAILED_POINT,

@@ -25,6 +25,8 @@ FAIRNESS_WEIGHTS = (0.0, 0.5, 2.0)
 DEFAULT_SURPLUS_VALUE_W = 100.0
 # Settings the sweep varies or ignores: they do not enter the cluster-state digest.
 SWEPT_SETTINGS = ("base_energy_weight", "adaptive_weight", "load_window", "fairness_weight")
+# The largest share a job counts with in the fairness index (throughput / T_min).
+MAX_SHARE = 1e9
 
 
 @dataclass(frozen=True)
@@ -83,11 +85,13 @@ def state_digest(problem_dict: dict) -> str:
 
 def operating_point(jobs: tuple[JobSpec, ...], served: dict[str, tuple[float, float]]) -> OperatingPoint:
     """`served`: job id -> (predicted throughput, predicted power) of each placed job. A tenant's
-    share is the mean, over its active jobs, of throughput / T_min (0 for a waiting job)."""
+    share is the mean, over its active jobs, of throughput / T_min (0 for a waiting job), at
+    most MAX_SHARE: a T_min near zero (older rows; the API now refuses them) would otherwise make
+    the share infinite and Jain's index NaN, and every trade-off request a 500."""
     shares: dict[str, list[float]] = {}
     for job in jobs:
         throughput = served.get(job.id, (0.0, 0.0))[0]
-        shares.setdefault(job.tenant, []).append(throughput / job.min_throughput)
+        shares.setdefault(job.tenant, []).append(min(throughput / job.min_throughput, MAX_SHARE))
     return OperatingPoint(
         throughput=sum(t for t, _ in served.values()),
         power_w=sum(p for _, p in served.values()),

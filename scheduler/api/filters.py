@@ -1,6 +1,8 @@
 """One FilterSet for jobs, used by the API (and the dashboard's lists later)."""
 import django_filters
 
+from gogh_web.api.filters import AwareIsoDateTimeFilter, IntegerFilter
+
 from ..lifecycle import JobState
 from ..models import Job
 
@@ -11,9 +13,9 @@ class JobFilter(django_filters.FilterSet):
     family = django_filters.CharFilter(field_name="workload__family")
     tenant = django_filters.CharFilter(field_name="tenant__slug")
     owner = django_filters.CharFilter(field_name="owner__username")
-    priority_min = django_filters.NumberFilter(field_name="priority", lookup_expr="gte")
-    submitted_after = django_filters.IsoDateTimeFilter(field_name="submitted_at", lookup_expr="gte")
-    submitted_before = django_filters.IsoDateTimeFilter(field_name="submitted_at", lookup_expr="lt")
+    priority_min = IntegerFilter(field_name="priority", lookup_expr="gte")
+    submitted_after = AwareIsoDateTimeFilter(field_name="submitted_at", lookup_expr="gte")
+    submitted_before = AwareIsoDateTimeFilter(field_name="submitted_at", lookup_expr="lt")
 
     class Meta:
         model = Job

@@ -4,11 +4,18 @@ import math
 from django.utils import timezone
 from rest_framework import serializers
 
+from catalog.measurement_limits import MAX_THROUGHPUT
 from catalog.models import Workload
+from gogh_web.api.fields import BIGINT_MAX, AwareDateTimeField
 from gogh_web.api.strict import StrictFieldsMixin
 
 from ..models import Allocation, Job
 from ..selectors import cluster_gpu_count, largest_gpu_memory_gb
+
+
+#: The smallest T_min, one step in about 28 hours: far below it throughput / T_min overflows
+#: to infinity in the fairness figures, and no real job needs a guarantee that slow.
+MIN_THROUGHPUT = 1e-5
 
 
 class WorkloadByName(serializers.SlugRelatedField):
@@ -23,15 +30,18 @@ class WorkloadByName(serializers.SlugRelatedField):
 
 class JobSubmitSerializer(StrictFieldsMixin, serializers.Serializer):
     workload = WorkloadByName()
-    min_throughput = serializers.FloatField(help_text="T_min: required steps per second, > 0.")
+    min_throughput = serializers.FloatField(
+        help_text=f"T_min: required steps per second, {MIN_THROUGHPUT:g} to {MAX_THROUGHPUT:g}."
+    )
     max_gpus = serializers.IntegerField(min_value=1, help_text="D_j: the most GPUs the job may use.")
     priority = serializers.IntegerField(required=False, default=0, min_value=-1000, max_value=1000)
-    total_steps = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=1)
+    total_steps = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=1,
+                                           max_value=BIGINT_MAX)
     memory_gb = serializers.FloatField(
         required=False, allow_null=True, default=None,
         help_text="GPU memory needed on each GPU, GB (> 0); omitted: the workload's measured peak, if known.",
     )
-    deadline = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    deadline = AwareDateTimeField(required=False, allow_null=True, default=None)
     name = serializers.CharField(required=False, default="", allow_blank=True, max_length=120)
     command = serializers.CharField(required=False, default="", allow_blank=True, max_length=4000)
     environment = serializers.DictField(
@@ -39,8 +49,10 @@ class JobSubmitSerializer(StrictFieldsMixin, serializers.Serializer):
     )
 
     def validate_min_throughput(self, value):
-        if not math.isfinite(value) or value <= 0:
-            raise serializers.ValidationError("Must be a finite number of steps per second greater than 0.")
+        if not (math.isfinite(value) and MIN_THROUGHPUT <= value <= MAX_THROUGHPUT):
+            raise serializers.ValidationError(
+                f"Must be between {MIN_THROUGHPUT:g} and {MAX_THROUGHPUT:g} steps per second."
+            )
         return value
 
     def validate_memory_gb(self, value):
@@ -71,6 +83,13 @@ class JobSubmitSerializer(StrictFieldsMixin, serializers.Serializer):
         if bad:
             raise serializers.ValidationError(f"Invalid variable name(s): {', '.join(map(repr, bad))}.")
         return value
+
+
+class JobCancelSerializer(StrictFieldsMixin, serializers.Serializer):
+    """The body of POST /api/jobs/{id}/cancel/: empty, or why (kept in the job's state reason)."""
+
+    reason = serializers.CharField(required=False, default="", allow_blank=True, max_length=200,
+                                   help_text="Why the job is cancelled; shown with who cancelled it.")
 
 
 class AllocationSerializer(serializers.ModelSerializer):

@@ -14,7 +14,7 @@ from ..lifecycle import IllegalTransition
 from ..models import Allocation, Job
 from ..selectors import jobs_visible_to
 from .filters import JobFilter
-from .serializers import JobSerializer, JobSubmitSerializer
+from .serializers import JobCancelSerializer, JobSerializer, JobSubmitSerializer
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 
@@ -65,12 +65,14 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         job = self.get_queryset().get(pk=result.job.pk)
         return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED, headers=headers)
 
-    @extend_schema(request=None, responses={200: JobSerializer})
+    @extend_schema(request=JobCancelSerializer, responses={200: JobSerializer})
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
         job = self.get_object()
+        body = JobCancelSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
         try:
-            services.job_cancel(job=job, by=request.user)
+            services.job_cancel(job=job, by=request.user, reason=body.validated_data["reason"])
         except IllegalTransition as exc:
             raise Conflict(str(exc)) from exc
         return Response(JobSerializer(self.get_queryset().get(pk=job.pk)).data)

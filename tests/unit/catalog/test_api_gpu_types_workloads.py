@@ -49,8 +49,16 @@ def test_staff_create_change_and_delete_gpu_types(client_for, staff):
             {"product_names": ["Give a list of non-empty NVML product-name substrings."]},
         ),
         ({"watts": 3}, {"watts": ["Unknown field."]}),
+        ({"name": "H100x"}, {"name": ["Use lower-case letters, digits, '-' and '_' (e.g. v100)."]}),
+        ({"tdp_w": 1e308}, {"tdp_w": ["Ensure this value is less than or equal to 2000.0."]}),
+        ({"memory_gb": 1e300}, {"memory_gb": ["Ensure this value is less than or equal to 4096.0."]}),
+        (
+            {"power_curve": [[0, 70], [1, 1e308]]},
+            {"power_curve": ["Point [1, 1e+308]: utilisation must lie in [0, 1] and watts in [0, 2000]."]},
+        ),
     ],
-    ids=["idle above tdp", "no memory", "power curve", "infinite", "product names", "unknown field"],
+    ids=["idle above tdp", "no memory", "power curve", "infinite", "product names", "unknown field",
+         "capitals (agents report lower case)", "tdp beyond any GPU", "memory beyond any GPU", "curve beyond any GPU"],
 )
 def test_gpu_type_validation(client_for, staff, changes, errors):
     response = client_for(staff).post("/api/gpu-types/", {**H100, **changes}, format="json")

@@ -1,11 +1,11 @@
 """/api/measurements/: everyone signed in reads and filters; agents and staff report, all or none."""
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from catalog.api.fields import AwareDateTimeField
 from catalog.api.serializers import MAX_BATCH
 from catalog.models import Measurement
+from gogh_web.api.fields import AwareDateTimeField
 
 URL = "/api/measurements/"
 
@@ -127,6 +127,40 @@ def test_invalid_reports(client_for, agent, report, changes, field, message):
     assert Measurement.objects.count() == 0
 
 
+@pytest.mark.parametrize(
+    "changes, field, words",
+    [
+        ({"throughput": 1e308}, "throughput", "more than any job runs"),
+        ({"partner": "LM (batch size 20)", "partner_throughput": 2e6}, "partner_throughput", "more than any job runs"),
+        ({"power_w": 1e308}, "power_w", "above 2000 W per GPU (1 GPU)"),
+        ({"power_w": 4500, "num_gpus": 2}, "power_w", "above 2000 W per GPU (2 GPUs)"),
+        ({"memory_gb": 1e300}, "memory_gb", "more than the GPU type has (16 GB)"),
+        ({"observed_at": "9999-12-31T23:59:59Z"}, "observed_at", "in the future; is the clock set?"),
+        ({"observed_at": "0001-01-01T00:00:00Z"}, "observed_at", "is before 2000"),
+        ({"num_gpus": 70000}, "num_gpus", "less than or equal to 32767"),
+    ],
+    ids=["throughput", "partner throughput", "power", "power of 2 GPUs", "memory", "future", "past", "num_gpus"],
+)
+def test_values_beyond_any_real_measurement_are_refused(client_for, agent, report, changes, field, words):
+    """A 1e308 steps/s made every round's objective infinite; 1e300 GB kept a workload pending for good."""
+    batch = [report(), report(**changes)]
+    response = client_for(agent).post(URL, batch, format="json")
+    assert response.status_code == 400
+    (message,) = response.json()["1"][field]
+    assert words in message
+    assert Measurement.objects.count() == 0
+
+
+def test_values_at_the_limits_are_stored(client_for, agent, report):
+    """A full 16 GB GPU may report 17.2 (GiB read as GB); 8 GPUs at 700 W; a minute of clock skew."""
+    ahead = (datetime.now(UTC) + timedelta(minutes=1)).isoformat()
+    response = client_for(agent).post(
+        URL, [report(memory_gb=17.2), report(num_gpus=8, power_w=5600), report(observed_at=ahead)], format="json"
+    )
+    assert response.status_code == 201, response.json()
+    assert Measurement.objects.count() == 3
+
+
 def test_staff_may_write_reference_rows(client_for, staff, report):
     response = client_for(staff).post(URL, report(source="reference", reference="vendor sheet"), format="json")
     assert response.status_code == 201, response.json()
@@ -156,6 +190,32 @@ def test_filters(client_for, alice, stored, query, expected):
     assert ids == wanted if "ordering" in query else sorted(ids) == sorted(wanted)
 
 
-def test_a_bad_filter_value_is_a_400(client_for, alice, stored):
-    assert client_for(alice).get(f"{URL}?source=guess").status_code == 400
-    assert client_for(alice).get(f"{URL}?observed_after=yesterday").status_code == 400
+@pytest.mark.parametrize(
+    "query, field, words",
+    [
+        ("source=guess", "source", "Select a valid choice"),
+        ("observed_after=yesterday", "observed_after", "Enter a valid date/time"),
+        ("observed_after=2024-05-02T00:00:00", "observed_after", "Give a timezone"),
+        ("observed_after=0001-01-01T00:00:00%2B05:00", "observed_after", "Out of range"),
+        ("observed_before=9999-12-31T23:59:59-05:00", "observed_before", "Out of range"),
+        ("num_gpus=1.5", "num_gpus", "Enter a whole number"),
+        ("consolidated=maybe", "consolidated", "Select a valid choice"),
+    ],
+    ids=["source", "not a time", "no timezone", "before year 1 in UTC", "after 9999 in UTC", "not whole", "not boolean"],
+)
+def test_a_bad_filter_value_is_a_400(client_for, alice, stored, query, field, words):
+    """Not a 500 (the UTC conversion overflowed) nor a silently different query (1.5 read as 1,
+    "maybe" as no filter, a time without zone as server time)."""
+    response = client_for(alice).get(f"{URL}?{query}")
+    assert response.status_code == 400
+    assert words in " ".join(response.json()[field])
+
+
+def test_consolidated_filter(client_for, alice, stored):
+    spread = Measurement.objects.create(
+        workload=stored[0].workload, gpu_type=stored[0].gpu_type, num_gpus=2, consolidated=False, throughput=1.0,
+        source="telemetry", observed_at=datetime(2024, 5, 5, tzinfo=UTC),
+    )
+    for value, expected in (("false", [spread.pk]), ("0", [spread.pk]), ("true", [m.pk for m in stored])):
+        ids = [item["id"] for item in client_for(alice).get(f"{URL}?consolidated={value}").json()["results"]]
+        assert sorted(ids) == sorted(expected)

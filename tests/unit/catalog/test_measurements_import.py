@@ -110,6 +110,15 @@ BAD_ROWS = [
     ("empty workload", row(workload=""), "workload is empty"),
     ("partner throughput alone", row(partner_throughput="2"), "partner_throughput given without a partner"),
     ("long reference", row(reference="x" * 201), "reference: longer than 200 characters"),
+    ("huge throughput", row(throughput="1e308"), "throughput: 1e+308 steps/s is above 1e+06, more than any job runs"),
+    ("huge power", row(power_w="1e308"), "power_w: 1e+308 W is above 2000 W per GPU (1 GPU)"),
+    ("memory beyond the type", row(memory_gb="1e300"), "memory_gb: 1e+300 GB is more than the GPU type has (16 GB)"),
+    (
+        "far future",
+        row(observed_at="9999-12-31T23:59:59+00:00"),
+        "observed_at: 9999-12-31T23:59:59+00:00 is more than 300 s in the future; is the clock set?",
+    ),
+    ("before 2000", row(observed_at="1999-12-31T23:00:00+00:00"), "observed_at: 1999-12-31T23:00:00+00:00 is before 2000"),
 ]
 
 

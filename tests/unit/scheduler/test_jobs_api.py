@@ -31,20 +31,24 @@ def test_anonymous_requests_get_401(client_for, cluster):
     [
         ({"workload": "GPT-9 (batch size 1)"}, "workload", "Unknown workload"),
         ({"workload": 17}, "workload", "Unknown workload"),
-        ({"min_throughput": 0}, "min_throughput", "greater than 0"),
-        ({"min_throughput": -3.5}, "min_throughput", "greater than 0"),
+        ({"min_throughput": 0}, "min_throughput", "between 1e-05 and 1e+06"),
+        ({"min_throughput": -3.5}, "min_throughput", "between 1e-05 and 1e+06"),
+        ({"min_throughput": 5e-324}, "min_throughput", "between 1e-05 and 1e+06"),
+        ({"min_throughput": 1e308}, "min_throughput", "between 1e-05 and 1e+06"),
         ({"min_throughput": "fast"}, "min_throughput", "valid number"),
         ({"min_throughput": None}, "min_throughput", "null"),
         ({"max_gpus": 0}, "max_gpus", "greater than or equal to 1"),
         ({"max_gpus": 7}, "max_gpus", "The cluster has 6 GPUs"),
         ({"max_gpus": 1.5}, "max_gpus", "valid integer"),
         ({"total_steps": 0}, "total_steps", "greater than or equal to 1"),
+        ({"total_steps": 2**63}, "total_steps", "less than or equal to 9223372036854775807"),
         ({"memory_gb": 0}, "memory_gb", "greater than 0"),
         ({"memory_gb": "NaN"}, "memory_gb", "finite"),
         ({"memory_gb": 17}, "memory_gb", "No GPU of the cluster has more than 16 GB"),
         ({"priority": 10**6}, "priority", "less than or equal to 1000"),
         ({"deadline": "2001-01-01T00:00:00Z"}, "deadline", "in the past"),
         ({"deadline": "next tuesday"}, "deadline", "Datetime has wrong format"),
+        ({"deadline": "2099-01-01T00:00:00"}, "deadline", "Give a timezone"),
         ({"environment": {"A=B": "x"}}, "environment", "Invalid variable name"),
         ({"max_gpu": 2}, "max_gpu", "Unknown field"),
         ({"tenant": "vision"}, "tenant", "Unknown field"),
@@ -65,7 +69,9 @@ def test_missing_required_fields_are_each_named(client_for, alice, cluster):
     assert set(response.json()) == {"workload", "min_throughput", "max_gpus"}
 
 
-@pytest.mark.parametrize("raw", ['{"workload": ', "[1, 2]", '"text"', '{"min_throughput": NaN}', "\xff\xfe"])
+@pytest.mark.parametrize(
+    "raw", ['{"workload": ', "[1, 2]", '"text"', '{"min_throughput": NaN}', "\xff\xfe", "[" * 100_000 + "]" * 100_000]
+)
 def test_malformed_json_gets_400(client_for, alice, cluster, raw):
     response = client_for(alice).generic("POST", "/api/jobs/", raw.encode("latin-1"), content_type="application/json")
     assert response.status_code == 400, response.content
@@ -155,6 +161,18 @@ def test_cancel_then_cancel_again_conflicts(submit, alice, client_for):
     assert "cancelled job cannot become cancelled" in again.json()["detail"]
 
 
+def test_cancel_keeps_the_reason_given_and_refuses_other_fields(submit, alice, client_for):
+    """The body was ignored: a typo such as {"reson": ...} cancelled silently without it."""
+    client = client_for(alice)
+    job = submit(alice).json()["id"]
+    typo = client.post(f"/api/jobs/{job}/cancel/", {"reson": "wrong data"}, format="json")
+    assert typo.status_code == 400 and typo.json() == {"reson": ["Unknown field."]}
+    assert Job.objects.get(pk=job).state == "pending"
+    response = client.post(f"/api/jobs/{job}/cancel/", {"reason": "wrong data set"}, format="json")
+    assert response.status_code == 200
+    assert Job.objects.get(pk=job).state_reason == "Cancelled by alice. wrong data set"
+
+
 def test_list_filters_and_pagination(submit, alice, client_for, lm):
     for priority in range(5):
         submit(alice, priority=priority)
@@ -170,6 +188,10 @@ def test_list_filters_and_pagination(submit, alice, client_for, lm):
     window = client.get("/api/jobs/", {"submitted_after": (timezone.now() + timedelta(minutes=1)).isoformat()})
     assert window.json()["count"] == 0
     assert client.get("/api/jobs/", {"state": "nonsense"}).status_code == 400
+    # a fraction was compared truncated (0.5 listed priority 0); times near year 1 or 9999 overflowed (500)
+    for bad in ({"priority_min": 0.5}, {"submitted_after": "0001-01-01T00:00:00+05:00"},
+                {"submitted_before": "9999-12-31T23:59:59-05:00"}, {"submitted_after": "2024-01-01T00:00:00"}):
+        assert client.get("/api/jobs/", bad).status_code == 400, bad
 
 
 def test_schema_and_docs_are_served(client_for, alice):

@@ -261,6 +261,17 @@ def test_a_raising_point_is_recorded_and_fails_the_sweep(browser_for, alice, clu
     assert dispatched[-1] == retried.json()["sweep"]
 
 
+def test_a_point_that_is_not_finite_is_recorded_as_failed(browser_for, alice, cluster, submit, dispatched, monkeypatch):
+    """A NaN fairness failed the insert (NOT NULL on SQLite), so the point was never stored and
+    the sweep waited for it until its timeout."""
+    submit(alice)
+    sweep_id = sweep_of_now(browser_for(alice))["sweep"]
+    monkeypatch.setattr(tradeoff, "allocation_point",
+                        lambda problem, allocation: tradeoff.OperatingPoint(1.0, 1.0, float("nan"), 1))
+    point = services.tradeoff_point_solve(sweep_id=sweep_id, index=0)
+    assert point.status == services.FAILED_POINT and point.jain == 0.0
+
+
 def test_a_sweep_whose_points_never_arrive_fails_after_its_timeout(browser_for, alice, cluster, dispatched,
                                                                    django_capture_on_commit_callbacks):
     client = browser_for(alice)

@@ -48,6 +48,14 @@ def test_operating_point_sums_and_scores_tenants_by_normalised_throughput():
     assert unfair.fairness == pytest.approx(0.5)
 
 
+def test_a_near_zero_t_min_cannot_make_the_fairness_index_nan():
+    """5e-324 steps/s (accepted before the API bounded T_min) made a share infinite, Jain's index
+    NaN and every trade-off request a 500."""
+    jobs = (job("1", "a", t_min=5e-324), job("2", "b"))
+    point = tradeoff.operating_point(jobs, {"1": (4.0, 100.0), "2": (2.0, 50.0)})
+    assert point.fairness == pytest.approx(0.5)  # tenant a's share counts as MAX_SHARE, b's as 1
+
+
 def test_moves_name_placed_moved_and_preempted_jobs_only():
     jobs = (job("1", "a"), job("2", "a", current=CurrentPlacement(("7",))),
             job("3", "a", current=CurrentPlacement(("8",))), job("4", "a", current=CurrentPlacement(("9",))))
