@@ -7,6 +7,7 @@ for every caller.
 from rest_framework import serializers
 
 from catalog.models import GpuType
+from gogh_web.api.fields import FiniteFloatField
 from gogh_web.api.strict import StrictFieldsMixin
 
 from ..models import Gpu, Node
@@ -38,7 +39,7 @@ class GpuReportSerializer(StrictFieldsMixin, serializers.Serializer):
     pci_bus_id = _optional_text(Gpu, "pci_bus_id")
     pcie_switch = _optional_text(Gpu, "pcie_switch", help_text="Identifier of the PCIe switch the GPU sits behind.")
     numa_node = serializers.IntegerField(required=False, default=None, allow_null=True, min_value=0, max_value=1023)
-    memory_gb = serializers.FloatField(required=False, default=None, allow_null=True, max_value=4096)
+    memory_gb = FiniteFloatField(required=False, default=None, allow_null=True, max_value=4096)
 
     def validate_memory_gb(self, value):
         if value is not None and value <= 0:

@@ -3,53 +3,82 @@ fields are errors); the rules that need the database (whose GPU, whose job) are 
 from rest_framework import serializers
 from rest_framework.settings import api_settings
 
+from catalog.measurement_limits import MAX_THROUGHPUT
+from gogh_web.api.fields import BIGINT_MAX, INT_MAX, AwareDateTimeField, FiniteFloatField
 from gogh_web.api.strict import StrictFieldsMixin
+from scheduler.models import Job
 
-from ..models import Gpu
+from ..models import Gpu, GpuSample, Node
 from ..services.job_progress import REPORT_STATUSES
+from ..services.samples import MAX_CLOCK_AHEAD_S, MAX_SAMPLE_AGE_S
 
 MAX_SAMPLES_PER_BATCH = 1000
+_SMALLINT_MAX = 2**15 - 1
+_COLUMN_MAX = {
+    "SmallIntegerField": _SMALLINT_MAX, "PositiveSmallIntegerField": _SMALLINT_MAX, "SmallAutoField": _SMALLINT_MAX,
+    "IntegerField": INT_MAX, "PositiveIntegerField": INT_MAX, "AutoField": INT_MAX,
+    "BigIntegerField": BIGINT_MAX, "PositiveBigIntegerField": BIGINT_MAX, "BigAutoField": BIGINT_MAX,
+}
 
 
-def _reading(**limits) -> serializers.FloatField:
-    return serializers.FloatField(required=False, default=None, allow_null=True, **limits)
+def _column_max(model, field: str) -> int:
+    """The largest integer the column holds: input limits follow the columns, so a number too
+    large is a 400 and not the database's overflow error (a KeyError here names a column type
+    this table does not know yet)."""
+    return _COLUMN_MAX[model._meta.get_field(field).get_internal_type()]
 
 
-def _counter() -> serializers.IntegerField:
-    return serializers.IntegerField(required=False, default=None, allow_null=True, min_value=0)
+def _reading(**limits) -> FiniteFloatField:
+    return FiniteFloatField(required=False, default=None, allow_null=True, **limits)
+
+
+def _counter(field: str) -> serializers.IntegerField:
+    return serializers.IntegerField(
+        required=False, default=None, allow_null=True, min_value=0, max_value=_column_max(GpuSample, field)
+    )
 
 
 class GpuSampleSerializer(StrictFieldsMixin, serializers.Serializer):
     gpu = serializers.CharField(max_length=Gpu._meta.get_field("uuid").max_length, help_text="NVML UUID.")
-    ts = serializers.DateTimeField(help_text="When the GPU was read (ISO 8601 with a zone).")
+    ts = AwareDateTimeField(
+        help_text=f"When the GPU was read (ISO 8601 with a zone): at most {MAX_CLOCK_AHEAD_S} s ahead of the "
+        f"server's clock and {MAX_SAMPLE_AGE_S // 86400} days behind it."
+    )
     power_w = _reading(min_value=0, max_value=10_000)
     utilization = _reading(min_value=0, max_value=1, help_text="0..1")
     memory_used_mb = _reading(min_value=0, max_value=10_000_000)
     sm_clock_mhz = _reading(min_value=0, max_value=100_000)
     temperature_c = _reading(min_value=-100, max_value=250)
-    ecc_corrected = _counter()
-    ecc_uncorrected = _counter()
-    retired_pages = _counter()
+    ecc_corrected = _counter("ecc_corrected")
+    ecc_uncorrected = _counter("ecc_uncorrected")
+    retired_pages = _counter("retired_pages")
 
 
 class SampleBatchSerializer(StrictFieldsMixin, serializers.Serializer):
     samples = GpuSampleSerializer(many=True, allow_empty=False, max_length=MAX_SAMPLES_PER_BATCH)
     dropped = serializers.IntegerField(
-        required=False, default=None, allow_null=True, min_value=0,
+        required=False, default=None, allow_null=True, min_value=0, max_value=_column_max(Node, "samples_dropped"),
         help_text="Samples the agent dropped from its full buffer since it started.",
     )
 
 
 class SampleBatchResultSerializer(serializers.Serializer):
-    accepted = serializers.IntegerField()
+    accepted = serializers.IntegerField(
+        help_text="Samples stored: one already stored (same GPU and instant), or repeated in the batch, is not "
+        "counted, so a resent batch answers 0."
+    )
 
 
 class JobProgressSerializer(StrictFieldsMixin, serializers.Serializer):
-    job = serializers.IntegerField(min_value=1)
+    job = serializers.IntegerField(min_value=1, max_value=_column_max(Job, "id"))
     status = serializers.ChoiceField(choices=REPORT_STATUSES)
-    steps = serializers.IntegerField(min_value=0)
-    total_steps = serializers.IntegerField(required=False, default=None, allow_null=True, min_value=1)
-    steps_per_s = serializers.FloatField(required=False, default=None, allow_null=True, min_value=0, max_value=1e9)
+    steps = serializers.IntegerField(min_value=0, max_value=_column_max(Job, "steps_done"))
+    total_steps = serializers.IntegerField(
+        required=False, default=None, allow_null=True, min_value=1, max_value=_column_max(Job, "total_steps")
+    )
+    steps_per_s = FiniteFloatField(  # becomes a catalog measurement: the catalog's limit
+        required=False, default=None, allow_null=True, min_value=0, max_value=MAX_THROUGHPUT
+    )
     exit_code = serializers.IntegerField(required=False, default=None, allow_null=True, min_value=-255, max_value=255)
     message = serializers.CharField(required=False, default="", allow_blank=True, max_length=300)
 

@@ -53,12 +53,19 @@ class JobProgressView(APIView):
 
 
 class PrometheusRenderer(renderers.BaseRenderer):
+    """The metrics as they are; an error (401, 403, 405, 429) as its message in plain text,
+    not the Python repr of DRF's {"detail": ErrorDetail(...)}."""
+
     media_type = "text/plain"
     format = "txt"
     charset = "utf-8"
 
     def render(self, data, accepted_media_type=None, renderer_context=None):
-        return data if isinstance(data, bytes) else f"{data}\n".encode()
+        if isinstance(data, bytes):
+            return data
+        if isinstance(data, dict) and "detail" in data:
+            data = data["detail"]
+        return f"{data}\n".encode()
 
 
 class CanReadMetrics(BasePermission):

@@ -16,6 +16,7 @@ from django.db import transaction
 from django.db.models import Avg, Max, Prefetch
 from django.utils import timezone
 
+from catalog.measurement_limits import limit_problems
 from catalog.models import Measurement, MeasurementSource
 from gogh_web.events import emit
 from scheduler.lifecycle import JobState
@@ -142,16 +143,22 @@ def _record_measurement(job: Job, allocations: list[Allocation], steps_per_s: fl
         if span >= window + UPLOAD_LAG:
             recent.update(mine.filter(ts__gt=latest - window).aggregate(power_w=Avg("power_w"),
                                                                        utilization=Avg("utilization")))
+    gpu_type = gpu_types.pop()
+    readings = {"power_w": recent["power_w"], "utilization": recent["utilization"],
+                "memory_gb": recent["memory_mb"] / 1024 if recent["memory_mb"] is not None else None}
+    # Readings beyond what the GPU type can draw or hold (samples take up to 10 kW and 10 TB)
+    # are left out rather than taught to the catalog: a workload would never fit again.
+    for field in limit_problems(now=now, num_gpus=len(allocations), gpu_memory_gb=gpu_type.memory_gb,
+                                power_w=readings["power_w"], memory_gb=readings["memory_gb"]):
+        readings[field] = None
     measurement = Measurement.objects.create(
         workload=job.workload,
-        gpu_type=gpu_types.pop(),
+        gpu_type=gpu_type,
         num_gpus=len(allocations),
         consolidated=len({a.gpu.node_id for a in allocations}) == 1,
         partner=partner.workload if partner else None,
         throughput=steps_per_s,
-        power_w=recent["power_w"],
-        utilization=recent["utilization"],
-        memory_gb=recent["memory_mb"] / 1024 if recent["memory_mb"] is not None else None,
+        **readings,
         source=MeasurementSource.TELEMETRY,
         reference=measurement_reference(job.pk),
         observed_at=now,

@@ -21,6 +21,15 @@ from .access import check_is_agent, may_report
 
 #: A sample stamped further ahead than this is refused: the agent's clock is wrong.
 MAX_CLOCK_AHEAD_S = 300
+#: A sample stamped further back than this is refused too. An agent's backlog after an outage
+#: is at most about a day old (its default buffer: a day of one GPU at 1 Hz), so a week leaves
+#: room for a long outage and larger buffers; older than that, the node's clock was never set
+#: (1970 after a dead RTC battery, year 1 from a bad parse). Such samples would sit in the
+#: per-minute aggregates at dates no page shows, and a week-old reading says nothing about the
+#: cluster now. The agent drops a refused batch and uploads oldest first, so after an outage of
+#: more than a week it loses the too-old batches (and the one straddling the line) and then
+#: delivers the rest.
+MAX_SAMPLE_AGE_S = 7 * 24 * 3600
 _MEASURES = [
     "power_w", "utilization", "memory_used_mb", "sm_clock_mhz", "temperature_c",
     "ecc_corrected", "ecc_uncorrected", "retired_pages",
@@ -30,9 +39,11 @@ _MEASURES = [
 @transaction.atomic
 def gpu_samples_ingest(*, agent_user, samples: list[dict], dropped: int | None = None, now=None) -> int:
     """Store a batch of samples (dicts: gpu = UUID, ts, and the _MEASURES, None where unread);
-    how many were accepted. A sample already stored (same GPU and instant) is not stored twice,
-    so an agent may resend a batch whose answer it lost. `dropped`: the agent's count of
-    samples lost to its full buffer, kept on the batch's nodes."""
+    how many were stored. A sample already stored (same GPU and instant) is not stored again,
+    so an agent may resend a batch whose answer it lost (the resend answers 0); of several
+    samples of one GPU and instant in a batch, only the first is stored and counted. Stored
+    pairs are found with one query for the whole batch, not one per sample. `dropped`: the
+    agent's count of samples lost to its full buffer, kept on the batch's nodes."""
     check_is_agent(agent_user)
     now = now or timezone.now()
     gpus = {gpu.uuid: gpu for gpu in Gpu.objects.select_related("node").filter(uuid__in={s["gpu"] for s in samples})}
@@ -45,14 +56,32 @@ def gpu_samples_ingest(*, agent_user, samples: list[dict], dropped: int | None =
             errors[f"samples[{position}].gpu"] = [f"No GPU with UUID {sample['gpu']} is registered."]
         if sample["ts"] > now + timedelta(seconds=MAX_CLOCK_AHEAD_S):
             errors[f"samples[{position}].ts"] = [f"More than {MAX_CLOCK_AHEAD_S} s in the future; is the node's clock set?"]
+        elif sample["ts"] < now - timedelta(seconds=MAX_SAMPLE_AGE_S):
+            days = MAX_SAMPLE_AGE_S // 86400
+            errors[f"samples[{position}].ts"] = [f"More than {days} days in the past; is the node's clock set?"]
     if errors:
         raise ValidationError(errors)
-    rows = [GpuSample(gpu=gpus[s["gpu"]], ts=s["ts"], **{m: s.get(m) for m in _MEASURES}) for s in samples]
+    rows = _new_rows(gpus, samples)
+    # ignore_conflicts still: a concurrent upload of the same samples may commit first.
     GpuSample.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
     emit.gpus_changed(gpu.pk for gpu in gpus.values())  # once per GPU per batch, however many samples
     if dropped is not None:
         Node.objects.filter(pk__in={gpu.node_id for gpu in gpus.values()}).update(samples_dropped=dropped)
     return len(rows)
+
+
+def _new_rows(gpus: dict[str, Gpu], samples: list[dict]) -> list[GpuSample]:
+    """The samples to store: the first of each (GPU, instant) that is not stored yet."""
+    stored = set(
+        GpuSample.objects.filter(gpu__in=gpus.values(), ts__in={s["ts"] for s in samples}).values_list("gpu_id", "ts")
+    )
+    rows = []
+    for sample in samples:
+        key = (gpus[sample["gpu"]].pk, sample["ts"])
+        if key not in stored:
+            stored.add(key)
+            rows.append(GpuSample(gpu=gpus[sample["gpu"]], ts=sample["ts"], **{m: sample.get(m) for m in _MEASURES}))
+    return rows
 
 
 @transaction.atomic

@@ -111,3 +111,12 @@ def test_metrics_need_staff_or_the_view_permission(client_for, alice, make_user,
     prometheus.user_permissions.add(Permission.objects.get(codename="view_gpusample"))
     metrics = scrape(client_for(prometheus))
     assert metrics[("gogh_nodes", (("state", "ready"),))] == 1
+
+
+def test_metrics_errors_are_plain_text_not_a_python_repr(client_for, alice):
+    anonymous, user = client_for(None).get("/metrics"), client_for(alice).get("/metrics")
+    assert anonymous.status_code == 401
+    assert anonymous.content == b"Authentication credentials were not provided.\n"
+    assert user.status_code == 403
+    assert user.content == b"You do not have permission to perform this action.\n"
+    assert user["Content-Type"].startswith("text/plain")

@@ -138,11 +138,22 @@ def test_another_nodes_job_is_403(report, make_user, gpu_types, alice, resnet50)
         ({"job": 1, "status": "running", "steps": -1}, "steps"),
         ({"job": 1, "status": "running", "steps": 1, "steps_per_s": -2}, "steps_per_s"),
         ({"job": 1, "status": "running", "steps": 1, "colour": "red"}, "colour"),
+        ({"job": 2**63, "status": "running", "steps": 1}, "job"),  # beyond the bigint columns: was a 500
+        ({"job": 1, "status": "running", "steps": 2**63}, "steps"),
+        ({"job": 1, "status": "running", "steps": 1, "total_steps": 2**63}, "total_steps"),
+        ({"job": 1, "status": "running", "steps": 1, "steps_per_s": "NaN"}, "steps_per_s"),  # passes min/max
     ],
 )
 def test_bad_progress_reports_are_400(report, node1, body, field):
     response = report(body)
     assert response.status_code == 400 and field in response.json()
+
+
+def test_the_largest_step_counts_the_columns_hold_are_stored(report, gpus, alice, resnet50):
+    job = placed_job(alice, resnet50, gpus[:1])
+    response = report({"job": job.pk, "status": "running", "steps": 2**63 - 1, "total_steps": 2**63 - 1})
+    assert response.status_code == 200 and response.json()["steps_done"] == 2**63 - 1
+    assert Job.objects.get(pk=job.pk).total_steps == 2**63 - 1
 
 
 def test_users_cannot_report_progress(report, gpus, alice, resnet50):
@@ -189,6 +200,20 @@ def test_a_steady_measurement_reads_the_last_window_whatever_the_agents_clock(re
     (steady,) = Measurement.objects.filter(source="telemetry")
     assert steady.power_w == pytest.approx(530) and steady.utilization == pytest.approx(0.97)
     assert steady.memory_gb == pytest.approx(8)  # its own peak, not the previous job's 99,999 MB
+
+
+def test_readings_no_gpu_of_the_type_can_have_are_left_out_of_the_measurement(report, gpus, alice, resnet50):
+    """Samples take up to 10 kW and 10 TB; a 16 GB v100 "using" 9.7 TB would keep its workload
+    pending for good once the catalog learnt it, so the measurement keeps only its throughput."""
+    job = placed_job(alice, resnet50, gpus[:1])
+    report({"job": job.pk, "status": "running", "steps": 0})
+    _started_ago(job, seconds=60)
+    GpuSample.objects.create(gpu=gpus[0], ts=timezone.now() - timedelta(seconds=1), power_w=9000, utilization=0.9,
+                             memory_used_mb=10_000_000)
+    report({"job": job.pk, "status": "running", "steps": 900, "steps_per_s": 30.5})
+    (measurement,) = Measurement.objects.filter(source="telemetry")
+    assert (measurement.throughput, measurement.power_w, measurement.memory_gb) == (30.5, None, None)
+    assert measurement.utilization == pytest.approx(0.9)
 
 
 def test_no_pair_measurement_before_the_partner_ran_a_whole_window_beside_it(report, gpus, alice, resnet50):

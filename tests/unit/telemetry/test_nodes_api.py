@@ -67,6 +67,7 @@ def test_uuid_on_another_node_is_400(register, node1, agent):
         ({"gpus": [gpu_report(0, numa_node=-1)]}, "gpus"),
         ({"gpus": [gpu_report(0, memory_gb=0)]}, "gpus"),
         ({"gpus": [gpu_report(0, memory_gb="lots")]}, "gpus"),
+        ({"gpus": [gpu_report(0, memory_gb="NaN")]}, "gpus"),  # NaN passes every min/max check
         ({"gpus": [gpu_report(0, colour="blue")]}, "gpus"),
         ({"gpus": ["GPU-0"]}, "gpus"),
         ({"gpus": [gpu_report(0), gpu_report(0, uuid="GPU-other")]}, "gpus[1].index"),

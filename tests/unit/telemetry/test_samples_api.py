@@ -2,10 +2,12 @@
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from telemetry.models import GpuSample, Node
-from telemetry.services import node_register
+from telemetry.services import gpu_samples_ingest, node_register
 
 from .reports import node_report
 
@@ -40,8 +42,9 @@ def test_a_batch_is_stored(upload):
 
 def test_resending_a_batch_stores_nothing_twice(upload):
     body = {"samples": [sample(seconds_ago=1), sample("GPU-node1-1", seconds_ago=1)]}
-    assert upload(body).status_code == 201
-    assert upload(body).status_code == 201
+    assert upload(body).json() == {"accepted": 2}
+    response = upload(body)
+    assert response.status_code == 201 and response.json() == {"accepted": 0}
     assert GpuSample.objects.count() == 2
 
 
@@ -108,3 +111,77 @@ def test_only_agents_and_staff_upload(upload, alice, staff):
 
 def test_anonymous_is_401(client_for, node1):
     assert client_for(None).post(URL, {"samples": [sample()]}, format="json").status_code == 401
+
+
+@pytest.mark.parametrize(
+    "fields, path",
+    [
+        ({"ecc_corrected": 2**63}, "samples[0].ecc_corrected"),  # bigint column: the database's overflow was a 500
+        ({"ecc_uncorrected": 2**63}, "samples[0].ecc_uncorrected"),
+        ({"retired_pages": 2**31}, "samples[0].retired_pages"),  # a 32-bit column (PostgreSQL's overflow)
+        ({"power_w": "NaN"}, "samples[0].power_w"),  # NaN passes every min/max check
+        ({"utilization": "NaN"}, "samples[0].utilization"),
+        ({"temperature_c": "-Infinity"}, "samples[0].temperature_c"),
+        ({"ts": "2026-11-30T16:01:02"}, "samples[0].ts"),  # no zone: not read as UTC silently
+        ({"ts": "0001-01-01T00:00:00+00:00"}, "samples[0].ts"),  # a clock that was never set
+        ({"ts": (timezone.now() - timedelta(days=8)).isoformat()}, "samples[0].ts"),
+    ],
+)
+def test_out_of_range_numbers_and_timestamps_are_400(upload, fields, path):
+    response = upload({"samples": [sample(**fields)]})
+    assert response.status_code == 400, response.content
+    assert set(response.json()) == {path}
+    assert GpuSample.objects.count() == 0
+
+
+def test_an_old_timestamp_is_named_like_a_future_one(upload):
+    response = upload({"samples": [sample(), sample(seconds_ago=8 * 86400)]})
+    assert response.json() == {"samples[1].ts": ["More than 7 days in the past; is the node's clock set?"]}
+
+
+def test_a_dropped_count_beyond_its_column_is_400(upload):
+    response = upload({"samples": [sample()], "dropped": 2**63})
+    assert response.status_code == 400 and set(response.json()) == {"dropped"}
+    assert Node.objects.get(hostname="node1").samples_dropped == 0
+
+
+def test_the_largest_values_the_columns_hold_are_stored(upload):
+    """The limits follow the columns: the largest value each holds is accepted, as is a day-old
+    backlog (the agent's default buffer after an outage)."""
+    body = {"samples": [sample(seconds_ago=86400, ecc_corrected=2**63 - 1, ecc_uncorrected=2**63 - 1,
+                               retired_pages=2**31 - 1)], "dropped": 2**63 - 1}
+    assert upload(body).json() == {"accepted": 1}
+    stored = GpuSample.objects.get()
+    assert (stored.ecc_corrected, stored.ecc_uncorrected, stored.retired_pages) == (2**63 - 1, 2**63 - 1, 2**31 - 1)
+    assert Node.objects.get(hostname="node1").samples_dropped == 2**63 - 1
+
+
+def test_accepted_counts_the_samples_stored_not_the_samples_sent(upload):
+    first, second = sample(seconds_ago=2), sample(seconds_ago=1)
+    assert upload({"samples": [first, first, first]}).json() == {"accepted": 1}  # one (GPU, instant): one row
+    assert upload({"samples": [first]}).json() == {"accepted": 0}  # a resend stores nothing
+    assert upload({"samples": [first, second, second]}).json() == {"accepted": 1}
+    assert GpuSample.objects.count() == 2
+
+
+def test_the_first_of_duplicates_in_a_batch_is_the_one_stored(upload):
+    twice = sample(seconds_ago=1)
+    assert upload({"samples": [twice, {**twice, "power_w": 99.0}]}).json() == {"accepted": 1}
+    assert GpuSample.objects.get().power_w == 210.5
+
+
+def test_counting_what_is_stored_costs_the_same_queries_for_any_batch_size(node1, agent):
+    """Duplicates are found with one query for the whole batch, not one per sample."""
+    def queries(count):
+        samples = [{**sample(), "ts": timezone.now() - timedelta(seconds=count + i)} for i in range(count)]
+        with CaptureQueriesContext(connection) as captured:
+            assert gpu_samples_ingest(agent_user=agent, samples=samples) == count
+        return len(captured)
+
+    assert queries(2) == queries(80)  # 80: one INSERT on SQLite, which splits larger ones
+
+
+def test_a_full_batch_is_stored(upload):
+    samples = [sample(f"GPU-node1-{i % 4}", seconds_ago=i // 4) for i in range(1000)]
+    assert upload({"samples": samples}).json() == {"accepted": 1000}
+    assert upload({"samples": samples}).json() == {"accepted": 0}
