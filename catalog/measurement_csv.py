@@ -118,7 +118,7 @@ def parse_measurements(path: Path | str) -> ParsedFile:
     text, error = _read_text(path)
     if error is not None:
         return ParsedFile(errors=[error])
-    reader = csv.reader(io.StringIO(text, newline=""))
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)  # strict: a stray quote is an error
     parsed = ParsedFile()
     header: list[str] | None = None
     header_line = 1
@@ -147,7 +147,12 @@ def parse_measurements(path: Path | str) -> ParsedFile:
             if row is not None:
                 parsed.rows.append(row)
     except csv.Error as exc:
-        parsed.errors.append(RowError(name, reader.line_num, f"not valid CSV: {exc}"))
+        # The record that starts at `line` broke the syntax. An opening quote never closed swallows
+        # every later line into one field: say so, rather than count the fields of the jumble.
+        unclosed = "unexpected end of data" in str(exc)
+        reason = 'a quoted field opened on this line is never closed (a " is missing)' if unclosed else (
+            f"not valid CSV: {exc}")
+        parsed.errors.append(RowError(name, line, reason))
     if header is None and not parsed.errors:
         parsed.errors.append(RowError(name, 1, "empty file: expected a header row"))
     elif header is not None and not parsed.rows and not parsed.errors:
