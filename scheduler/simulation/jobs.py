@@ -17,6 +17,11 @@ from .truth import Truth
 
 GPU_COUNTS = ((1, 0.70), (2, 0.10), (4, 0.15), (8, 0.05))
 REFERENCE_TYPE = "v100"
+#: Every job arrives within a year of the start. The virtual clock is a float: far enough out
+#: (1e308 s) a 360 s round adds nothing to it, and a job arriving there could never progress, so
+#: it would show up as "not completed" instead of as the mistake it is. A year is ~680 times the
+#: latest arrival in Gavel's traces (46317 s).
+MAX_ARRIVAL_S = 365 * 86400.0
 
 
 @dataclass(frozen=True)
@@ -64,12 +69,16 @@ def min_throughput(truth: Truth, workload: str, max_gpus: int, rng: random.Rando
 
 def generate_jobs(truth: Truth, *, count: int, jobs_per_hour: float, seed: int,
                   tmin_range=(0.2, 0.6)) -> tuple[SimJob, ...]:
-    """`count` jobs; a (workload, D_j) draw that fits nowhere is drawn again."""
+    """`count` jobs; a (workload, D_j) draw that fits nowhere is drawn again. ValueError when
+    arrivals at this rate run past MAX_ARRIVAL_S."""
     rng = random.Random(f"jobs:{seed}")
     workloads = truth.workloads()
     jobs, t = [], 0.0
     while len(jobs) < count:
         t += rng.expovariate(jobs_per_hour / 3600.0)
+        if t > MAX_ARRIVAL_S:
+            raise ValueError(f"at {jobs_per_hour:g} jobs per hour job {len(jobs) + 1} of {count} would arrive after "
+                             f"{t / 86400:.0f} days, beyond the simulation's horizon of {MAX_ARRIVAL_S / 86400:.0f} days")
         while True:
             workload, gpus = rng.choice(workloads), draw_gpu_count(rng)
             rate = reference_rate(truth, workload, gpus)

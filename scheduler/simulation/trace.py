@@ -9,7 +9,7 @@ generated jobs (jobs.py), from the seed.
 import math
 import random
 
-from .jobs import SimJob, best_measured, min_throughput
+from .jobs import MAX_ARRIVAL_S, SimJob, best_measured, min_throughput
 from .truth import Truth
 
 FIELDS = 10
@@ -20,9 +20,10 @@ class TraceError(ValueError):
 
 
 def parse_trace(path: str) -> list[tuple[int, str, float, int, float]]:
-    """(line, workload, total_steps, scale_factor, arrival_s) per job, blank lines skipped."""
+    """(line, workload, total_steps, scale_factor, arrival_s) per job, blank lines skipped. A
+    byte-order mark (editors on Windows write one) is not part of the first workload's name."""
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8-sig") as handle:
             lines = handle.read().splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise TraceError(f"{path}: cannot read the trace ({exc})") from None
@@ -39,6 +40,9 @@ def parse_trace(path: str) -> list[tuple[int, str, float, int, float]]:
             raise TraceError(f"{path}:{number}: total_steps, scale_factor and arrival_time_s must be numbers") from None
         if not (math.isfinite(steps) and steps > 0 and scale >= 1 and math.isfinite(arrival) and arrival >= 0):
             raise TraceError(f"{path}:{number}: needs total_steps > 0, scale_factor >= 1 and arrival_time_s >= 0")
+        if arrival > MAX_ARRIVAL_S:
+            raise TraceError(f"{path}:{number}: arrival_time_s {arrival:g} is beyond the simulation's horizon "
+                             f"({MAX_ARRIVAL_S:g} s, a year)")
         out.append((number, fields[0].strip(), steps, scale, arrival))
     if not out:
         raise TraceError(f"{path}: the trace has no jobs")

@@ -5,6 +5,7 @@ on stderr and a non-zero status, never a traceback.
 """
 import argparse
 import logging
+import math
 import os
 import signal
 import socket
@@ -18,6 +19,13 @@ from .gpus import NoGpuDriver
 from .simulated import SimulatedBackend, SimulatedType, parse_failures, parse_gpu_spec
 
 EXIT_NO_DRIVER, EXIT_USAGE, EXIT_REFUSED = 2, 3, 4
+#: The control plane's default GOGH_NODE_HEARTBEAT_TIMEOUT_S. The agent cannot read the control
+#: plane's setting, so a slower heartbeat is a warning, not an error: it is right where the
+#: operator raised the timeout (and --fence-after with it), and marks the node down between
+#: heartbeats where they did not.
+DEFAULT_HEARTBEAT_TIMEOUT_S = 60.0
+
+log = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,6 +66,10 @@ def run(args: argparse.Namespace) -> int:
     problem = _usage_problem(args)
     if problem:
         return _fail(problem, EXIT_USAGE)
+    if args.heartbeat_interval > DEFAULT_HEARTBEAT_TIMEOUT_S:
+        log.warning("--heartbeat-interval %g s is above the control plane's default heartbeat timeout (%g s): unless "
+                    "its GOGH_NODE_HEARTBEAT_TIMEOUT_S is raised above it, the node goes down between heartbeats",
+                    args.heartbeat_interval, DEFAULT_HEARTBEAT_TIMEOUT_S)
     client = ControlPlane(args.url, args.token)
     config = AgentConfig(
         hostname=args.hostname, log_dir=Path(args.log_dir), cell=args.cell,
@@ -97,6 +109,16 @@ def _usage_problem(args) -> str | None:
         return "--batch-size must lie in 1..1000"
     if args.buffer_size < 1:
         return "--buffer-size must be at least 1"
+    # NaN compares false with every bound: without isfinite, --heartbeat-interval nan would pass
+    # any `<= 0` test and beat once, and 0 or less would poll (or fence) on every turn of the loop.
+    for flag in ("upload_interval", "heartbeat_interval", "poll_interval", "progress_interval", "grace_period",
+                 "fence_after", "speedup"):
+        value = getattr(args, flag)
+        if not (math.isfinite(value) and value > 0):
+            return f"--{flag.replace('_', '-')} must be a finite number greater than 0, not {value:g}"
+    if args.heartbeat_interval >= args.fence_after:
+        return (f"--heartbeat-interval ({args.heartbeat_interval:g} s) must be shorter than --fence-after "
+                f"({args.fence_after:g} s, the control plane's heartbeat timeout): the node would go down between heartbeats")
     if args.fail_gpu and not args.simulate:
         return "--fail-gpu needs --simulate: real GPUs fail on their own"
     return None

@@ -18,7 +18,7 @@ from rest_framework.authtoken.models import Token
 
 from gogh_web.api.permissions import AGENT_PERMISSION
 from gogh_web.events import emit
-from scheduler.models import SolveTrigger
+from scheduler.models import Membership, SolveTrigger
 from scheduler.services import scheduling_round_request
 
 from .. import lifecycle, selectors
@@ -153,13 +153,37 @@ def gpu_set_state(*, gpu: Gpu, state: str, reason: str = "") -> Gpu:
 @transaction.atomic
 def agent_account_ensure(*, username: str):
     """The agent account `username`, created without a password if missing, holding the agent
-    permission. Agents sign in with a token, never a password."""
+    permission. Agents sign in with a token, never a password.
+
+    An existing account is only ever returned, never made an agent: it must already be one
+    (the agent permission, directly or through a group; active; no tenant; not staff or
+    superuser; no usable password), else ValidationError says what it is. Granting the
+    permission to whatever account bore the name turned a tenant's API-only or SSO user into
+    an agent that kept its tenant's jobs, and a revoked agent back into one."""
     user, created = get_user_model().objects.get_or_create(username=username)
+    app_label, codename = AGENT_PERMISSION.split(".")
+    permission = Permission.objects.get(content_type__app_label=app_label, codename=codename)
     if created:
         user.set_unusable_password()
         user.save(update_fields=["password"])
-    app_label, codename = AGENT_PERMISSION.split(".")
-    user.user_permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
+        user.user_permissions.add(permission)
+        return user
+    if user.is_staff or user.is_superuser or user.has_usable_password():
+        raise ValidationError(
+            f"{username!r} is a person's account (staff, superuser or with a password); agents get accounts of their own"
+        )
+    membership = Membership.objects.filter(user=user).select_related("tenant").first()
+    if membership:
+        raise ValidationError(
+            f"{username!r} is an account of tenant {membership.tenant.slug!r}; agents get accounts of their own"
+        )
+    if not Permission.objects.filter(Q(user=user) | Q(group__user=user), pk=permission.pk).exists():
+        raise ValidationError(
+            f"{username!r} is an existing account without the agent permission ({AGENT_PERMISSION}); agents get "
+            "accounts of their own (or an operator grants it in the admin)"
+        )
+    if not user.is_active:
+        raise ValidationError(f"{username!r} is deactivated; an operator reactivates it in the admin first")
     return user
 
 

@@ -1,10 +1,16 @@
-"""`manage.py create_demo_admin`: the demo's staff login and API token, printed every time."""
+"""`manage.py create_demo_admin`: the demo's staff login and API token, printed every time.
+
+--username names the administrator to make, or an existing staff account or superuser to show
+again. Any other existing account (a tenant's user, an agent) is refused rather than printed
+with its token and moved into tenant demo, and a name the admin's own forms would refuse is
+refused here too."""
 import os
 import secrets
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from rest_framework.authtoken.models import Token
 
@@ -22,12 +28,22 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="http://127.0.0.1:8000", help="Base URL shown in the printed examples.")
 
     def handle(self, *args, username, host, **options):
+        user_model = get_user_model()
+        try:
+            user_model._meta.get_field(user_model.USERNAME_FIELD).clean(username, None)
+        except ValidationError as exc:
+            raise CommandError(f"{username!r} is not a valid account name: {' '.join(exc.messages)}") from None
         password = self._password()
         with transaction.atomic():
             tenant, _ = Tenant.objects.get_or_create(slug="demo", defaults={"name": "Demo"})
-            user, created = get_user_model().objects.get_or_create(
+            user, created = user_model.objects.get_or_create(
                 username=username, defaults={"is_staff": True, "is_superuser": True}
             )
+            if not (created or user.is_staff or user.is_superuser):
+                raise CommandError(
+                    f"{username!r} is an existing account that is neither staff nor superuser; "
+                    "give --username a new name (or an administrator's)"
+                )
             if created:
                 user.set_password(password)
                 user.save()

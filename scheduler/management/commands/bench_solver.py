@@ -1,10 +1,10 @@
 """bench_solver --json OUT [--sizes 64,256,1024,6144] [--theta 2]: every solver on the same reference
 instances; the logic lives in scheduler.optimizer.bench, this command only parses and writes."""
 import json
-from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from gogh_web.cli_args import output_file, positive_float
 from scheduler.optimizer import bench
 from scheduler.optimizer.problem import MAX_THETA
 
@@ -23,11 +23,11 @@ class Command(BaseCommand):
     help = "Benchmark the solvers on instances built from the reference data; print a table, write a JSON report."
 
     def add_arguments(self, parser):
-        parser.add_argument("--json", required=True, type=Path, help="Where to write the JSON report.")
+        parser.add_argument("--json", required=True, type=output_file, help="Where to write the JSON report.")
         parser.add_argument("--sizes", default=",".join(map(str, bench.DEFAULT_SIZES)), help="Cluster sizes in GPUs.")
         parser.add_argument("--seed", type=int, default=7)
-        parser.add_argument("--time-limit", type=float, default=10.0, help="Seconds per solve (cells, genetic: own).")
-        parser.add_argument("--ilp-time-limit", type=float, default=bench.GLOBAL_ILP_LIMIT_S, help="Seconds for the global ILP.")
+        parser.add_argument("--time-limit", type=positive_float, default=10.0, help="Seconds per solve (cells, genetic: own).")
+        parser.add_argument("--ilp-time-limit", type=positive_float, default=bench.GLOBAL_ILP_LIMIT_S, help="Seconds for the global ILP.")
         parser.add_argument("--theta", type=int, default=2, choices=range(1, MAX_THETA + 1),
                             help="Jobs per GPU at most (2: pairs, as measured; more: groups estimated from pairs).")
 

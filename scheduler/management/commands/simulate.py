@@ -1,20 +1,48 @@
 """manage.py simulate --json OUT [--truth FILE] [--catalog FILE] [--jobs N] [--seed S] [--trace FILE]:
 the closed-loop evaluation in virtual time. The logic lives in scheduler.simulation; this
 command parses, reads the files, and writes the report."""
+import argparse
 import json
-from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from catalog.measurement_csv import MeasurementFileError
 from catalog.predictors import ARCHITECTURES
+from gogh_web.cli_args import non_negative_float, output_file, positive_float, positive_int
 from scheduler.simulation.measurements import load_records, to_rows
 from scheduler.simulation.policies import POLICIES
 from scheduler.simulation.run import DEFAULT_JOBS, DEFAULT_JOBS_PER_HOUR, build_scenario, format_table, run_all, scenario_summary
 from scheduler.simulation.scenario import Failure
 from scheduler.simulation.trace import TraceError
 from scheduler.simulation.truth import Truth
+
+#: Beyond these the truth model stops meaning anything: a per-workload factor exp(N(0, 2)) is
+#: already e^2 ~ 7.4 per standard deviation (and exp overflows for deviations in the hundreds);
+#: a round's noise with a standard deviation of 100 % of the rate clips half the observations to 0.
+MAX_DEVIATION, MAX_NOISE = 2.0, 1.0
+
+
+def _at_most(limit: float):
+    def parse(text: str) -> float:
+        value = non_negative_float(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number in 0..{limit:g}")
+        return value
+
+    return parse
+
+
+def _failure(text: str) -> Failure:
+    """SECONDS:GPU_ID, a GPU failing at a finite virtual time of at least 0."""
+    seconds, _, gpu = text.partition(":")
+    try:
+        time_s = non_negative_float(seconds)
+    except argparse.ArgumentTypeError:
+        time_s = None
+    if time_s is None or not gpu:
+        raise argparse.ArgumentTypeError(f"takes SECONDS:GPU_ID, SECONDS a finite number of at least 0; not {text!r}")
+    return Failure(time_s, gpu)
 
 
 class Command(BaseCommand):
@@ -28,19 +56,22 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--json", required=True, type=Path, metavar="OUT", help="Where to write the JSON report.")
+        parser.add_argument("--json", required=True, type=output_file, metavar="OUT", help="Where to write the JSON report.")
         parser.add_argument("--truth", metavar="FILE", help="Measurements CSV of the simulated cluster's true behaviour.")
         parser.add_argument("--catalog", metavar="FILE", help="Measurements CSV the catalog and the predictors start from.")
-        parser.add_argument("--jobs", type=int, default=DEFAULT_JOBS, help=f"Jobs to generate (default {DEFAULT_JOBS}).")
-        parser.add_argument("--jobs-per-hour", type=float, default=DEFAULT_JOBS_PER_HOUR,
+        parser.add_argument("--jobs", type=positive_int, default=DEFAULT_JOBS,
+                            help=f"Jobs to generate (default {DEFAULT_JOBS}).")
+        parser.add_argument("--jobs-per-hour", type=positive_float, default=DEFAULT_JOBS_PER_HOUR,
                             help=f"Poisson arrival rate (default {DEFAULT_JOBS_PER_HOUR}).")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--trace", metavar="FILE", help="A Gavel-format trace instead of generated jobs.")
-        parser.add_argument("--deviation", type=float, default=0.15,
-                            help="Standard deviation of the per-workload log factor between truth and data (default 0.15).")
-        parser.add_argument("--noise", type=float, default=0.05, help="Relative noise of each observed round (default 0.05).")
+        parser.add_argument("--deviation", type=_at_most(MAX_DEVIATION), default=0.15,
+                            help="Standard deviation of the per-workload log factor between truth and data "
+                                 f"(0..{MAX_DEVIATION:g}, default 0.15).")
+        parser.add_argument("--noise", type=_at_most(MAX_NOISE), default=0.05,
+                            help=f"Relative noise of each observed round (0..{MAX_NOISE:g}, default 0.05).")
         parser.add_argument("--policies", default=",".join(p.name for p in POLICIES), help="Comma-separated subset to run.")
-        parser.add_argument("--fail", action="append", default=[], metavar="SECONDS:GPU_ID",
+        parser.add_argument("--fail", action="append", type=_failure, default=[], metavar="SECONDS:GPU_ID",
                             help="Make a GPU fail at a virtual time, e.g. 7200:v100-s0-g1 (repeatable).")
         parser.add_argument("--quick", action="store_true", help="A tiny predictor network (seconds to fit), for tests.")
         parser.add_argument("--architecture", choices=ARCHITECTURES, default=settings.GOGH_PREDICTOR_ARCHITECTURE,
@@ -48,8 +79,6 @@ class Command(BaseCommand):
                                  f"{settings.GOGH_PREDICTOR_ARCHITECTURE}).")
 
     def handle(self, *args, **o):
-        if o["jobs"] < 1 or o["jobs_per_hour"] <= 0 or o["deviation"] < 0 or o["noise"] < 0:
-            raise CommandError("--jobs must be >= 1, --jobs-per-hour > 0, --deviation and --noise >= 0.")
         chosen = [name.strip() for name in o["policies"].split(",") if name.strip()]
         known = {p.name: p for p in POLICIES}
         unknown = [name for name in chosen if name not in known]
@@ -63,14 +92,18 @@ class Command(BaseCommand):
             raise CommandError(f"{o['truth']}: no isolated throughput measured on 1 GPU; nothing to simulate.")
         try:
             scenario = build_scenario(truth, jobs=o["jobs"], jobs_per_hour=o["jobs_per_hour"], seed=o["seed"],
-                                      trace=o["trace"], failures=[self._failure(f) for f in o["fail"]])
+                                      trace=o["trace"], failures=o["fail"])
         except (TraceError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         gpu_ids = {g.id for g in scenario.gpus}
         bad = [f.gpu_id for f in scenario.failures if f.gpu_id not in gpu_ids]
         if bad:
             raise CommandError(f"--fail: no GPU {', '.join(bad)} in the cluster (ids look like {scenario.gpus[0].id})")
-        missing = sorted({g.gpu_type for g in scenario.gpus} - set(truth.gpu_types))
+        cluster_types = {g.gpu_type for g in scenario.gpus}
+        if not cluster_types & set(truth.gpu_types):
+            raise CommandError(f"--truth {o['truth']}: no measurements on any of the cluster's GPU types "
+                               f"({', '.join(sorted(cluster_types))}); no job could run")
+        missing = sorted(cluster_types - set(truth.gpu_types))
         if missing:
             self.stderr.write(f"warning: the truth data has no measurements on {', '.join(missing)}; jobs cannot run there")
         report = run_all(scenario, truth, truth_records, catalog_records, seed=o["seed"], quick=o["quick"],
@@ -82,7 +115,11 @@ class Command(BaseCommand):
             noise=o["noise"], jobs_per_hour=None if o["trace"] else o["jobs_per_hour"], quick=o["quick"],
             predictor=o["architecture"],
         )
-        o["json"].write_text(json.dumps(report, indent=2))
+        try:
+            text = json.dumps(report, indent=2, allow_nan=False)
+        except ValueError as exc:  # NaN is not JSON: a report that other tools cannot read is no report
+            raise CommandError(f"the report holds a number JSON cannot carry ({exc}); nothing written") from None
+        o["json"].write_text(text)
         self.stdout.write(format_table(report))
         self.stdout.write(f"\nReport written to {o['json']}")
 
@@ -93,11 +130,3 @@ class Command(BaseCommand):
             for error in exc.errors:
                 self.stderr.write(str(error))
             raise CommandError(f"{option} {path}: {len(exc.errors)} problem(s) in the measurements file") from None
-
-    @staticmethod
-    def _failure(text: str) -> Failure:
-        seconds, _, gpu = text.partition(":")
-        try:
-            return Failure(float(seconds), gpu)
-        except ValueError:
-            raise CommandError(f"--fail takes SECONDS:GPU_ID, not {text!r}") from None

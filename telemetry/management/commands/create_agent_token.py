@@ -3,9 +3,11 @@
 Setting up a GPU node otherwise takes three admin pages (a user, the agent permission, a
 token). The account is made as `agent_account_ensure` makes it (no password, the agent
 permission only); running the command again prints the same token, and --rotate replaces it
-(a leaked token stops working at once). A person's account (staff, superuser, or one that can
-sign in with a password) is refused rather than turned into an agent, and so is a deactivated
-account: its token would be refused, and reactivating it is an operator's decision.
+(a leaked token stops working at once). An existing account that is not already an agent's
+(a person's: staff, superuser, or one that can sign in with a password; a tenant's, such as an
+API-only or SSO user; one without the agent permission) is refused rather than turned into an
+agent, and so is a deactivated agent: its token would be refused, and reactivating it is an
+operator's decision. The rules live in agent_account_ensure, so every caller keeps them.
 """
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
@@ -35,14 +37,11 @@ class Command(BaseCommand):
             user_model.username_validator(name)
         except ValidationError as exc:
             raise CommandError(f"{name!r} is not a valid account name: {' '.join(exc.messages)}") from None
-        existing = user_model.objects.filter(username=name).first()
-        if existing and (existing.is_staff or existing.is_superuser or existing.has_usable_password()):
-            raise CommandError(
-                f"{name!r} is a person's account (staff, superuser or with a password); agents get accounts of their own"
-            )
-        if existing and not existing.is_active:
-            raise CommandError(f"{name!r} is deactivated; an operator reactivates it in the admin first")
-        with transaction.atomic():
-            if rotate and existing:
-                Token.objects.filter(user=existing).delete()
-            self.stdout.write(agent_token_ensure(username=name))
+        try:
+            with transaction.atomic():
+                if rotate:  # only an agent's token goes: agent_token_ensure refuses any other account
+                    Token.objects.filter(user__username=name).delete()
+                token = agent_token_ensure(username=name)
+        except ValidationError as exc:  # the rollback keeps the token of a refused account
+            raise CommandError(" ".join(exc.messages)) from None
+        self.stdout.write(token)

@@ -3,7 +3,9 @@ import io
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group, Permission
 from django.core.management import CommandError, call_command
+from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from catalog.models import Workload
@@ -70,3 +72,33 @@ def test_invalid_name_is_refused_with_the_reason():
     with pytest.raises(CommandError, match="not a valid account name"):
         _token("node 7/agent")
     assert not get_user_model().objects.filter(username="node 7/agent").exists()
+
+
+def test_a_tenants_api_only_account_is_not_turned_into_an_agent():
+    """No usable password (API-only or SSO) but a tenant's: made an agent, it would hold the
+    agent permission and keep its tenant's jobs."""
+    user = get_user_model().objects.create_user("ci-bot", password=None)
+    Membership.objects.create(user=user, tenant=Tenant.objects.create(slug="acme", name="Acme"))
+    token = Token.objects.create(user=user).key
+    with pytest.raises(CommandError, match="'ci-bot' is an account of tenant 'acme'"):
+        call_command("create_agent_token", "ci-bot", "--rotate", stdout=io.StringIO())
+    user = get_user_model().objects.get(username="ci-bot")
+    assert not user.has_perm(AGENT_PERMISSION)
+    assert Token.objects.get(user=user).key == token  # --rotate on a refused account changes nothing
+
+
+def test_an_existing_account_without_the_agent_permission_is_refused():
+    get_user_model().objects.create_user("node-7", password=None)
+    with pytest.raises(CommandError, match="without the agent permission"):
+        _token("node-7")
+    assert not get_user_model().objects.get(username="node-7").has_perm(AGENT_PERMISSION)
+    assert not Token.objects.filter(user__username="node-7").exists()
+
+
+def test_an_agent_holding_the_permission_through_a_group_is_an_agent():
+    app_label, codename = AGENT_PERMISSION.split(".")
+    agents = Group.objects.create(name="agents")
+    agents.permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
+    user = get_user_model().objects.create_user("node-8", password=None)
+    user.groups.add(agents)
+    assert _token("node-8") == Token.objects.get(user=user).key

@@ -38,3 +38,18 @@ def test_report_has_the_issue_keys_for_every_solver(tmp_path):
 def test_bad_sizes_are_refused(tmp_path):
     with pytest.raises(CommandError, match="comma-separated"):
         call_command("bench_solver", "--json", str(tmp_path / "x.json"), "--sizes", "64,lots")
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--ilp-time-limit", "-5"], "argument --ilp-time-limit: '-5' is not a finite number greater than 0"),
+    (["--time-limit", "-1"], "argument --time-limit: '-1' is not a finite number greater than 0"),
+    (["--time-limit", "0"], "argument --time-limit: '0' is not a finite number greater than 0"),
+    (["--time-limit", "nan"], "argument --time-limit: 'nan' is not a finite number greater than 0"),
+    (["--json", "/nonexistent/bs.json"], "argument --json: cannot write /nonexistent/bs.json: no folder"),
+])
+def test_bad_limits_and_outputs_are_refused_before_any_solve(tmp_path, monkeypatch, argv, says):
+    """A negative ILP limit made the reference fall back to greedy and the table compared
+    against that; a missing output folder failed only after every solve."""
+    monkeypatch.setattr(bench, "run", lambda *args, **kwargs: pytest.fail("solved despite a bad option"))
+    with pytest.raises(CommandError, match=says):
+        call_command("bench_solver", "--json", str(tmp_path / "x.json"), "--sizes", "24", *argv)

@@ -44,3 +44,16 @@ def test_a_workload_the_truth_cannot_run_is_an_error_at_its_line(tmp_path):
     path.write_text("Nonexistent\tcmd\tdir\t-n\t1\t100\t1\t1\t-1\t0\n")
     with pytest.raises(TraceError, match=r"unknown.trace:1: no measured throughput of 'Nonexistent'"):
         trace_jobs(str(path), Truth(to_rows(load_records(None))), seed=0)
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_workload(tmp_path):
+    path = tmp_path / "bom.trace"
+    path.write_text("\ufeffResNet-50 (batch size 64)\tcmd\tdir\t-n\t1\t100\t1\t1\t-1\t0\n", encoding="utf-8")
+    assert parse_trace(str(path))[0][1] == "ResNet-50 (batch size 64)"
+
+
+def test_an_arrival_past_the_horizon_is_an_error_at_its_line(tmp_path):
+    path = tmp_path / "late.trace"
+    path.write_text("A3C\tcmd\tdir\t-n\t1\t100\t1\t1\t-1\t31536000\n\nA3C\tcmd\tdir\t-n\t1\t100\t1\t1\t-1\t31536001\n")
+    with pytest.raises(TraceError, match=r"late.trace:3: arrival_time_s 3.1536e\+07 is beyond the simulation's horizon"):
+        parse_trace(str(path))

@@ -1,0 +1,85 @@
+"""manage.py simulate refuses what cannot make a meaningful run before it runs: NaN and
+infinite numbers (NaN passes every `x <= 0` test), out-of-range knobs, failure times, an
+output folder that does not exist, a truth file for none of the cluster's GPU types, arrivals
+past the horizon; and it never writes NaN into the JSON report."""
+import json
+import math
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from .test_command import run_as_from_shell
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--jobs", "0"], "argument --jobs: '0' is not a whole number greater than 0"),
+    (["--jobs-per-hour", "nan"], "argument --jobs-per-hour: 'nan' is not a finite number greater than 0"),
+    (["--jobs-per-hour", "inf"], "argument --jobs-per-hour: 'inf' is not a finite number greater than 0"),
+    (["--deviation", "nan"], "argument --deviation: 'nan' is not a finite number of at least 0"),
+    (["--deviation", "50"], "argument --deviation: '50' is not a number in 0..2"),
+    (["--noise", "nan"], "argument --noise: 'nan' is not a finite number of at least 0"),
+    (["--noise", "inf"], "argument --noise: 'inf' is not a finite number of at least 0"),
+    (["--noise", "1.5"], "argument --noise: '1.5' is not a number in 0..1"),
+    (["--fail", "nan:v100-s0-g0"], "argument --fail: takes SECONDS:GPU_ID"),
+    (["--fail", "inf:v100-s0-g0"], "argument --fail: takes SECONDS:GPU_ID"),
+    (["--fail=-5:v100-s0-g0"], "argument --fail: takes SECONDS:GPU_ID"),
+    (["--fail", "soon:v100-s0-g0"], "argument --fail: takes SECONDS:GPU_ID"),
+    (["--fail", "7200"], "argument --fail: takes SECONDS:GPU_ID"),
+])
+def test_bad_numbers_are_usage_errors_before_anything_runs(tmp_path, capsys, argv, says):
+    with pytest.raises(SystemExit) as exited:
+        run_as_from_shell("simulate", "--json", str(tmp_path / "x.json"), *argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_an_output_folder_that_does_not_exist_is_refused_up_front(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exited:
+        run_as_from_shell("simulate", "--json", str(tmp_path / "nonexistent" / "x.json"))
+    assert exited.value.code == 2
+    assert f"argument --json: cannot write {tmp_path / 'nonexistent' / 'x.json'}: no folder" in capsys.readouterr().err
+
+
+def test_a_truth_file_without_the_clusters_gpu_types_is_refused(tmp_path):
+    truth = tmp_path / "truth.csv"
+    truth.write_text("workload,gpu_type,throughput\nA3C,a100,12\n")
+    with pytest.raises(CommandError, match=r"no measurements on any of the cluster's GPU types \(k80, p100, v100\)"):
+        call_command("simulate", "--json", str(tmp_path / "x.json"), "--truth", str(truth), "--jobs", "1",
+                     stdout=StringIO(), stderr=StringIO())
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_generated_arrivals_past_the_horizon_are_refused(tmp_path):
+    with pytest.raises(CommandError, match="beyond the simulation's horizon of 365 days"):
+        call_command("simulate", "--json", str(tmp_path / "x.json"), "--jobs", "3", "--jobs-per-hour", "1e-9",
+                     stdout=StringIO(), stderr=StringIO())
+
+
+def test_a_trace_arrival_past_the_horizon_is_refused_at_its_line(tmp_path):
+    trace = tmp_path / "late.trace"
+    trace.write_text("A3C\tcmd\tdir\t-n\t1\t100\t1\t1\t-1\t0\n"
+                     "A3C\tcmd\tdir\t-n\t1\t100\t1\t1\t-1\t1e308\n")
+    with pytest.raises(CommandError, match=r"late.trace:2: arrival_time_s 1e\+308 is beyond the simulation's horizon"):
+        call_command("simulate", "--json", str(tmp_path / "x.json"), "--trace", str(trace),
+                     stdout=StringIO(), stderr=StringIO())
+
+
+def test_a_report_holding_nan_is_not_written(tmp_path, monkeypatch):
+    """JSON has no NaN: json.dumps' default writes a bare NaN that strict readers reject."""
+    monkeypatch.setattr("scheduler.management.commands.simulate.run_all",
+                        lambda *args, **kwargs: {"policies": {"gogh": {"energy_kwh": math.nan}}})
+    out = tmp_path / "x.json"
+    with pytest.raises(CommandError, match="the report holds a number JSON cannot carry"):
+        call_command("simulate", "--json", str(out), "--jobs", "1", stdout=StringIO(), stderr=StringIO())
+    assert not out.exists()
+
+
+def test_a_failure_at_time_zero_is_accepted(tmp_path):
+    """The bound is >= 0: a GPU broken from the start is a scenario, not a mistake."""
+    out = tmp_path / "x.json"
+    call_command("simulate", "--json", str(out), "--jobs", "2", "--quick", "--policies", "greedy_fastest",
+                 "--fail", "0:v100-s0-g0", stdout=StringIO(), stderr=StringIO())
+    assert json.loads(out.read_text())["scenario"]["failures"] == [[0.0, "v100-s0-g0"]]
