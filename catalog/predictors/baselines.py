@@ -70,7 +70,7 @@ class CatalogBaseline:
 
 class GlobalMean(CatalogBaseline):
     def predict_rho(self, features, observations=()):
-        return np.full(self.partner_mean_.shape, np.nanmean(self.catalog_.rho))
+        return np.full(self.partner_mean_.shape, _nanmean(self.catalog_.rho, axis=None))
 
 
 class PartnerMean(CatalogBaseline):
@@ -100,6 +100,7 @@ class LowRank(CatalogBaseline):
     def fit(self, catalog):
         super().fit(catalog)
         residual = _fill(catalog.rho, self.partner_mean_[None]) - self.partner_mean_[None]
+        residual = np.nan_to_num(residual)  # a cell no workload knows (all of them without co-location data)
         _, _, vt = np.linalg.svd(residual.reshape(len(residual), -1), full_matrices=False)
         self.basis_ = vt[: self.rank]  # (r, P*G)
         return self

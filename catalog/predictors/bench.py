@@ -121,30 +121,54 @@ def _row_truth(catalog, train, workload):
 
 
 def score_p1(model, catalog, held):
-    """P1 scores of a model fitted without `held`: rho MAE on their rows, tau MAPE zero- and one-shot."""
-    train = model.catalog_
+    """P1 scores of a model fitted without `held`: rho MAE on their rows, tau MAPE zero- and one-shot.
+
+    The model's catalog may be another cluster's (an imported version): partners, GPU types and
+    configurations are matched by name and only the cells both know are scored. A score with
+    nothing to score (no co-location record, so no rho truth) is None, never NaN."""
+    partners, gpus, configs = _shared_cells(model.catalog_, catalog)
+    shared_types = [a for a in catalog.gpu_types if a in model.catalog_.gpu_types]
     rho_err, zero, one = [], [], []
     for workload in held:
-        features = catalog.features[catalog.workloads.index(workload)]
-        rho_truth, tau_truth = _row_truth(catalog, train, workload)
+        q = catalog.workloads.index(workload)
+        features = catalog.features[q]
+        rho_truth, tau_truth = catalog.rho[q][np.ix_(partners[1], gpus[1])], catalog.tau[q, configs[1]]
         rho, tau = _estimate(_job(model, features))
-        rho_err.append(np.abs(rho - rho_truth)[~np.isnan(rho_truth)])
+        rho_err.append(np.abs(rho[np.ix_(partners[0], gpus[0])] - rho_truth)[~np.isnan(rho_truth)])
         fits = tau_truth > 0
-        zero.append(_ape(tau, tau_truth, fits))
-        for a in catalog.gpu_types:
-            c = catalog.configs.index((a, 1, True))
+        zero.append(_ape(tau[configs[0]], tau_truth, fits))
+        for a in shared_types:
+            c = configs[1].index(catalog.configs.index((a, 1, True)))
             if tau_truth[c] > 0:
                 job = _job(model, features)
                 job.observe(Observation(a, float(tau_truth[c])))
                 _, tau = _estimate(job)
                 mask = fits.copy()
                 mask[c] = False
-                one.append(_ape(tau, tau_truth, mask))
-    scores = {"val_mae": float(np.mean(np.concatenate(rho_err))),
-              "iso_mape": {"zero_shot": float(np.mean(np.concatenate(zero))),
-                           "one_shot": float(np.mean(np.concatenate(one)))}}
-    scores["train_mae"] = model.train_mae_ if hasattr(model, "train_mae_") else _in_sample_mae(model)
+                one.append(_ape(tau[configs[0]], tau_truth, mask))
+    scores = {"val_mae": _mean_or_none(rho_err),
+              "iso_mape": {"zero_shot": _mean_or_none(zero), "one_shot": _mean_or_none(one)}}
+    train_mae = model.train_mae_ if hasattr(model, "train_mae_") else _in_sample_mae(model)
+    scores["train_mae"] = train_mae if train_mae is not None and math.isfinite(train_mae) else None
     return scores
+
+
+def _shared_cells(train, catalog):
+    """Index lists [train side, catalog side] of the partners, GPU types and configurations
+    that both catalogs hold, in the scored catalog's order (all of them in the benchmark,
+    whose folds share GPU types and configurations)."""
+    partners = [p for p in train.workloads if p in catalog.workloads]
+    gpus = [a for a in catalog.gpu_types if a in train.gpu_types]
+    configs = [c for c in catalog.configs if c in train.configs]
+    return ([[train.workloads.index(p) for p in partners], [catalog.workloads.index(p) for p in partners]],
+            [[train.gpu_types.index(a) for a in gpus], [catalog.gpu_types.index(a) for a in gpus]],
+            [[train.configs.index(c) for c in configs], [catalog.configs.index(c) for c in configs]])
+
+
+def _mean_or_none(parts):
+    """Mean of the concatenated errors; None when there is none (nothing to score)."""
+    values = np.concatenate(parts) if parts else np.empty(0)
+    return float(np.mean(values)) if values.size else None
 
 
 def _in_sample_mae(model):
@@ -155,7 +179,7 @@ def _in_sample_mae(model):
         inner = type(model)().fit(catalog.without([workload]))
         truth = catalog.rho[i, [catalog.workloads.index(p) for p in inner.catalog_.workloads]]
         errors.append(np.abs(inner.predict_rho(catalog.features[i]) - truth)[~np.isnan(truth)])
-    return float(np.mean(np.concatenate(errors)))
+    return _mean_or_none(errors)
 
 
 def _ape(prediction, truth, mask):
@@ -203,7 +227,8 @@ def _aggregate(scores):
     def mean(values):
         if isinstance(values[0], dict):
             return {key: mean([v[key] for v in values]) for key in values[0]}
-        return round(float(np.mean(values)), 4)
+        known = [v for v in values if v is not None]  # None: nothing to score in that fold
+        return round(float(np.mean(known)), 4) if known else None
 
     return mean(scores)
 
@@ -260,14 +285,17 @@ def format_table(report: dict) -> str:
     lowo, lofo = report["p1"]["leave_one_workload_out"], report["p1"]["leave_one_family_out"]
     for name, s in lowo.items():
         f = lofo[name]
-        lines.append(f"{name:<18} {s['train_mae']:>10.4f} {s['val_mae']:>9.4f} {f['val_mae']:>9.4f} "
-                     f"{s['iso_mape']['zero_shot']:>10.1%} {s['iso_mape']['one_shot']:>10.1%} "
-                     f"{f['iso_mape']['zero_shot']:>10.1%} {f['iso_mape']['one_shot']:>10.1%}")
+        lines.append(f"{name:<18} {_cell(s['train_mae'], '.4f'):>10} {_cell(s['val_mae'], '.4f'):>9} "
+                     f"{_cell(f['val_mae'], '.4f'):>9} {_cell(s['iso_mape']['zero_shot'], '.1%'):>10} "
+                     f"{_cell(s['iso_mape']['one_shot'], '.1%'):>10} {_cell(f['iso_mape']['zero_shot'], '.1%'):>10} "
+                     f"{_cell(f['iso_mape']['one_shot'], '.1%'):>10}")
     lines += ["", "P2 (leave-one-workload-out; rho MAE / tau MAPE on unobserved cells after k observations)",
               f"{'model':<18} " + " ".join(f"{'k=' + c:>14}" for c in map(str, P2_COUNTS))]
     for name, curve in report["p2"]["curve"].items():
         lines.append(f"{name:<18} " + " ".join(f"{_cell(curve[c]['rho_mae'], '.4f'):>7}/"
                                                f"{_cell(curve[c]['tau_mape'], '.1%'):>6}" for c in map(str, P2_COUNTS)))
+    if any(s["val_mae"] is None for s in lowo.values()):
+        lines.append("-: nothing to score (rho: no co-location data)")
     lat = report["latency_ms"]
     lines += ["", "latency (ms): " + ", ".join(f"{n} P1 {lat['p1'][n]} / P2 update {lat['p2_update'][n]}"
                                                 for n in lat["p1"])]

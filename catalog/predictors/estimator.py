@@ -18,6 +18,7 @@ from .errors import UnknownGpuType
 from .features import WorkloadFeatures, feature_vector
 from .nets import NeighbourNet
 from .online import JobEstimate
+from .state_checks import catalog_from_state, check_net_weights, check_structured_state
 from .structured import StructuredModel
 from .tokens import rho_tokens, tau_tokens
 
@@ -31,6 +32,12 @@ _OBSERVATION_COUNTS = (0, 0, 1, 2, 3, 5, 10)
 FEATURE_CLIP = 3.0
 #: Bound of the tau network's correction, in log samples/s (x / 1.65 at most).
 TAU_MAX_CORRECTION = 0.5
+#: A catalog without co-location records predicts rho 0 (no pair assumed to fit, so nothing is
+#: co-located on a guess) with this spread, as the structured predictor does (docs/predictors.md).
+NO_COLOCATION_RHO_STD = 0.1
+#: The hyperparameters, in get_params order (the estimator's __init__ arguments).
+PARAMS = ("architecture", "hidden", "epochs", "learning_rate", "batch_size", "draws", "cells_per_episode", "seed",
+          "p2_learning_rate", "p2_steps", "p2_prior")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,14 +97,31 @@ class PerformancePredictor:
         self.p2_prior = p2_prior
 
     def get_params(self) -> dict:
-        return {k: getattr(self, k) for k in ("architecture", "hidden", "epochs", "learning_rate", "batch_size",
-                                               "draws", "cells_per_episode", "seed", "p2_learning_rate", "p2_steps", "p2_prior")}
+        return {k: getattr(self, k) for k in PARAMS}
+
+    def check_params(self) -> None:
+        """ValueError naming the first hyperparameter out of range: an architecture that is not
+        one of ARCHITECTURES, a count that is not a whole number >= 1 (0 epochs would store an
+        untrained network), a rate that is not a finite number > 0."""
+        if self.architecture not in ARCHITECTURES:
+            raise ValueError(f"unknown architecture {self.architecture!r}; choose one of {', '.join(ARCHITECTURES)}")
+        for key in ("hidden", "epochs", "batch_size", "draws", "cells_per_episode", "p2_steps"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"hyperparameter {key} must be a whole number >= 1, not {value!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"hyperparameter seed must be a whole number >= 0, not {self.seed!r}")
+        for key, low in (("learning_rate", 0.0), ("p2_learning_rate", 0.0), ("p2_prior", None)):
+            value = getattr(self, key)
+            if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+                    or value < 0 or (low is not None and value <= low)):
+                raise ValueError(f"hyperparameter {key} must be a finite number {'> 0' if low is not None else '>= 0'}, "
+                                 f"not {value!r}")
 
     # ---- training -------------------------------------------------------------------------
     def fit(self, catalog: CatalogData, init: "PerformancePredictor | None" = None) -> "PerformancePredictor":
         """Train on every workload of `catalog`; `init` starts from imported weights (fine-tuning)."""
-        if self.architecture not in ARCHITECTURES:
-            raise ValueError(f"unknown architecture {self.architecture!r}; choose one of {', '.join(ARCHITECTURES)}")
+        self.check_params()
         self._set_catalog(catalog)
         if self.architecture == "structured":
             # Nothing to fine-tune: the structure is refitted on the local catalog, so `init`
@@ -123,7 +147,8 @@ class PerformancePredictor:
             "tau": _train(self.tau_net_, tau_examples, self, rng),
         }
         prediction, _ = _infer(self.rho_net_, *(a[zero] for a in rho_examples[:3]), int(zero.sum()), 1)
-        self.train_mae_ = float(np.abs(np.clip(prediction[:, 0], 0, 1) - rho_examples[3][zero]).mean())
+        errors = np.abs(np.clip(prediction[:, 0], 0, 1) - rho_examples[3][zero])
+        self.train_mae_ = float(errors.mean()) if errors.size else math.nan  # NaN: no co-location records
         return self
 
     def _set_catalog(self, catalog: CatalogData) -> None:
@@ -213,6 +238,9 @@ class PerformancePredictor:
 
     def forward_rho(self, x, family, observations):
         c = self.catalog_
+        if np.isnan(c.rho).all():  # an untrained rho network would answer noise
+            shape = (len(c.workloads), len(c.gpu_types))
+            return np.zeros(shape), np.full(shape, NO_COLOCATION_RHO_STD)
         tokens, values, mask = rho_tokens(x, family, self.x_, c.families, c.rho, observations)
         return _infer(self.rho_net_, tokens, values, mask, len(c.workloads), len(c.gpu_types))
 
@@ -249,30 +277,51 @@ class PerformancePredictor:
 
     @classmethod
     def from_state_dict(cls, state: dict) -> "PerformancePredictor":
-        snap = state["catalog"]
-        catalog = CatalogData(
-            workloads=list(snap["workloads"]),
-            features=[WorkloadFeatures(*f) for f in snap["features"]],
-            gpu_types=list(snap["gpu_types"]),
-            configs=[tuple(cfg) for cfg in snap["configs"]],
-            tau=snap["tau"].numpy().copy(),
-            rho=snap["rho"].numpy().copy(),
-            samples=snap["samples"].numpy().copy(),
-        )
-        model = cls(**state["params"])
-        model._set_catalog(catalog)
-        if "structured" in state:
-            model.structured_ = StructuredModel.from_state(catalog, state["structured"])
-            model.train_mae_ = model.structured_.train_mae_
-            return model
-        model.structured_ = None
-        rho_dim = state["rho_net"]["embed.0.weight"].shape[1]
-        tau_dim = state["tau_net"]["embed.0.weight"].shape[1]
-        model.rho_net_ = NeighbourNet(model.architecture, rho_dim, model.hidden)
-        model.tau_net_ = NeighbourNet(model.architecture, tau_dim, model.hidden, TAU_MAX_CORRECTION)
-        model.rho_net_.load_state_dict(state["rho_net"])
-        model.tau_net_.load_state_dict(state["tau_net"])
-        return model
+        """The model a state_dict describes. Every part is checked first (shapes, finite values,
+        hyperparameters; state_checks.py): a state may come from another cluster's export, and
+        anything wrong is a ValueError saying what, not an error inside a later prediction."""
+        if not isinstance(state, dict):
+            raise ValueError("the state is not a dictionary")
+        catalog = catalog_from_state(state.get("catalog"))
+        params = state.get("params")
+        if not isinstance(params, dict):
+            raise ValueError("the state has no hyperparameters ('params')")
+        unknown = sorted(set(params) - set(PARAMS), key=str)
+        if unknown:
+            raise ValueError(f"unknown hyperparameters {', '.join(map(str, unknown))}")
+        model = cls(**params)
+        model.check_params()
+        return model._restore(catalog, state)
+
+    def _restore(self, catalog: CatalogData, learned: dict) -> "PerformancePredictor":
+        """Set the catalog and the learned numbers (`learned`: a state_dict's "structured" or
+        "rho_net" and "tau_net" entries)."""
+        self._set_catalog(catalog)
+        if self.architecture == "structured":
+            fitted = check_structured_state(learned.get("structured"), len(catalog.gpu_types))
+            self.structured_ = StructuredModel.from_state(catalog, fitted)
+            self.train_mae_ = self.structured_.train_mae_
+            return self
+        self.structured_ = None
+        self.train_mae_ = math.nan  # a network's state does not keep it
+        rho_dim = check_net_weights(learned.get("rho_net"), "rho_net")
+        tau_dim = check_net_weights(learned.get("tau_net"), "tau_net")
+        self.rho_net_ = NeighbourNet(self.architecture, rho_dim, self.hidden)
+        self.tau_net_ = NeighbourNet(self.architecture, tau_dim, self.hidden, TAU_MAX_CORRECTION)
+        for net, key in ((self.rho_net_, "rho_net"), (self.tau_net_, "tau_net")):
+            try:
+                net.load_state_dict(learned[key])
+            except RuntimeError as exc:
+                raise ValueError(f"{key} does not fit a {self.architecture} network of {self.hidden} "
+                                 f"hidden units: {str(exc).splitlines()[0]}") from None
+        return self
+
+    def without(self, names) -> "PerformancePredictor":
+        """A copy predicting from its catalog snapshot with every record involving `names`
+        hidden, its learned numbers kept (nothing refitted): how an imported model, which may
+        hold the local validation workloads, is scored on them as on workloads it never saw."""
+        state = self.state_dict()
+        return type(self)(**self.get_params())._restore(self.catalog_.without(names), state)
 
     def to_bytes(self) -> bytes:
         buffer = io.BytesIO()

@@ -70,7 +70,9 @@ class StructuredModel:
         self.setup_of_config_ = _setups(catalog)
         self._set_communication()
         residuals, fitting = self._leave_one_out_residuals()
-        self.train_mae_ = float(np.nanmean(np.abs(residuals)))
+        with warnings.catch_warnings():  # no residual without co-location records: the MAE is unknown (NaN)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            self.train_mae_ = float(np.nanmean(np.abs(residuals)))
         self.kernel_ = residual_kernel(np.where(fitting, residuals, np.nan), catalog.families)
         self.tau_kernel_ = tau_residual_kernel(self._leave_one_out_tau(), self.gpu_of_config_, self.setup_of_config_)
         return self

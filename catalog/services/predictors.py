@@ -9,20 +9,22 @@ import io
 import logging
 import math
 
+import numpy as np
 import torch
 from django.conf import settings
 from django.db import transaction
 
-from catalog.predictors import Observation, PerformancePredictor, UnknownGpuType, estimate_unmeasured
+from catalog.predictors import ARCHITECTURES, Observation, PerformancePredictor, UnknownGpuType, estimate_unmeasured
 from catalog.predictors.bench import score_p1
 from gogh_web.events import emit
 
-from ..models import GpuType, Measurement, PredictionRecord, PredictorStatus, PredictorVersion, Workload
-from .predictors_store import catalog_snapshot, weights_load, weights_save, workload_features
+from ..models import GpuType, Measurement, PredictionRecord, PredictorName, PredictorStatus, PredictorVersion, Workload
+from .predictors_store import catalog_snapshot, weights_discard, weights_load, weights_save, workload_features
 
 log = logging.getLogger(__name__)
 
 EXPORT_FORMAT = "gogh-predictor/1"
+EXPORT_KEYS = ("format", "name", "architecture", "hyperparameters", "metrics", "state")
 #: Every VALIDATION_STRIDE-th workload is held out to score a candidate (at least one).
 VALIDATION_STRIDE = 6
 
@@ -35,6 +37,10 @@ class NoActivePredictor(LookupError):
     """No version of the predictor is active yet: train one (train_predictor)."""
 
 
+class NothingToTrainOn(ValueError):
+    """The catalog has too few isolated throughputs to train on (a fresh install, no data yet)."""
+
+
 def predictor_train(*, name: str = "p1", architecture: str | None = None, hyperparameters: dict | None = None,
                     parent: PredictorVersion | None = None, note: str = "") -> PredictorVersion:
     """Train on the catalog, score on held-out workloads, store a candidate and try to promote it.
@@ -43,9 +49,9 @@ def predictor_train(*, name: str = "p1", architecture: str | None = None, hyperp
     them hidden); the stored model is then fitted on the whole catalog, starting from
     `parent`'s weights when given (transfer learning).
     """
-    catalog, snapshot = catalog_snapshot()
+    catalog, snapshot = _training_catalog()
     params = {"architecture": architecture or settings.GOGH_PREDICTOR_ARCHITECTURE, **(hyperparameters or {})}
-    held = catalog.workloads[VALIDATION_STRIDE // 2::VALIDATION_STRIDE] or catalog.workloads[-1:]
+    held = _validation_workloads(catalog)
     init = weights_load(parent) if parent else None
     scorer = PerformancePredictor(**params).fit(catalog.without(held), init=init)
     metrics = score_p1(scorer, catalog, held)
@@ -54,9 +60,39 @@ def predictor_train(*, name: str = "p1", architecture: str | None = None, hyperp
     return _version_store(model=model, name=name, metrics=metrics, snapshot=snapshot, parent=parent, note=note)
 
 
-@transaction.atomic
+def _training_catalog():
+    """catalog_snapshot(), refused (NothingToTrainOn) when fewer than two workloads have an
+    isolated throughput: held-out scoring needs one to fit on and one to score."""
+    catalog, snapshot = catalog_snapshot()
+    measured = int(np.isfinite(catalog.tau).any(axis=1).sum()) if catalog.tau.size else 0
+    if measured < 2:
+        raise NothingToTrainOn(
+            f"nothing to train on: the catalog has {snapshot['records']} measurement(s) and {measured} workload(s) "
+            "measured alone (at least 2 are needed); load the reference catalog (manage.py load_reference_catalog) "
+            "or import measurements (manage.py import_measurements) first")
+    return catalog, snapshot
+
+
+def _validation_workloads(catalog) -> list[str]:
+    return catalog.workloads[VALIDATION_STRIDE // 2::VALIDATION_STRIDE] or catalog.workloads[-1:]
+
+
 def _version_store(*, model, name, metrics, snapshot, parent, note) -> PredictorVersion:
+    """Write the weights file, then the row; a failed insert (or promotion) removes the file, so
+    failed attempts leave no orphan under var/predictors/."""
     file_name, sha256 = weights_save(model, name)
+    try:
+        return _version_create(model=model, name=name, metrics=metrics, snapshot=snapshot, parent=parent,
+                               note=note, file_name=file_name, sha256=sha256)
+    except BaseException:
+        weights_discard(file_name)
+        raise
+
+
+@transaction.atomic
+def _version_create(*, model, name, metrics, snapshot, parent, note, file_name, sha256) -> PredictorVersion:
+    """The row, promoted when it scores no worse than the active version (a version scored
+    None, for want of co-location records, is promoted only when none is active)."""
     version = PredictorVersion.objects.create(
         name=name, architecture=model.architecture, hyperparameters=model.get_params(), training_data=snapshot,
         metrics=metrics, weights_file=file_name, weights_sha256=sha256, parent=parent, note=note,
@@ -114,22 +150,80 @@ def predictor_export(*, version: PredictorVersion) -> bytes:
 
 
 def predictor_import(*, data: bytes, fine_tune: bool = True, source: str = "") -> PredictorVersion:
-    """Store imported weights as a candidate; with fine_tune, first train them on local records."""
-    payload = torch.load(io.BytesIO(data), weights_only=True)
-    if payload.get("format") != EXPORT_FORMAT:
-        raise ValueError(f"not a GOGH predictor export (format {payload.get('format')!r})")
-    imported = PerformancePredictor.from_state_dict(payload["state"])
+    """Store an exported version as a candidate, promoted by the same rule as a trained one.
+
+    With fine_tune it is first trained on the local catalog; without, it is scored as it is on
+    the local validation workloads (hidden from its snapshot), never on the score the file states
+    about itself. A malformed file is one ValueError "SOURCE: not a GOGH predictor export
+    (reason)" and nothing is stored."""
+    imported, payload = _read_export(data, source or "the file")
+    name = payload["name"]
     if not fine_tune:
-        return _version_store(model=imported, name=payload["name"], metrics=dict(payload["metrics"]),
-                              snapshot={"imported": source}, parent=None, note=f"imported from {source}"[:200])
-    catalog, snapshot = catalog_snapshot()
+        catalog, _ = catalog_snapshot()
+        held = _validation_workloads(catalog)
+        metrics = {**_score_imported(imported, catalog, held), "validation_workloads": held,
+                   "exported_metrics": payload["metrics"]}
+        return _version_store(model=imported, name=name, metrics=metrics, snapshot={"imported": source},
+                              parent=None, note=f"imported from {source}"[:200])
+    catalog, snapshot = _training_catalog()
     params = imported.get_params()
-    held = catalog.workloads[VALIDATION_STRIDE // 2::VALIDATION_STRIDE] or catalog.workloads[-1:]
+    held = _validation_workloads(catalog)
     metrics = score_p1(PerformancePredictor(**params).fit(catalog.without(held), init=imported), catalog, held)
     model = PerformancePredictor(**params).fit(catalog, init=imported)
     metrics["validation_workloads"] = held
-    return _version_store(model=model, name=payload["name"], metrics=metrics, snapshot=snapshot, parent=None,
+    return _version_store(model=model, name=name, metrics=metrics, snapshot=snapshot, parent=None,
                           note=f"fine-tuned from import {source}"[:200])
+
+
+def _read_export(data: bytes, source: str) -> tuple[PerformancePredictor, dict]:
+    """(the model, the payload) of an export file, every part checked before anything is stored."""
+    def refused(reason: str) -> ValueError:
+        return ValueError(f"{source}: not a GOGH predictor export ({reason})")
+
+    try:
+        payload = torch.load(io.BytesIO(data), weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - any byte string: torch raises EOFError, UnpicklingError, RuntimeError...
+        detail = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else "no detail"
+        raise refused(f"unreadable: {type(exc).__name__}: {detail}") from None
+    if not isinstance(payload, dict):
+        raise refused(f"a {type(payload).__name__}, not a dictionary")
+    if payload.get("format") != EXPORT_FORMAT:
+        raise refused(f"format {str(payload.get('format'))[:40]!r}, expected {EXPORT_FORMAT!r}")
+    missing = [key for key in EXPORT_KEYS if key not in payload]
+    if missing:
+        raise refused(f"no {', '.join(missing)}")
+    if not isinstance(payload["name"], str) or payload["name"] not in PredictorName.values:
+        raise refused(f"name {str(payload['name'])[:40]!r} is not one of {', '.join(PredictorName.values)}")
+    if payload["architecture"] not in ARCHITECTURES:
+        raise refused(f"architecture {str(payload['architecture'])[:40]!r} is not one of {', '.join(ARCHITECTURES)}")
+    if not isinstance(payload["hyperparameters"], dict):
+        raise refused("hyperparameters are not a dictionary")
+    metrics = payload["metrics"]
+    if not isinstance(metrics, dict) or not all(
+            isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            for k, v in metrics.items()):
+        raise refused("metrics must map names to finite numbers")
+    try:
+        model = PerformancePredictor.from_state_dict(payload["state"])
+        if model.architecture != payload["architecture"]:
+            raise ValueError(f"its state is a {model.architecture} model, not {payload['architecture']}")
+        prediction = model.predict(model.catalog_.features[0])
+    except (ArithmeticError, LookupError, RuntimeError, TypeError, ValueError) as exc:
+        raise refused(str(exc)[:300]) from None
+    if not (np.isfinite(prediction.rho).all() and np.isfinite(prediction.tau).all()):
+        raise refused("its predictions are not finite numbers")
+    return model, payload
+
+
+def _score_imported(model: PerformancePredictor, catalog, held: list[str]) -> dict:
+    """P1 scores of an imported model as it is, the way a trained candidate's are taken: on the
+    local validation workloads, hidden from the model's own snapshot first (the other cluster
+    may have measured them, and a model predicting its own records would score near 0 and block
+    every later retrain). Nothing to score (no local data) gives None scores."""
+    if held and set(model.catalog_.workloads) - set(held):
+        return score_p1(model.without(held), catalog, held)
+    train_mae = model.train_mae_ if math.isfinite(model.train_mae_) else None
+    return {"val_mae": None, "iso_mape": {"zero_shot": None, "one_shot": None}, "train_mae": train_mae}
 
 
 def predictor_retrain_if_due(*, name: str = "p1", after_records: int | None = None,

@@ -69,8 +69,17 @@ def weights_save(model: PerformancePredictor, name: str) -> tuple[str, str]:
     """Write the model's state_dict; returns (file name under var/predictors/, sha256)."""
     data = model.to_bytes()
     file_name = f"{name}-{model.architecture}-{uuid.uuid4().hex[:12]}.pt"
-    (predictors_dir() / file_name).write_bytes(data)
+    folder = predictors_dir().resolve()
+    path = (folder / file_name).resolve()
+    if path.parent != folder:  # a name with a separator or "..": never write outside var/predictors/
+        raise PredictorFileError(f"weights file name {file_name[:80]!r} does not stay in {folder}")
+    path.write_bytes(data)
     return file_name, hashlib.sha256(data).hexdigest()
+
+
+def weights_discard(file_name: str) -> None:
+    """Remove a weights file no version row refers to (its insert failed)."""
+    (predictors_dir() / file_name).unlink(missing_ok=True)
 
 
 def weights_load(version: PredictorVersion) -> PerformancePredictor:

@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from catalog.measurement_csv import MeasurementFileError
 from catalog.predictors import build_catalog, records_from_csv, records_from_gavel
 from catalog.predictors.bench import BenchSettings, format_table, run_benchmark
+from gogh_web.cli_args import non_negative_int, output_file
 
 
 class Command(BaseCommand):
@@ -17,12 +18,12 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--json", required=True, metavar="OUT", help="Where to write the JSON report.")
+        parser.add_argument("--json", required=True, metavar="OUT", type=output_file, help="Where to write the JSON report.")
         parser.add_argument("--data", metavar="FILE", help="Measurements CSV to benchmark on instead of the reference data.")
         parser.add_argument("--quick", action="store_true", help="A few folds and tiny models: under a minute, for CI.")
-        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--seed", type=non_negative_int, default=0)
 
-    def handle(self, *args, json: str, data: str | None, quick: bool, seed: int, **options):
+    def handle(self, *args, json, data: str | None, quick: bool, seed: int, **options):
         try:
             records = records_from_csv(data) if data else records_from_gavel()
         except MeasurementFileError as exc:

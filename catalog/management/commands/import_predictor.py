@@ -3,7 +3,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from catalog.services.predictors import predictor_import
+from catalog.services.predictors import NothingToTrainOn, predictor_import
 
 
 class Command(BaseCommand):
@@ -21,6 +21,8 @@ class Command(BaseCommand):
             raise CommandError(f"cannot read {file}: {exc}") from None
         try:
             version = predictor_import(data=data, fine_tune=not no_fine_tune, source=Path(file).name)
+        except NothingToTrainOn as exc:
+            raise CommandError(f"{exc}; or import the weights as they are (--no-fine-tune)") from None
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"imported {version}")
