@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from telemetry.api.telemetry_views import MetricsView
 
+from .dashboard.accounts import LimitedAdminAuthenticationForm
 from .views import landing
 
 api_patterns = [
@@ -26,4 +27,5 @@ urlpatterns = [
 ]
 
 admin.site.site_header = "GOGH control plane"
+admin.site.login_form = LimitedAdminAuthenticationForm  # failed sign-ins limited as on the console
 admin.site.site_title = "GOGH admin"

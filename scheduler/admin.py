@@ -53,8 +53,12 @@ class JobAdmin(admin.ModelAdmin):
     search_fields = ["name", "workload__name", "owner__username", "tenant__name"]
     list_select_related = ["workload", "tenant", "owner"]
     date_hierarchy = "submitted_at"
-    raw_id_fields = ["owner"]
+    # What the job is, whose it is and what it was promised are read-only: an edit here bypasses
+    # the services, so no live event would tell the old tenant's pages that the job left them,
+    # and an owner outside the job's tenant could no longer see it. Priority, name, deadline
+    # and command stay editable.
     readonly_fields = [
+        "workload", "tenant", "owner", "min_throughput", "max_gpus", "memory_gb",
         "state", "pending_reason", "state_reason", "steps_done", "submitted_at", "placed_at",
         "started_at", "finished_at", "idempotency_key", "request_fingerprint",
     ]

@@ -15,6 +15,15 @@ def fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    """Each test starts with an empty cache: counters kept there (failed sign-ins, throttles)
+    would otherwise carry over from earlier tests."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 @pytest.fixture
 def make_user(db):
     """make_user('alice', tenant='research', staff=False, agent=False) -> User."""

@@ -13,12 +13,14 @@ INT_MAX = 2**31 - 1
 
 
 class FiniteFloatField(serializers.FloatField):
-    """A float that is a number: DRF's FloatField takes "NaN" and "Infinity" as strings, and
-    NaN passes every min/max check."""
+    """A float that is a number: DRF's FloatField takes "NaN" and "Infinity" as strings (and NaN
+    passes every min/max check), and true/false as 1.0/0.0."""
 
     default_error_messages = {"not_finite": "A finite number is required."}
 
     def to_internal_value(self, data):
+        if isinstance(data, bool):
+            self.fail("invalid")
         value = super().to_internal_value(data)
         if not math.isfinite(value):
             self.fail("not_finite")

@@ -29,3 +29,12 @@ class ReadOrAgentWrite(BasePermission):
         if not (user and user.is_authenticated):
             return False
         return request.method in SAFE_METHODS or user.is_staff or user.has_perm(AGENT_PERMISSION)
+
+
+class PersonNotAgent(BasePermission):
+    """Signed-in people, not node agents: an agent's token reports telemetry; it has no business
+    with the console's endpoints (a trade-off sweep queues 21 solves on the workers)."""
+
+    def has_permission(self, request, view):
+        user = request.user
+        return bool(user and user.is_authenticated) and (user.is_superuser or not user.has_perm(AGENT_PERMISSION))

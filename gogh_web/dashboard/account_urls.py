@@ -2,7 +2,9 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
+from .accounts import SignInView
+
 urlpatterns = [
-    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("login/", SignInView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(next_page="login"), name="logout"),
 ]

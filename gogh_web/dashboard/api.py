@@ -1,6 +1,6 @@
 """JSON endpoints of the Trade-off page: thin DRF views that validate and call a service or a
 selector. Session authentication enforces CSRF on the POSTs; apply answers 403 to anyone but
-staff; preview, which solves in the request, is throttled per user."""
+staff, the others to node agents; preview, which solves in the request, is throttled per user."""
 from dataclasses import asdict
 
 from django.conf import settings
@@ -11,6 +11,8 @@ from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 from rest_framework.throttling import UserRateThrottle
 from rest_framework.views import APIView
+
+from gogh_web.api.permissions import PersonNotAgent
 
 from . import selectors, services
 from .models import TradeoffSweep
@@ -28,6 +30,7 @@ class PreviewThrottle(UserRateThrottle):
 
 
 class TradeoffSweepView(APIView):
+    permission_classes = [PersonNotAgent]
     @extend_schema(request=None, responses={200: SweepSerializer, 201: SweepSerializer},
                    summary="Start (or find) the Pareto sweep of the current cluster state")
     def post(self, request):
@@ -39,6 +42,7 @@ class TradeoffSweepView(APIView):
 
 
 class TradeoffSweepDetailView(APIView):
+    permission_classes = [PersonNotAgent]
     @extend_schema(responses={200: SweepSerializer}, summary="A sweep's points so far (read-only; the page polls it)")
     def get(self, request, pk: int):
         sweep = get_object_or_404(TradeoffSweep, pk=pk)
@@ -46,6 +50,7 @@ class TradeoffSweepDetailView(APIView):
 
 
 class TradeoffPreviewView(APIView):
+    permission_classes = [PersonNotAgent]
     throttle_classes = [PreviewThrottle]
 
     @extend_schema(request=TradeoffSettingsSerializer, responses={200: PreviewSerializer})

@@ -1,27 +1,21 @@
 """Request and response shapes of the Trade-off page's JSON endpoints (strict input: an
 unknown field or a bad value is a 400 with a message per field)."""
-import math
-
 from rest_framework import serializers
 
+from gogh_web.api.fields import FiniteFloatField
 from gogh_web.api.strict import StrictFieldsMixin
-
-
-def _finite(value):
-    if not math.isfinite(value):
-        raise serializers.ValidationError("Must be a finite number.")
-    return value
+from scheduler.models.solver_config import MAX_ENERGY_WEIGHT, MAX_LOAD_WINDOW, MAX_WATTS_SETTING
 
 
 class TradeoffSettingsSerializer(StrictFieldsMixin, serializers.Serializer):
     """Any of the four settings; the ones not given keep their stored value (the page sends
     only what the user changed, so a setting is never switched on by the form's default)."""
 
-    base_energy_weight = serializers.FloatField(min_value=0, max_value=1000, validators=[_finite], required=False)
+    base_energy_weight = FiniteFloatField(min_value=0, max_value=MAX_ENERGY_WEIGHT, required=False)
     adaptive_weight = serializers.BooleanField(required=False)
-    load_window = serializers.IntegerField(min_value=1, max_value=10000, required=False)
-    throughput_value_w = serializers.FloatField(
-        min_value=0, max_value=100000, validators=[_finite], required=False,
+    load_window = serializers.IntegerField(min_value=1, max_value=MAX_LOAD_WINDOW, required=False)
+    throughput_value_w = FiniteFloatField(
+        min_value=0, max_value=MAX_WATTS_SETTING, required=False,
         help_text="W-equivalent of one unit of relative surplus.",
     )
 

@@ -17,6 +17,13 @@ SOLVER_CHOICES = [
     ("random", "Random"),
 ]
 BACKEND_CHOICES = [("highs", "HiGHS (highspy)"), ("cbc", "CBC (bundled with PuLP)")]
+# Upper bounds of the weights: far beyond any useful setting, and low enough that the
+# objective's coefficients stay in the range a MIP solver handles (fairness_weight 1e308 left
+# HiGHS "Not Solved" and every round fell back to the greedy decision).
+MAX_ENERGY_WEIGHT = 1000.0
+MAX_FAIRNESS_WEIGHT = 1000.0
+MAX_WATTS_SETTING = 100_000.0
+MAX_LOAD_WINDOW = 10_000
 
 
 class SolverConfig(models.Model):
@@ -26,15 +33,21 @@ class SolverConfig(models.Model):
     backend = models.CharField(max_length=16, choices=BACKEND_CHOICES, default="highs", help_text="MILP backend of ilp and cells.")
     time_limit_s = models.FloatField(default=10.0, validators=[MinValueValidator(0.1), MaxValueValidator(3600)])
     gap = models.FloatField(default=0.01, validators=[MinValueValidator(0), MaxValueValidator(1)], help_text="Relative MIP gap.")
-    base_energy_weight = models.FloatField(default=1.0, validators=[MinValueValidator(0)])
+    base_energy_weight = models.FloatField(
+        default=1.0, validators=[MinValueValidator(0), MaxValueValidator(MAX_ENERGY_WEIGHT)]
+    )
     adaptive_weight = models.BooleanField(default=True, help_text="weight = base * (1 + (load - mean) / std), clipped.")
-    load_window = models.PositiveIntegerField(default=20, help_text="Rounds of load history for the adaptive weight.")
+    load_window = models.PositiveIntegerField(
+        default=20, validators=[MinValueValidator(1), MaxValueValidator(MAX_LOAD_WINDOW)],
+        help_text="Rounds of load history for the adaptive weight.",
+    )
     throughput_value_w = models.FloatField(
-        default=0.0, validators=[MinValueValidator(0)], help_text="W-equivalent of one unit of relative surplus over T_min."
+        default=0.0, validators=[MinValueValidator(0), MaxValueValidator(MAX_WATTS_SETTING)],
+        help_text="W-equivalent of one unit of relative surplus over T_min."
     )
     fairness_weight = models.FloatField(
         default=0.0,
-        validators=[MinValueValidator(0)],
+        validators=[MinValueValidator(0), MaxValueValidator(MAX_FAIRNESS_WEIGHT)],
         help_text=(
             "0: off. Above 0, one unit of the least-served tenant's share (mean throughput / T_min of its jobs) is worth "
             "this many average GPUs at full power, and among equally many admitted jobs of a priority those of tenants "
@@ -45,10 +58,13 @@ class SolverConfig(models.Model):
         default=2, validators=[MinValueValidator(1), MaxValueValidator(MAX_THETA, message=THETA_REFUSED)],
         help_text=f"Jobs per GPU at most (1: no sharing; 2: pairs, as measured; up to {MAX_THETA}: groups, estimated from pairs).",
     )
-    migration_cost_w = models.FloatField(default=50.0, validators=[MinValueValidator(0)], help_text="Cost of moving a placed job.")
+    migration_cost_w = models.FloatField(
+        default=50.0, validators=[MinValueValidator(0), MaxValueValidator(MAX_WATTS_SETTING)],
+        help_text="Cost of moving a placed job.",
+    )
     idle_gpus_powered_down = models.BooleanField(default=True)
     topology_isolation = models.BooleanField(default=False, help_text="Tenants never share a PCIe switch.")
-    cell_size_gpus = models.PositiveIntegerField(default=1024)
+    cell_size_gpus = models.PositiveIntegerField(default=1024, validators=[MinValueValidator(1), MaxValueValidator(10**6)])
     seed = models.IntegerField(default=0)
     shadow_mode = models.BooleanField(
         default=False,

@@ -24,3 +24,13 @@ def test_a_group_of_three_shows_each_members_partners(client, root, cluster, ali
     assert change.status_code == 200
     inline = change.content.decode().split('<td class="field-partners">', 1)[1].split("</td>", 1)[0]
     assert str(jobs[1]) in inline and str(jobs[2]) in inline and str(jobs[0]) not in inline
+
+
+def test_what_a_job_is_and_whose_it_is_cannot_be_edited_in_the_admin(client, root, cluster, alice, bob, resnet50):
+    """Moving a job to another tenant here bypassed the services: the old tenant's open pages
+    kept it (no event told them it left) and its owner could no longer see it."""
+    job = services.job_submit(owner=alice, workload=resnet50, min_throughput=1, max_gpus=1).job
+    page = client.get(f"/admin/scheduler/job/{job.pk}/change/").content.decode()
+    for field in ("tenant", "owner", "workload", "min_throughput", "max_gpus"):
+        assert f'name="{field}"' not in page, field
+    assert 'name="priority"' in page

@@ -74,3 +74,18 @@ def test_the_fairness_weight_reaches_the_solver_settings():
     from scheduler.problem_source import solver_settings
 
     assert solver_settings(SolverConfig(fairness_weight=2.0)).fairness_weight == 2.0
+
+
+@pytest.mark.parametrize("field, value", [
+    ("fairness_weight", "1e308"), ("base_energy_weight", "1e300"), ("throughput_value_w", "1e300"),
+    ("migration_cost_w", "1e300"), ("load_window", "0"), ("cell_size_gpus", "0"),
+])
+def test_values_that_would_break_every_round_are_refused(client, root, field, value):
+    """fairness_weight 1e308 was saved, and from then on HiGHS answered "Not Solved" and every
+    round fell back to the greedy decision; a load window or cell size of 0 means nothing."""
+    config = SolverConfig.load()
+    before = model_to_dict(config)
+    response = client.post(f"/admin/scheduler/solverconfig/{config.pk}/change/", settings_form(config, **{field: value}))
+    assert response.status_code == 200 and "errornote" in response.content.decode()
+    config.refresh_from_db()
+    assert model_to_dict(config) == before and not SolverConfigChange.objects.exists()

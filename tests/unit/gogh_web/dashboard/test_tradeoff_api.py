@@ -4,7 +4,6 @@ import json
 from datetime import timedelta
 
 import pytest
-from django.core.cache import cache
 from django.urls import reverse
 
 from gogh_web.dashboard import selectors, services, tradeoff
@@ -16,14 +15,6 @@ SETTINGS = {"base_energy_weight": 0.5, "adaptive_weight": False, "load_window": 
 
 def post(client, name, body=None):
     return client.post(reverse(name), json.dumps(body or {}), content_type="application/json")
-
-
-@pytest.fixture(autouse=True)
-def fresh_throttle():
-    """Preview throttle counts live in Django's cache: each test starts with none."""
-    cache.clear()
-    yield
-    cache.clear()
 
 
 def sweep_of_now(client):
@@ -122,6 +113,7 @@ def test_staff_apply_changes_the_live_settings_and_is_audited(browser_for, staff
     ({**SETTINGS, "load_window": 0}, "load_window"),
     ({**SETTINGS, "throughput_value_w": "lots"}, "throughput_value_w"),
     ({**SETTINGS, "adaptive_weight": "maybe"}, "adaptive_weight"),
+    ({**SETTINGS, "base_energy_weight": True}, "base_energy_weight"),  # was read as 1.0
     ({**SETTINGS, "solver": "random"}, "solver"),
 ])
 @pytest.mark.parametrize("endpoint", ["dashboard:tradeoff-preview", "dashboard:tradeoff-apply"])
@@ -136,6 +128,14 @@ def test_session_posts_need_the_csrf_token(browser_for, staff, cluster):
     assert post(client, "dashboard:tradeoff-apply", SETTINGS).status_code == 403
     assert post(client, "dashboard:tradeoff-preview", SETTINGS).status_code == 403
     assert not SolverConfigChange.objects.exists()
+
+
+def test_node_agents_get_no_trade_off_endpoints(client_for, agent, cluster, dispatched):
+    """An agent's token reports telemetry; it could queue 21-solve sweeps on the workers."""
+    client = client_for(agent)
+    assert client.post(reverse("dashboard:tradeoff-sweep"), format="json").status_code == 403
+    assert client.post(reverse("dashboard:tradeoff-preview"), SETTINGS, format="json").status_code == 403
+    assert not TradeoffSweep.objects.exists() and dispatched == []
 
 
 def test_anonymous_gets_no_trade_off_data(client, db):
