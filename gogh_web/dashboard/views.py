@@ -4,6 +4,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 
 from catalog.models import Workload
+from scheduler.models.solver_config import MAX_ENERGY_WEIGHT, MAX_LOAD_WINDOW, MAX_WATTS_SETTING
 from scheduler.selectors import tenant_of
 
 from . import selectors
@@ -71,4 +72,5 @@ def tradeoff(request):
     return render(request, "dashboard/tradeoff.html", {
         "page": "tradeoff", "settings": settings, "can_apply": request.user.is_staff,
         "default_surplus_value_w": DEFAULT_SURPLUS_VALUE_W,
+        "limits": {"weight": MAX_ENERGY_WEIGHT, "window": MAX_LOAD_WINDOW, "surplus": MAX_WATTS_SETTING},
     })

@@ -243,8 +243,8 @@ def test_trade_off_plot_renders_in_webgl_and_preview_updates_it(stack, chromium,
     assert page.input_value("#surplus") == "0.0"
     assert "the sweep's assumption" in page.inner_text("#sweep-status")
 
-    page.fill("#weight", "0.05")
-    assert page.inner_text("#weight-value") == "0.05"
+    page.fill("#weight-slider", "0.05")
+    assert page.input_value("#weight") == "0.05"  # the slider writes into the exact field
     page.uncheck("#adaptive")  # exactly this weight, whatever the load of the rounds so far
     page.fill("#surplus", "100")  # value surplus throughput, so the low weight buys the second GPU
     page.click("#preview")

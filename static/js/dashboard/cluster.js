@@ -9,6 +9,8 @@
   var gpus = {}, nodes = {};
   (initial.gpus || []).forEach(function (g) { gpus[g.id] = g; });
   (initial.nodes || []).forEach(function (n) { nodes[n.id] = n; });
+  // Bars on two y-axes are drawn on top of each other even with barmode "group"; an offsetgroup
+  // per trace puts each GPU's power and utilisation bars side by side.
   var layout = {
     margin: { t: 10, r: 50, b: 90, l: 50 }, barmode: "group", legend: { orientation: "h", y: 1.12 },
     yaxis: { title: { text: "W" } }, yaxis2: { title: { text: "utilisation" }, overlaying: "y", side: "right", range: [0, 1] },
@@ -25,8 +27,8 @@
     document.getElementById("power-now").textContent = total.toFixed(0) + " W";
     var names = list.map(label);
     Plotly.react("gpu-plot", [
-      { type: "bar", name: "power (W)", x: names, y: list.map(function (g) { return g.power_w; }), marker: { color: "#2a5bd7" } },
-      { type: "bar", name: "utilisation", x: names, y: list.map(function (g) { return g.utilization; }), yaxis: "y2", marker: { color: "#e8a33d" } },
+      { type: "bar", name: "power (W)", x: names, y: list.map(function (g) { return g.power_w; }), offsetgroup: "power", marker: { color: "#2a5bd7" } },
+      { type: "bar", name: "utilisation", x: names, y: list.map(function (g) { return g.utilization; }), yaxis: "y2", offsetgroup: "utilisation", marker: { color: "#e8a33d" } },
     ], layout, { responsive: true, displaylogo: false });
     var types = {};
     list.forEach(function (g) {

@@ -4,7 +4,8 @@
    creates it and sends its points to the Celery workers when the state is new), polls it
    read-only until it is complete or failed, and asks again (at most once per RELOAD_MS) when
    live.js reports a job changing state or GPUs, a node or GPU changing state, or the settings
-   (job progress reports do not count). */
+   (job progress reports do not count). The form sends only the fields the user edited, and
+   follows settings changed elsewhere in the fields the user has not touched. */
 (function () {
   "use strict";
   var G = window.GoghDash;
@@ -13,7 +14,8 @@
   var message = document.getElementById("tradeoff-message");
   var sweep = null, preview = null, pollTimer = null, reloadTimer = null, lastLoad = 0;
   var POLL_MS = 1500, RELOAD_MS = 10000;
-  var stored = G.json("tradeoff-settings") || {};  // the live settings: the form sends only what differs
+  var stored = G.json("tradeoff-settings") || {};  // the live settings, as last heard from the server
+  var settingsHeard = 0;  // settings events and applies heard so far
 
   var FAIRNESS_SYMBOLS = ["circle", "square", "x", "circle-open", "square-open"];  // by fairness weight, smallest first
 
@@ -65,7 +67,9 @@
     Plotly.react(plot, traces, layout, { responsive: true, displaylogo: false });
   }
 
-  function show(result) {
+  /* `asked`: settingsHeard when the request left; a sweep answered after newer settings arrived
+     (an event, this page's apply) carries older ones, and the form does not go back to them. */
+  function show(result, asked) {
     var status = document.getElementById("sweep-status");
     var retry = document.getElementById("sweep-retry");
     if (result.status !== 200 && result.status !== 201) {
@@ -74,6 +78,7 @@
       return;
     }
     sweep = result.data;
+    if (asked === settingsHeard) takeSettings(sweep.settings);
     plot.dataset.sweep = sweep.sweep;
     plot.dataset.status = sweep.status;
     plot.dataset.complete = sweep.status === "complete";
@@ -95,13 +100,15 @@
     reloadTimer = null;
     lastLoad = Date.now();
     plot.dataset.loads = Number(plot.dataset.loads || 0) + 1;  // requests for the sweep (tests read it)
-    G.api("POST", "/dashboard/api/tradeoff/", {}).then(show);
+    var asked = settingsHeard;
+    G.api("POST", "/dashboard/api/tradeoff/", {}).then(function (result) { show(result, asked); });
   }
 
   function poll() {
+    var asked = settingsHeard;
     G.api("GET", "/dashboard/api/tradeoff/" + sweep.sweep + "/").then(function (result) {
       if (result.status === 404) load();  // replaced meanwhile: ask for the current one
-      else show(result);
+      else show(result, asked);
     });
   }
 
@@ -113,21 +120,103 @@
     else reloadTimer = setTimeout(load, wait);
   }
 
-  var FIELDS = {
-    base_energy_weight: function () { return Number(document.getElementById("weight").value); },
-    adaptive_weight: function () { return document.getElementById("adaptive").checked; },
-    load_window: function () { return Number(document.getElementById("load-window").value); },
-    throughput_value_w: function () { return Number(document.getElementById("surplus").value); },
-  };
+  /* The four settings. A number field reads as its number only when the browser finds it valid
+     (an emptied field, or letters, read as "" and are an error, never 0); the weight's slider
+     covers 0-4 and writes into the exact field, which takes any weight the API accepts. */
+  function numberField(id, slider) {
+    var input = document.getElementById(id);
+    return {
+      id: id, input: input,
+      read: function () {
+        if (input.validity.badInput || input.value.trim() === "") return { error: "Enter a number." };
+        if (!input.validity.valid || !isFinite(input.valueAsNumber)) return { error: input.validationMessage || "Not a valid value." };
+        return { value: input.valueAsNumber };
+      },
+      show: function (value) {
+        input.value = String(value);
+        if (slider) slider.value = String(value);  // the slider clamps to its range; the field stays exact
+      },
+    };
+  }
 
-  /* Only the fields the user changed from the live settings: the others stay as stored. */
-  function settings() {
-    var body = {};
-    Object.keys(FIELDS).forEach(function (field) {
-      var value = FIELDS[field]();
-      if (value !== stored[field]) body[field] = value;
+  function checkboxField(id) {
+    var input = document.getElementById(id);
+    return {
+      id: id, input: input,
+      read: function () { return { value: input.checked }; },
+      show: function (value) { input.checked = value; },
+    };
+  }
+
+  var slider = document.getElementById("weight-slider");
+  var FIELDS = {
+    base_energy_weight: numberField("weight", slider),
+    adaptive_weight: checkboxField("adaptive"),
+    load_window: numberField("load-window"),
+    throughput_value_w: numberField("surplus"),
+  };
+  var edited = {};  // fields the user has edited since they were last applied: the only ones sent
+
+  /* The small text beside a field: its error ("-error") or a change made elsewhere ("-note"). */
+  function beside(field, kind, text) {
+    var node = document.getElementById(field.id + "-" + kind);
+    if (!node) return;
+    node.textContent = text;
+    node.hidden = !text;
+  }
+
+  function edit(name) {
+    edited[name] = true;
+    beside(FIELDS[name], "error", "");
+  }
+
+  Object.keys(FIELDS).forEach(function (name) {
+    ["input", "change"].forEach(function (type) {
+      FIELDS[name].input.addEventListener(type, function () { edit(name); });
     });
-    return body;
+  });
+  FIELDS.base_energy_weight.input.addEventListener("input", function (event) {
+    if (event.target.validity.valid && event.target.value !== "") slider.value = event.target.value;
+  });
+  slider.addEventListener("input", function () {
+    FIELDS.base_energy_weight.input.value = slider.value;
+    edit("base_energy_weight");
+  });
+
+  /* The fields the user edited, or null when one of them is not a valid value (each error is
+     shown beside its field and nothing is sent). */
+  function settings() {
+    var body = {}, valid = true;
+    Object.keys(FIELDS).forEach(function (name) {
+      if (!edited[name]) return;
+      var read = FIELDS[name].read();
+      beside(FIELDS[name], "error", read.error || "");
+      if (read.error) valid = false;
+      else body[name] = read.value;
+    });
+    if (!valid) {
+      message.textContent = "Correct the marked field: nothing was sent.";
+      message.className = "form-message error";
+    }
+    return valid ? body : null;
+  }
+
+  /* New live settings (a solver_config event, a sweep, this page's apply): a field the user has
+     not edited shows the new value; an edited one keeps the user's value and notes the change. */
+  function takeSettings(live) {
+    if (!live) return;
+    Object.keys(FIELDS).forEach(function (name) {
+      if (!(name in live)) return;
+      var field = FIELDS[name], value = live[name], changed = value !== stored[name];
+      stored[name] = value;
+      if (!edited[name]) {
+        if (changed) field.show(value);
+        beside(field, "note", "");
+      } else if (changed) {
+        var mine = field.read();
+        beside(field, "note", mine.value === value ? "" : "Changed elsewhere to " + (value === true ? "on" : value === false ? "off" : value) + "; yours is not applied yet.");
+      }
+    });
   }
 
   function signed(value, digits, unit) {
@@ -153,14 +242,12 @@
     list.replaceChildren.apply(list, items);
   }
 
-  document.getElementById("weight").addEventListener("input", function (event) {
-    document.getElementById("weight-value").textContent = event.target.value;
-  });
-
   document.getElementById("preview").addEventListener("click", function () {
+    var body = settings();
+    if (!body) return;
     message.textContent = "Solving the preview...";
     message.className = "form-message";
-    G.api("POST", "/dashboard/api/tradeoff/preview/", settings()).then(function (result) {
+    G.api("POST", "/dashboard/api/tradeoff/preview/", body).then(function (result) {
       if (result.status !== 200) {
         message.textContent = (result.status === 429 ? "Too many previews: " : "") + G.errorText(result.data);
         message.className = "form-message error";
@@ -177,8 +264,16 @@
   var apply = document.getElementById("apply");
   if (apply) {
     apply.addEventListener("click", function () {
-      G.api("POST", "/dashboard/api/tradeoff/apply/", settings()).then(function (result) {
-        if (result.status === 200) stored = result.data;
+      var body = settings();
+      if (!body) return;
+      G.api("POST", "/dashboard/api/tradeoff/apply/", body).then(function (result) {
+        if (result.status === 200) {
+          Object.keys(body).forEach(function (name) {
+            if (FIELDS[name].read().value === body[name]) edited[name] = false;  // unless edited again meanwhile
+          });
+          settingsHeard += 1;
+          takeSettings(result.data);
+        }
         message.textContent = result.status === 200 ? "Applied: the next round uses these settings." : G.errorText(result.data);
         message.className = "form-message " + (result.status === 200 ? "ok" : "error");
       });
@@ -211,7 +306,12 @@
     },
     onEvent: function (ev) {
       plot.dataset.events = Number(plot.dataset.events || 0) + 1;  // live events seen (tests read it)
-      if (ev.kind === "solver_config") { reloadSoon(); return; }
+      if (ev.kind === "solver_config") {
+        settingsHeard += 1;
+        takeSettings(ev.data);
+        reloadSoon();
+        return;
+      }
       if (ev.kind !== "job" && ev.kind !== "node" && ev.kind !== "gpu") return;
       var id = ev.kind + ":" + ev.key, now = stateKey(ev.kind, ev.op === "delete" ? null : ev.data);
       if (seen[id] === now) return;
