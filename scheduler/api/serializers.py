@@ -18,6 +18,11 @@ from ..selectors import cluster_gpu_count, largest_gpu_memory_gb
 MIN_THROUGHPUT = 1e-5
 
 
+#: Variables a job's environment may set: far more than any training job needs, few enough that
+#: a job's row and its assignment to an agent stay small.
+MAX_ENVIRONMENT_VARIABLES = 256
+
+
 class WorkloadByName(serializers.SlugRelatedField):
     default_error_messages = {
         "does_not_exist": "Unknown workload {value!r}; GET /api/workloads/ lists the known ones.",
@@ -79,6 +84,8 @@ class JobSubmitSerializer(StrictFieldsMixin, serializers.Serializer):
         return value
 
     def validate_environment(self, value):
+        if len(value) > MAX_ENVIRONMENT_VARIABLES:
+            raise serializers.ValidationError(f"At most {MAX_ENVIRONMENT_VARIABLES} variables.")
         bad = [key for key in value if not key or "=" in key or "\x00" in key]
         if bad:
             raise serializers.ValidationError(f"Invalid variable name(s): {', '.join(map(repr, bad))}.")

@@ -64,7 +64,7 @@ def gpu_samples_ingest(*, agent_user, samples: list[dict], dropped: int | None =
     rows = _new_rows(gpus, samples)
     # ignore_conflicts still: a concurrent upload of the same samples may commit first.
     GpuSample.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
-    emit.gpus_changed(gpu.pk for gpu in gpus.values())  # once per GPU per batch, however many samples
+    emit.gpus_changed({row.gpu_id for row in rows})  # once per GPU with a new sample, however many; none on a resend
     if dropped is not None:
         Node.objects.filter(pk__in={gpu.node_id for gpu in gpus.values()}).update(samples_dropped=dropped)
     return len(rows)

@@ -50,6 +50,7 @@ def test_anonymous_requests_get_401(client_for, cluster):
         ({"deadline": "next tuesday"}, "deadline", "Datetime has wrong format"),
         ({"deadline": "2099-01-01T00:00:00"}, "deadline", "Give a timezone"),
         ({"environment": {"A=B": "x"}}, "environment", "Invalid variable name"),
+        ({"environment": {f"V{i}": "x" for i in range(257)}}, "environment", "At most 256 variables"),
         ({"max_gpu": 2}, "max_gpu", "Unknown field"),
         ({"tenant": "vision"}, "tenant", "Unknown field"),
     ],

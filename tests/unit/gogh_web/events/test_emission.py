@@ -22,6 +22,9 @@ def test_a_sample_batch_emits_one_event_per_gpu(cluster, staff, committed):
     events = list(Event.objects.filter(kind="gpu"))
     assert sorted(e.key for e in events) == sorted(str(g.pk) for g in gpus)
     assert {e.data["power_w"] for e in events} == {200.0}  # the newest sample of each
+    with committed():
+        gpu_samples_ingest(agent_user=staff, samples=samples)  # a resend: nothing new, no event
+    assert Event.objects.filter(kind="gpu").count() == 2
 
 
 def test_a_heartbeat_emits_only_when_the_node_state_changes(cluster, staff, committed):
