@@ -3,7 +3,7 @@ from django.db import models
 from django.utils import timezone
 from rest_framework import serializers
 
-from gogh_web.api.fields import BIGINT_MAX, INT_MAX, AwareDateTimeField, FiniteFloatField
+from gogh_web.api.fields import AwareDateTimeField, FiniteFloatField, column_max
 from gogh_web.api.strict import StrictFieldsMixin
 
 from ..measurement_limits import MAX_GPU_MEMORY_GB, MAX_NUM_GPUS, MAX_POWER_PER_GPU_W, limit_problems
@@ -84,8 +84,8 @@ class WorkloadSerializer(CatalogModelSerializer):
         ]
         read_only_fields = ["id", "created_at"]
         extra_kwargs = {
-            "batch_size": {"min_value": 1, "max_value": INT_MAX},
-            "parameters": {"min_value": 0, "max_value": BIGINT_MAX},
+            "batch_size": {"min_value": 1, "max_value": column_max(Workload, "batch_size")},
+            "parameters": {"min_value": 0, "max_value": column_max(Workload, "parameters")},
             "flops_per_sample": {"min_value": 0},
             "compute_density": _UNIT_RANGE,
             "memory_intensity": _UNIT_RANGE,

@@ -5,11 +5,21 @@ import math
 from django.utils import timezone
 from rest_framework import serializers
 
-#: The largest value of a BigIntegerField (PostgreSQL bigint, SQLite INTEGER): larger ones
-#: must be a 400, not the database's overflow error.
-BIGINT_MAX = 2**63 - 1
-#: The largest value of an IntegerField (PostgreSQL integer).
-INT_MAX = 2**31 - 1
+_SMALLINT_MAX = 2**15 - 1
+_INT_MAX = 2**31 - 1
+_BIGINT_MAX = 2**63 - 1
+_COLUMN_MAX = {
+    "SmallIntegerField": _SMALLINT_MAX, "PositiveSmallIntegerField": _SMALLINT_MAX, "SmallAutoField": _SMALLINT_MAX,
+    "IntegerField": _INT_MAX, "PositiveIntegerField": _INT_MAX, "AutoField": _INT_MAX,
+    "BigIntegerField": _BIGINT_MAX, "PositiveBigIntegerField": _BIGINT_MAX, "BigAutoField": _BIGINT_MAX,
+}
+
+
+def column_max(model, field: str) -> int:
+    """The largest integer the column holds (PostgreSQL's limits; SQLite's INTEGER stops at
+    2**63 - 1): input limits follow the columns, so a number too large is a 400 and not the
+    database's overflow error. A KeyError names a column type this table does not know yet."""
+    return _COLUMN_MAX[model._meta.get_field(field).get_internal_type()]
 
 
 class FiniteFloatField(serializers.FloatField):

@@ -6,7 +6,7 @@ from rest_framework import serializers
 
 from catalog.measurement_limits import MAX_THROUGHPUT
 from catalog.models import Workload
-from gogh_web.api.fields import BIGINT_MAX, AwareDateTimeField
+from gogh_web.api.fields import AwareDateTimeField, column_max
 from gogh_web.api.strict import StrictFieldsMixin
 
 from ..models import Allocation, Job
@@ -41,7 +41,7 @@ class JobSubmitSerializer(StrictFieldsMixin, serializers.Serializer):
     max_gpus = serializers.IntegerField(min_value=1, help_text="D_j: the most GPUs the job may use.")
     priority = serializers.IntegerField(required=False, default=0, min_value=-1000, max_value=1000)
     total_steps = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=1,
-                                           max_value=BIGINT_MAX)
+                                           max_value=column_max(Job, "total_steps"))
     memory_gb = serializers.FloatField(
         required=False, allow_null=True, default=None,
         help_text="GPU memory needed on each GPU, GB (> 0); omitted: the workload's measured peak, if known.",

@@ -4,7 +4,7 @@ from rest_framework import serializers
 from rest_framework.settings import api_settings
 
 from catalog.measurement_limits import MAX_THROUGHPUT
-from gogh_web.api.fields import BIGINT_MAX, INT_MAX, AwareDateTimeField, FiniteFloatField
+from gogh_web.api.fields import AwareDateTimeField, FiniteFloatField, column_max
 from gogh_web.api.strict import StrictFieldsMixin
 from scheduler.models import Job
 
@@ -13,19 +13,6 @@ from ..services.job_progress import REPORT_STATUSES
 from ..services.samples import MAX_CLOCK_AHEAD_S, MAX_SAMPLE_AGE_S
 
 MAX_SAMPLES_PER_BATCH = 1000
-_SMALLINT_MAX = 2**15 - 1
-_COLUMN_MAX = {
-    "SmallIntegerField": _SMALLINT_MAX, "PositiveSmallIntegerField": _SMALLINT_MAX, "SmallAutoField": _SMALLINT_MAX,
-    "IntegerField": INT_MAX, "PositiveIntegerField": INT_MAX, "AutoField": INT_MAX,
-    "BigIntegerField": BIGINT_MAX, "PositiveBigIntegerField": BIGINT_MAX, "BigAutoField": BIGINT_MAX,
-}
-
-
-def _column_max(model, field: str) -> int:
-    """The largest integer the column holds: input limits follow the columns, so a number too
-    large is a 400 and not the database's overflow error (a KeyError here names a column type
-    this table does not know yet)."""
-    return _COLUMN_MAX[model._meta.get_field(field).get_internal_type()]
 
 
 def _reading(**limits) -> FiniteFloatField:
@@ -34,7 +21,7 @@ def _reading(**limits) -> FiniteFloatField:
 
 def _counter(field: str) -> serializers.IntegerField:
     return serializers.IntegerField(
-        required=False, default=None, allow_null=True, min_value=0, max_value=_column_max(GpuSample, field)
+        required=False, default=None, allow_null=True, min_value=0, max_value=column_max(GpuSample, field)
     )
 
 
@@ -57,7 +44,7 @@ class GpuSampleSerializer(StrictFieldsMixin, serializers.Serializer):
 class SampleBatchSerializer(StrictFieldsMixin, serializers.Serializer):
     samples = GpuSampleSerializer(many=True, allow_empty=False, max_length=MAX_SAMPLES_PER_BATCH)
     dropped = serializers.IntegerField(
-        required=False, default=None, allow_null=True, min_value=0, max_value=_column_max(Node, "samples_dropped"),
+        required=False, default=None, allow_null=True, min_value=0, max_value=column_max(Node, "samples_dropped"),
         help_text="Samples the agent dropped from its full buffer since it started.",
     )
 
@@ -70,11 +57,11 @@ class SampleBatchResultSerializer(serializers.Serializer):
 
 
 class JobProgressSerializer(StrictFieldsMixin, serializers.Serializer):
-    job = serializers.IntegerField(min_value=1, max_value=_column_max(Job, "id"))
+    job = serializers.IntegerField(min_value=1, max_value=column_max(Job, "id"))
     status = serializers.ChoiceField(choices=REPORT_STATUSES)
-    steps = serializers.IntegerField(min_value=0, max_value=_column_max(Job, "steps_done"))
+    steps = serializers.IntegerField(min_value=0, max_value=column_max(Job, "steps_done"))
     total_steps = serializers.IntegerField(
-        required=False, default=None, allow_null=True, min_value=1, max_value=_column_max(Job, "total_steps")
+        required=False, default=None, allow_null=True, min_value=1, max_value=column_max(Job, "total_steps")
     )
     steps_per_s = FiniteFloatField(  # becomes a catalog measurement: the catalog's limit
         required=False, default=None, allow_null=True, min_value=0, max_value=MAX_THROUGHPUT

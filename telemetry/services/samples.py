@@ -14,13 +14,15 @@ from django.db.models import Avg, Count, Max
 from django.db.models.functions import TruncMinute
 from django.utils import timezone
 
+from catalog.measurement_limits import MAX_CLOCK_AHEAD
 from gogh_web.events import emit
 
 from ..models import Gpu, GpuSample, GpuSampleMinute, Node
 from .access import check_is_agent, may_report
 
-#: A sample stamped further ahead than this is refused: the agent's clock is wrong.
-MAX_CLOCK_AHEAD_S = 300
+#: A sample stamped further ahead than this is refused: the agent's clock is wrong (the same
+#: skew a catalog measurement may have).
+MAX_CLOCK_AHEAD_S = int(MAX_CLOCK_AHEAD.total_seconds())
 #: A sample stamped further back than this is refused too. An agent's backlog after an outage
 #: is at most about a day old (its default buffer: a day of one GPU at 1 Hz), so a week leaves
 #: room for a long outage and larger buffers; older than that, the node's clock was never set
