@@ -10,6 +10,7 @@ import dj_database_url
 from celery.schedules import crontab
 
 from . import env
+from .cache_config import cache_config
 from .celery_config import EMBEDDED_BROKER, broker_config
 
 BASE_DIR = env.BASE_DIR
@@ -236,7 +237,7 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
-# --- Channels: in-process by default, Redis when REDIS_URL is set (several ASGI processes).
+# --- Channels and the cache: in-process by default, Redis when REDIS_URL is set (several processes).
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
     CHANNEL_LAYERS = {
@@ -247,6 +248,8 @@ if REDIS_URL:
     }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+# Django's cache (failed sign-ins, the round debounce): shared through Redis when REDIS_URL is set.
+CACHES = cache_config(REDIS_URL)
 
 LOGGING = {
     "version": 1,

@@ -18,10 +18,17 @@ def fast_password_hashing(settings):
 @pytest.fixture(autouse=True)
 def fresh_cache():
     """Each test starts with an empty cache: counters kept there (failed sign-ins, throttles)
-    would otherwise carry over from earlier tests."""
+    would otherwise carry over from earlier tests. Always the process's own memory, even with
+    REDIS_URL exported: clearing a Redis cache empties its whole database (FLUSHDB), a broker's
+    queues and the channel layer included."""
     from django.core.cache import cache
+    from django.test import override_settings
 
-    cache.clear()
+    from gogh_web.cache_config import cache_config
+
+    with override_settings(CACHES=cache_config("")):
+        cache.clear()
+        yield
 
 
 @pytest.fixture
