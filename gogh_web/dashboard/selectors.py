@@ -227,14 +227,19 @@ def sweep_status(sweep: TradeoffSweep, *, now=None) -> str:
 def sweep_data(sweep: TradeoffSweep, user) -> dict:
     """What the Trade-off page shows of a sweep: its solved points (failed ones counted), its
     status, where the cluster runs now, and the stored settings (the form starts from them;
-    the sweep's own surplus value is reported apart, as the sweep's assumption)."""
+    the sweep's own surplus value is reported apart, as the sweep's assumption). Settings that
+    give the same decision draw one marker: `distinct_points` counts the markers and each
+    point's `shared_by` the points at its operating point (itself included)."""
     points = list(sweep.points.order_by("index").values(
         "index", "energy_weight", "fairness_weight", "throughput", "power_w", "jain", "placed", "status", "seconds"))
+    solved = [p for p in points if p["status"] != FAILED_POINT]
+    groups = tradeoff.same_point_groups([(p["throughput"], p["power_w"], p["jain"]) for p in solved])
     config = solver_config()
     return {
         "sweep": sweep.pk, "state_digest": sweep.state_digest, "status": sweep_status(sweep),
         "points_expected": sweep.points_expected, "surplus_value_w": sweep.surplus_value_w,
-        "points": [p for p in points if p["status"] != FAILED_POINT],
+        "points": [{**p, "shared_by": groups.count(g)} for p, g in zip(solved, groups)],
+        "distinct_points": len(set(groups)),
         "failed_points": sum(p["status"] == FAILED_POINT for p in points),
         "current": sweep_current_point(sweep),
         "settings": {field: getattr(config, field) for field in TRADEOFF_FIELDS},

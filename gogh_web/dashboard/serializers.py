@@ -44,6 +44,7 @@ class SweepPointSerializer(serializers.Serializer):
     placed = serializers.IntegerField()
     status = serializers.CharField()
     seconds = serializers.FloatField()
+    shared_by = serializers.IntegerField(help_text="Points of the sweep at this operating point, itself included.")
 
 
 class SweepSerializer(serializers.Serializer):
@@ -54,6 +55,7 @@ class SweepSerializer(serializers.Serializer):
     points_expected = serializers.IntegerField()
     surplus_value_w = serializers.FloatField()
     points = SweepPointSerializer(many=True)
+    distinct_points = serializers.IntegerField(help_text="Distinct operating points among the points (1: every setting gives the same decision).")
     failed_points = serializers.IntegerField()
     current = OperatingPointSerializer()
     settings = TradeoffSettingsSerializer()

@@ -7,6 +7,7 @@ problem, runs the points as Celery tasks and stores them; this module only compu
 """
 import hashlib
 import json
+import math
 from dataclasses import dataclass, replace
 
 from scheduler.optimizer import Allocation, JobSpec, Problem
@@ -98,6 +99,28 @@ def operating_point(jobs: tuple[JobSpec, ...], served: dict[str, tuple[float, fl
         fairness=jain([sum(s) / len(s) for s in shares.values()]),
         placed=len(served),
     )
+
+
+def same_point_groups(points: list[tuple[float, float, float]]) -> list[int]:
+    """For each (throughput, power, Jain) point of a sweep, the number of its operating point:
+    0, 1, ... in order of first appearance, one number for points that coincide (to float noise:
+    equal decisions sum their jobs in different orders). Settings that give the same decision
+    draw one marker, so the page says how many distinct points there are: on a cluster whose
+    jobs fit only one way, or whose placed jobs would gain less than the migration cost by
+    moving, every setting gives the same decision and 21 points are one (docs/dashboard.md)."""
+    firsts: list[tuple[float, float, float]] = []
+    groups = []
+    for point in points:
+        group = next((n for n, first in enumerate(firsts) if _coincide(point, first)), None)
+        if group is None:
+            group = len(firsts)
+            firsts.append(point)
+        groups.append(group)
+    return groups
+
+
+def _coincide(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    return all(math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-9) for x, y in zip(a, b))
 
 
 def allocation_point(problem: Problem, allocation: Allocation) -> OperatingPoint:

@@ -20,7 +20,20 @@
   var FAIRNESS_SYMBOLS = ["circle", "square", "x", "circle-open", "square-open"];  // by fairness weight, smallest first
 
   function pointText(p) {
-    return "energy weight " + p.energy_weight + ", fairness weight " + p.fairness_weight + "<br>" + p.placed + " jobs placed";
+    return "energy weight " + p.energy_weight + ", fairness weight " + p.fairness_weight + "<br>" + p.placed + " jobs placed" +
+      (p.shared_by > 1 ? "<br>one marker with " + (p.shared_by - 1) + " other setting(s) at this point" : "");
+  }
+
+  /* Settings that give the same decision draw one marker, so a complete sweep says how many
+     distinct points its points make, and why all may coincide (docs/dashboard.md). */
+  function pointsText(sweep) {
+    var n = sweep.points.length, distinct = sweep.distinct_points;
+    if (distinct === n) return n + " points.";
+    if (distinct === 1) {
+      return n + " points, all at one operating point: every energy and fairness weight gives the same throughput, power " +
+        "and fairness here (the jobs can be placed only one way, or moving placed jobs gains less than it costs).";
+    }
+    return n + " points at " + distinct + " distinct operating points (settings that give the same decision share a marker).";
   }
 
   function fairnessSymbols(points) {
@@ -84,7 +97,7 @@
     plot.dataset.complete = sweep.status === "complete";
     var assumption = " Surplus valued at " + sweep.surplus_value_w + " W per unit over T_min" +
       (sweep.settings.throughput_value_w > 0 ? " (the live setting)." : " (the sweep's assumption; the live setting is 0).");
-    status.textContent = sweep.status === "complete" ? sweep.points.length + " points." + assumption
+    status.textContent = sweep.status === "complete" ? pointsText(sweep) + assumption
       : sweep.status === "failed" ? "The sweep failed: " + sweep.points.length + " of " + sweep.points_expected + " points solved" +
         (sweep.failed_points ? ", " + sweep.failed_points + " failed." : ", the others did not arrive in time.")
       : "Solving the sweep: " + sweep.points.length + " of " + sweep.points_expected + " points...";

@@ -70,6 +70,26 @@ def test_points_solved_by_the_task_complete_the_sweep(browser_for, alice, cluste
     assert low["throughput"] == pytest.approx(7.5) and high["throughput"] == pytest.approx(4.0)
     assert low["power_w"] > high["power_w"]
     assert data["current"] == {"throughput": 0.0, "power_w": 0.0, "fairness": 1.0, "placed": 0}
+    markers = {(p["throughput"], p["power_w"], p["jain"]) for p in data["points"]}
+    assert data["distinct_points"] == len(markers) >= 2
+    assert sum(1 / p["shared_by"] for p in data["points"]) == pytest.approx(len(markers))
+
+
+def solved_sweep(client):
+    sweep_id = sweep_of_now(client)["sweep"]
+    for setting in tradeoff.sweep_grid():
+        services.tradeoff_point_solve(sweep_id=sweep_id, index=setting.index)
+    return client.get(reverse("dashboard:tradeoff-sweep-detail", args=[sweep_id])).json()
+
+
+def test_a_sweep_whose_settings_all_give_one_decision_says_so(browser_for, alice, cluster, submit, dispatched):
+    """Only two GPUs meet T_min 5 (one gives 4 steps/s): every setting places the job on both,
+    so the 21 points are one marker and the page is told, not left to show "21 points"."""
+    submit(alice, min_throughput=5.0)
+    data = solved_sweep(browser_for(alice))
+    assert data["status"] == "complete" and len(data["points"]) == 21
+    assert {(p["throughput"], p["placed"]) for p in data["points"]} == {(7.5, 1)}
+    assert data["distinct_points"] == 1 and all(p["shared_by"] == 21 for p in data["points"])
 
 
 def test_preview_lists_moves_and_changes_nothing(browser_for, alice, cluster, submit):

@@ -105,6 +105,15 @@ def test_sweep_status_ends_complete_or_failed():
     assert tradeoff.sweep_timeout_s(14, 10.0) == tradeoff.SWEEP_ALLOWANCE_S + 140.0
 
 
+def test_points_at_the_same_operating_point_share_a_group_number():
+    """Equal decisions sum their jobs in different orders: float noise is the same point."""
+    points = [(7.5, 500.0, 1.0), (4.0, 250.0, 1.0), (7.5 + 1e-13, 500.0, 1.0), (7.5, 500.0, 0.9), (4.0, 250.0, 1.0)]
+    assert tradeoff.same_point_groups(points) == [0, 1, 0, 2, 1]
+    assert tradeoff.same_point_groups([(4.0, 250.0, 1.0)] * 21) == [0] * 21  # every setting, one decision
+    assert tradeoff.same_point_groups([(4.0, 250.0, 1.0), (4.01, 250.0, 1.0)]) == [0, 1]
+    assert tradeoff.same_point_groups([]) == []
+
+
 def test_surplus_value_defaults_only_when_unset():
     assert tradeoff.surplus_value_w(0.0) == tradeoff.DEFAULT_SURPLUS_VALUE_W
     assert tradeoff.surplus_value_w(30.0) == 30.0
