@@ -36,6 +36,10 @@ class TypeCapacity:
     def largest_node(self) -> int:
         return max((size for size, _ in self.node_shape), default=0)
 
+    @property
+    def nodes(self) -> int:
+        return sum(count for _, count in self.node_shape)
+
 
 def aggregate(gpus: tuple[GpuSpec, ...]) -> dict[str, TypeCapacity]:
     """Per GPU type: node shapes and capacity levels."""

@@ -203,6 +203,8 @@ def _job_options(problem, j, job, gpu_type, cap, sizes, current, weight, idle_on
         for consolidated in (True, False) if k > 1 else (True,):
             if consolidated and k > cap.largest_node:
                 continue
+            if not consolidated and cap.nodes < 2:
+                continue  # one node of this type: its GPUs run consolidated, never at the spread throughput
             tau = problem.predictions.tau(job.workload, gpu_type, k, consolidated)
             if not tau or tau <= 0:
                 continue
