@@ -1,9 +1,7 @@
 """Reads of the catalog, shared by the API, services and the scheduler's problem builder."""
 from collections.abc import Iterable
 
-from django.conf import settings
-from django.db.models import F, Max, QuerySet, Window
-from django.db.models.functions import RowNumber
+from django.db.models import Max, QuerySet
 
 from .models import GpuType, Measurement, PredictionRecord, Workload
 
@@ -44,27 +42,3 @@ def latest_estimates_by_workload(*, names: Iterable[str], include_shadow: bool =
     )
     return dict(PredictionRecord.objects.filter(pk__in=newest).values_list("workload__name", "estimates"))
 
-
-def peak_memory_by_workload(*, names: Iterable[str]) -> dict[str, float]:
-    """GB per GPU each named workload was seen to use at its peak while running alone (a shared
-    GPU's memory is both jobs'); workloads never seen are absent. Only the newest
-    GOGH_PREDICTOR_WINDOW records of each configuration count, the catalog policy's window
-    (records without a time count as oldest): a need that shrank, or one spurious high reading,
-    stops holding the workload off GPUs it fits once that many newer records came in, instead
-    of for good."""
-    newest_first = Window(
-        RowNumber(),
-        partition_by=[F("workload_id"), F("gpu_type_id"), F("num_gpus"), F("consolidated")],
-        order_by=[F("observed_at").desc(nulls_last=True), F("id").desc()],
-    )
-    recent = (
-        Measurement.objects.filter(workload__name__in=set(names), partner__isnull=True)
-        .annotate(recency=newest_first)
-        .filter(recency__lte=settings.GOGH_PREDICTOR_WINDOW)
-        .values_list("workload__name", "memory_gb")
-    )
-    peaks: dict[str, float] = {}
-    for name, memory_gb in recent:  # the window counts every record, with a memory reading or not
-        if memory_gb is not None:
-            peaks[name] = max(peaks.get(name, memory_gb), memory_gb)
-    return peaks

@@ -2,9 +2,9 @@
 functional core): the jobs still to run, the GPUs that can take work, the catalog's GPU types
 and measurements, the solver settings and the load history of earlier rounds."""
 from catalog.models import GpuType
-from catalog.predictors.data import apply_policy, cell_is_known
+from catalog.predictors.data import Record, apply_policy, cell_is_known, peak_memory
 from catalog.services.predictors_store import catalog_policy, catalog_records
-from catalog.selectors import latest_estimates_by_workload, peak_memory_by_workload
+from catalog.selectors import latest_estimates_by_workload
 from telemetry.models import Gpu, GpuState, NodeState
 
 from .lifecycle import JobState
@@ -36,15 +36,21 @@ def solver_settings(config: SolverConfig, *, solver: str | None = None) -> Solve
     )
 
 
-def catalog_predictions() -> CatalogPredictions:
-    """What the catalog measured, per configuration, under the predictors' catalog policy
+def policy_groups() -> dict[tuple, list[Record]]:
+    """The catalog's records per configuration under the predictors' catalog policy
     (catalog.predictors.data): the newest GOGH_PREDICTOR_WINDOW records, telemetry outliers
-    dropped, and a configuration that only telemetry has seen fewer than
-    GOGH_PREDICTOR_MIN_SAMPLES times left unknown, for the predictions to fill."""
+    dropped."""
+    return apply_policy(catalog_records(), catalog_policy())
+
+
+def catalog_predictions(groups: dict[tuple, list[Record]] | None = None) -> CatalogPredictions:
+    """What the catalog measured, per configuration, under the catalog policy, a configuration
+    that only telemetry has seen fewer than GOGH_PREDICTOR_MIN_SAMPLES times left unknown, for
+    the predictions to fill."""
     policy = catalog_policy()
     return CatalogPredictions(
         MeasurementRow(r.workload, r.gpu_type, r.num_gpus, r.consolidated, r.partner, r.throughput, r.power_w, r.utilization)
-        for group in apply_policy(catalog_records(), policy).values()
+        for group in (policy_groups() if groups is None else groups).values()
         if cell_is_known(group, policy)
         for r in group
     )
@@ -52,12 +58,15 @@ def catalog_predictions() -> CatalogPredictions:
 
 def planning_predictions(workloads: set[str], *, include_shadow: bool = False) -> LearnedPredictions:
     """Measured means, with the newest P1/P2 estimates of the jobs' workloads where nothing was
-    measured; memory needs from the peaks telemetry saw of each workload running alone."""
+    measured; memory needs from the peaks seen of each workload running alone, over the same
+    records (one read of the catalog for both)."""
+    groups = policy_groups()
     estimates = latest_estimates_by_workload(names=workloads, include_shadow=include_shadow)
+    peaks = peak_memory(groups)
     return LearnedPredictions(
-        catalog_predictions(),
+        catalog_predictions(groups),
         {name: WorkloadEstimates.from_record(e) for name, e in estimates.items()},
-        memory_gb=peak_memory_by_workload(names=workloads),
+        memory_gb={name: peaks[name] for name in workloads if name in peaks},
     )
 
 

@@ -40,6 +40,7 @@ class Record:
     utilization: float | None = None
     source: str = "reference"
     observed_at: datetime | None = None
+    memory_gb: float | None = None  # peak GPU memory per GPU during the measurement
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +158,20 @@ def reject_outliers(group: list[Record], mads: float) -> list[Record]:
     if mad == 0:
         return group
     return [r for r in group if r.source != "telemetry" or abs(r.throughput - median) <= mads * mad]
+
+
+def peak_memory(groups: dict[tuple, list[Record]]) -> dict[str, float]:
+    """GB per GPU each workload used at its peak while running alone, over the records the
+    policy keeps (`apply_policy`'s groups: the window and the outlier rejection apply, not the
+    minimum-sample threshold, since one reading of a need is enough to respect it). A shared
+    GPU's reading is both jobs' memory, so co-located records do not count. Through the window,
+    a need that shrank, or one spurious high reading, stops counting once newer records came in."""
+    peaks: dict[str, float] = {}
+    for (workload, _, _, _, partner), group in groups.items():
+        readings = [r.memory_gb for r in group if r.memory_gb is not None and r.memory_gb > 0]
+        if partner is None and readings:
+            peaks[workload] = max(peaks.get(workload, 0.0), *readings)
+    return peaks
 
 
 def cell_is_known(group: list[Record], policy: CatalogPolicy) -> bool:

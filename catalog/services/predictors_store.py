@@ -43,7 +43,7 @@ def workload_features(workload: Workload) -> WorkloadFeatures:
 def catalog_records() -> list[Record]:
     rows = Measurement.objects.values_list(
         "workload__name", "gpu_type__name", "throughput", "num_gpus", "consolidated", "partner__name",
-        "partner_throughput", "power_w", "utilization", "source", "observed_at",
+        "partner_throughput", "power_w", "utilization", "source", "observed_at", "memory_gb",
     )
     return [Record(*row) for row in rows.iterator(chunk_size=5000)]
 

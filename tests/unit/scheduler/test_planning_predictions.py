@@ -203,7 +203,7 @@ def test_memory_need_steers_placement_and_leaves_jobs_that_fit_nowhere_pending(c
 def test_memory_need_is_the_peak_of_the_catalog_window(cluster, alice, lm, k80, v100, settings):
     """One high reading holds a workload off GPUs only until the configuration's newest
     GOGH_PREDICTOR_WINDOW records (with a memory reading or not) no longer include it."""
-    from catalog.selectors import peak_memory_by_workload
+    from scheduler.problem_source import planning_predictions
 
     settings.GOGH_PREDICTOR_WINDOW = 3
     now = timezone.now()
@@ -213,19 +213,22 @@ def test_memory_need_is_the_peak_of_the_catalog_window(cluster, alice, lm, k80, 
                                    partner=partner, source="telemetry",
                                    observed_at=now - timezone.timedelta(seconds=seconds_ago))
 
+    def need():
+        return planning_predictions({lm.name}).memory_gb(lm.name)
+
     measure(100, 18.0)  # a spike no GPU here can hold
     measure(90, 6.0)
     measure(80, 20.0, partner=lm)  # a shared GPU's reading is both jobs': never the need
     job = services.job_submit(owner=alice, workload=lm, min_throughput=15, max_gpus=1).job
     services.scheduling_round_run(trigger="manual")
     job.refresh_from_db()
-    assert peak_memory_by_workload(names=[lm.name]) == {lm.name: 18.0}
+    assert need() == 18.0
     assert job.state == "pending" and "18 GB of GPU memory" in job.pending_reason
     measure(70, None)  # no memory reading, still a newer record of the configuration
     measure(60, 6.5, gpu_type=v100)  # another configuration's window: the k80 spike stays
-    assert peak_memory_by_workload(names=[lm.name]) == {lm.name: 18.0}
+    assert need() == 18.0
     measure(50, 7.0)  # the third newer k80 record: the spike leaves the window
-    assert peak_memory_by_workload(names=[lm.name]) == {lm.name: 7.0}
+    assert need() == 7.0
     services.scheduling_round_run(trigger="manual")
     job.refresh_from_db()
     assert job.state != "pending" and Allocation.objects.filter(job=job).exists()

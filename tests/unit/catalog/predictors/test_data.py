@@ -3,6 +3,7 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 
 from catalog.predictors import CatalogPolicy, Record, build_catalog
+from catalog.predictors.data import apply_policy, peak_memory
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
@@ -48,6 +49,24 @@ def test_telemetry_outliers_are_rejected():
     catalog = build_catalog([r for r in records() if r.partner is None] + telemetry)
     assert catalog.samples[0, 1, 0] == 5
     assert abs(catalog.rho[0, 1, 0] - 0.5) < 0.01
+
+
+def test_peak_memory_is_over_the_kept_records_running_alone():
+    """The window, the outlier rejection and "alone" apply; one reading is enough."""
+    def alone(i, throughput, memory, gpu="v100"):
+        return Record("A (batch size 8)", gpu, throughput, source="telemetry", observed_at=T0 + timedelta(seconds=i),
+                      memory_gb=memory)
+
+    kept = [alone(i, 5.0 + 0.01 * i, 6.0) for i in range(5)]
+    shared = Record("A (batch size 8)", "v100", 2.0, partner="B (batch size 8)", source="telemetry", memory_gb=15.0)
+    once = Record("B (batch size 8)", "k80", 3.0, source="telemetry", observed_at=T0, memory_gb=9.0)
+    policy = CatalogPolicy(window=6)
+    assert peak_memory(apply_policy([alone(-1, 5.0, 11.0), *kept, shared, once], policy)) == {
+        "A (batch size 8)": 11.0, "B (batch size 8)": 9.0}
+    assert peak_memory(apply_policy([alone(-2, 5.0, 11.0), alone(-1, 5.0, 6.0), *kept], policy)) == {
+        "A (batch size 8)": 6.0}  # the 11 GB reading left the window of 6
+    assert peak_memory(apply_policy([*kept, alone(9, 50.0, 14.0)], policy)) == {
+        "A (batch size 8)": 6.0}  # a throughput outlier's reading goes with it
 
 
 def test_without_hides_every_record_of_a_workload(catalog):
