@@ -17,6 +17,21 @@ class Node(models.Model):
     )
     state = models.CharField(max_length=16, choices=NodeState.choices, default=NodeState.READY, db_index=True)
     state_reason = models.CharField(max_length=200, blank=True)
+    drained = models.BooleanField(
+        default=False,
+        help_text="An operator drained this node: it takes no new jobs, and stays drained across down and back.",
+    )
+    approved_at = models.DateTimeField(
+        null=True, blank=True, help_text="When an operator admitted this node; until then it receives no jobs."
+    )
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The operator who admitted this node.",
+    )
     agent = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
