@@ -4,9 +4,15 @@ The measurements table holds ~11k reference rows and grows with telemetry, so fo
 autocomplete widgets (no select box of every workload) and the list skips the full count.
 """
 from django.contrib import admin, messages
+from django.db import models
+
+from gogh_web.api.poison import PoisonFreeJSONFormField
 
 from .models import GpuType, Measurement, PredictionRecord, PredictorVersion, Workload
 from .services.predictors import predictor_rollback
+
+#: JSON columns edited here refuse NUL and lone surrogates, as the API does.
+_JSON_WITHOUT_POISON = {models.JSONField: {"form_class": PoisonFreeJSONFormField}}
 
 
 @admin.register(GpuType)
@@ -14,6 +20,7 @@ class GpuTypeAdmin(admin.ModelAdmin):
     list_display = ["name", "description", "memory_gb", "tdp_w", "idle_w", "updated_at"]
     search_fields = ["name", "description"]
     readonly_fields = ["created_at", "updated_at"]
+    formfield_overrides = _JSON_WITHOUT_POISON
 
 
 @admin.register(Workload)
@@ -22,6 +29,7 @@ class WorkloadAdmin(admin.ModelAdmin):
     list_filter = ["kind", "family"]
     search_fields = ["name", "family", "description"]
     readonly_fields = ["created_at"]
+    formfield_overrides = _JSON_WITHOUT_POISON
 
 
 @admin.register(Measurement)

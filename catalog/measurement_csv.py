@@ -118,6 +118,9 @@ def parse_measurements(path: Path | str) -> ParsedFile:
     text, error = _read_text(path)
     if error is not None:
         return ParsedFile(errors=[error])
+    if nul_lines := _lines_with_nul(text):
+        return ParsedFile(errors=[RowError(name, line, "contains a NUL character (byte 0x00), which text may not "
+                                                       "contain") for line in nul_lines])
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)  # strict: a stray quote is an error
     parsed = ParsedFile()
     header: list[str] | None = None
@@ -175,6 +178,14 @@ def _read_text(path: Path | str) -> tuple[str, RowError | None]:
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         return "", RowError(name, line, f"not UTF-8 text (byte 0x{raw[exc.start]:02x})")
+
+
+def _lines_with_nul(text: str) -> list[int]:
+    """Lines holding a NUL: Python's csv reads it as any character, but no database column can
+    hold it (PostgreSQL refuses it when a name is looked up, with a traceback, not a line)."""
+    if "\0" not in text:
+        return []
+    return [number for number, line in enumerate(text.split("\n"), start=1) if "\0" in line]
 
 
 def _check_header(header: list[str]) -> list[str]:

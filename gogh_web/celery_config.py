@@ -6,6 +6,23 @@ Shared by settings.py and by anything that must talk to the same broker from out
 from pathlib import Path
 
 EMBEDDED_BROKER = "filesystem://"
+#: The queues (docs/architecture.md): a backlog of predictions or maintenance never delays a
+#: round. "celery", Celery's default, takes everything not routed (trade-off sweep points).
+#: A worker started without -Q consumes all of them.
+ROUNDS, PREDICTIONS, MAINTENANCE, DEFAULT_QUEUE = "rounds", "predictions", "maintenance", "celery"
+TASK_QUEUES = (DEFAULT_QUEUE, ROUNDS, PREDICTIONS, MAINTENANCE)
+TASK_ROUTES = {
+    "scheduler.tasks.scheduling_round": {"queue": ROUNDS},
+    "scheduler.tasks.solve_cell": {"queue": ROUNDS},
+    "scheduler.tasks.job_predict": {"queue": PREDICTIONS},
+    "catalog.tasks.prediction_refine": {"queue": PREDICTIONS},
+    "catalog.tasks.predictor_retrain": {"queue": PREDICTIONS},
+    "catalog.tasks.predictor_retrain_if_due": {"queue": PREDICTIONS},
+    "scheduler.tasks.predictions_reconcile": {"queue": MAINTENANCE},
+    "telemetry.tasks.*": {"queue": MAINTENANCE},
+    "gogh_web.events.tasks.events_prune": {"queue": MAINTENANCE},
+    "gogh_web.outbox.tasks.outbox_drain": {"queue": MAINTENANCE},
+}
 
 
 def broker_config(broker_url: str, var_dir: Path, result_backend: str | None = None) -> dict:

@@ -8,10 +8,12 @@ import os
 
 import dj_database_url
 from celery.schedules import crontab
+from kombu import Exchange, Queue
 
 from . import env
 from .cache_config import cache_config
-from .celery_config import EMBEDDED_BROKER, broker_config
+from .celery_config import EMBEDDED_BROKER, TASK_QUEUES, TASK_ROUTES, broker_config
+from .security import proxy_networks
 
 BASE_DIR = env.BASE_DIR
 VAR_DIR = env.var_dir()
@@ -20,6 +22,21 @@ SECRET_KEY = env.secret_key(VAR_DIR)
 DEBUG = env.flag("GOGH_DEBUG")
 ALLOWED_HOSTS = env.csv_list("GOGH_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = env.csv_list("GOGH_CSRF_TRUSTED_ORIGINS", "http://127.0.0.1:8000,http://localhost:8000")
+
+# --- Deployment hardening (docs/configuration.md, "Production behind a TLS proxy"): off by
+# default, so that the demo works on plain http://127.0.0.1. GOGH_HTTPS=1 when the site is
+# served over HTTPS: the redirect, secure cookies and HSTS. X-Forwarded-For and
+# X-Forwarded-Proto count only from GOGH_TRUSTED_PROXIES (gogh_web/security.py), which must set both.
+GOGH_TRUSTED_PROXIES = proxy_networks(os.environ.get("GOGH_TRUSTED_PROXIES", ""))
+if GOGH_TRUSTED_PROXIES:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+GOGH_HTTPS = env.flag("GOGH_HTTPS")
+SECURE_SSL_REDIRECT = GOGH_HTTPS
+SESSION_COOKIE_SECURE = GOGH_HTTPS
+CSRF_COOKIE_SECURE = GOGH_HTTPS
+SECURE_HSTS_SECONDS = int(os.environ.get("GOGH_HSTS_SECONDS", "3600")) if GOGH_HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.flag("GOGH_HSTS_INCLUDE_SUBDOMAINS")
+SECURE_HSTS_PRELOAD = env.flag("GOGH_HSTS_PRELOAD")
 
 INSTALLED_APPS = [
     "daphne",
@@ -41,11 +58,17 @@ INSTALLED_APPS = [
     "scheduler",
     "gogh_web.events",
     "gogh_web.dashboard",
+    "gogh_web.outbox",
 ]
 
 MIDDLEWARE = [
+    "gogh_web.security.SecurityHeadersMiddleware",  # first: drops proxy headers from untrusted peers
     "django.middleware.security.SecurityMiddleware",
+    "gogh_web.api.poison.PoisonQueryMiddleware",  # a NUL in a path or query string: 400, never the database
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Bounded work per process, else 503 + Retry-After. Here, not first: below the sync-only
+    # middlewares above, it runs async under daphne (it waits in the event loop).
+    "gogh_web.api.overload.OverloadMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -122,13 +145,18 @@ WHITENOISE_USE_FINDERS = DEBUG
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard:cluster"
 
+# API tokens (gogh_web/api/authentication.py): a person's expires this many days after it was
+# made, an agent's after GOGH_AGENT_TOKEN_TTL_DAYS; 0 = never.
+GOGH_API_TOKEN_TTL_DAYS = float(os.environ.get("GOGH_API_TOKEN_TTL_DAYS", "30"))
+GOGH_AGENT_TOKEN_TTL_DAYS = float(os.environ.get("GOGH_AGENT_TOKEN_TTL_DAYS", "0"))
+
 # Request bodies larger than this are refused with 400 before parsing (API and forms alike).
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("GOGH_MAX_BODY_BYTES", 1024 * 1024))
 
 # --- REST API
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "gogh_web.api.authentication.ExpiringTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -176,7 +204,25 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# Queues and routes (docs/architecture.md): rounds, predictions, maintenance and the default.
+CELERY_TASK_QUEUES = [Queue(name, Exchange(name), routing_key=name) for name in TASK_QUEUES]
+CELERY_TASK_ROUTES = TASK_ROUTES
+# The outbox (gogh_web/outbox): tasks the broker could not take are sent again every
+# GOGH_OUTBOX_DRAIN_S; P1 and round requests not acknowledged by their task within
+# GOGH_OUTBOX_REDELIVER_S are taken as lost and sent again.
+GOGH_OUTBOX_DRAIN_S = float(os.environ.get("GOGH_OUTBOX_DRAIN_S", "10"))
+GOGH_OUTBOX_REDELIVER_S = float(os.environ.get("GOGH_OUTBOX_REDELIVER_S", "600"))
 GOGH_NODE_HEARTBEAT_TIMEOUT_S = float(os.environ.get("GOGH_NODE_HEARTBEAT_TIMEOUT_S", "60"))
+# How often beat runs the silence detector (telemetry.tasks.nodes_mark_silent_down); it also
+# tells the detector how long a gap in its own runs means the control plane was away.
+GOGH_NODE_SILENCE_CHECK_S = max(5.0, GOGH_NODE_HEARTBEAT_TIMEOUT_S / 4)
+# Node admission (docs/inventory.md): host names (shell patterns, e.g. gpu-*.lab.example) whose
+# nodes are approved as their agent registers them. A trust decision: any agent token may
+# register a new node under a matching name, and that node receives tenants' jobs and secrets.
+GOGH_AUTO_APPROVE_NODES = env.csv_list("GOGH_AUTO_APPROVE_NODES", "")
+# Which catalog measurements an agent account may write is a rule of the inventory (the jobs
+# open on its nodes); the catalog, below telemetry, finds it here.
+GOGH_AGENT_MEASUREMENT_RULE = "telemetry.services.access.check_may_measure"
 # Telemetry (docs/telemetry.md): raw GPU samples older than the retention are folded into
 # per-minute aggregates every GOGH_TELEMETRY_DOWNSAMPLE_EVERY_S; a job's observed throughput
 # becomes a catalog measurement at most once per GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S;
@@ -185,11 +231,26 @@ GOGH_TELEMETRY_RAW_RETENTION_S = float(os.environ.get("GOGH_TELEMETRY_RAW_RETENT
 GOGH_TELEMETRY_DOWNSAMPLE_EVERY_S = float(os.environ.get("GOGH_TELEMETRY_DOWNSAMPLE_EVERY_S", "300"))
 GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S = float(os.environ.get("GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S", "300"))
 GOGH_TELEMETRY_METRICS_STALE_S = float(os.environ.get("GOGH_TELEMETRY_METRICS_STALE_S", "120"))
+# Per-minute aggregates are kept GOGH_TELEMETRY_MINUTE_RETENTION_S (pruned by the downsampling
+# task), so sample storage per GPU is bounded (docs/telemetry.md, "Storage").
+GOGH_TELEMETRY_MINUTE_RETENTION_S = float(os.environ.get("GOGH_TELEMETRY_MINUTE_RETENTION_S", str(90 * 24 * 3600)))
+# Overload (gogh_web/api/overload.py): per web process, at most GOGH_WEB_CONCURRENCY requests
+# run at once (each holds a thread and a database connection), the rest wait up to
+# GOGH_WEB_QUEUE_WAIT_S; sample uploads at most GOGH_INGEST_CONCURRENCY at once, waiting up to
+# GOGH_INGEST_QUEUE_WAIT_S. Beyond: 503 with Retry-After GOGH_OVERLOAD_RETRY_AFTER_S (to twice it).
+GOGH_WEB_CONCURRENCY = int(os.environ.get("GOGH_WEB_CONCURRENCY", "32"))
+GOGH_WEB_QUEUE_WAIT_S = float(os.environ.get("GOGH_WEB_QUEUE_WAIT_S", "5"))
+GOGH_INGEST_CONCURRENCY = int(os.environ.get("GOGH_INGEST_CONCURRENCY", "8"))
+GOGH_INGEST_QUEUE_WAIT_S = float(os.environ.get("GOGH_INGEST_QUEUE_WAIT_S", "0.5"))
+GOGH_OVERLOAD_RETRY_AFTER_S = float(os.environ.get("GOGH_OVERLOAD_RETRY_AFTER_S", "2"))
 # Scheduling rounds (docs/optimization.md): one every GOGH_SCHEDULING_INTERVAL_S, and one after
 # submissions, cancellations, finished jobs and node changes, bursts within
 # GOGH_ROUND_DEBOUNCE_S folded into one.
 GOGH_SCHEDULING_INTERVAL_S = max(5.0, float(os.environ.get("GOGH_SCHEDULING_INTERVAL_S", "30")))
 GOGH_ROUND_DEBOUNCE_S = float(os.environ.get("GOGH_ROUND_DEBOUNCE_S", "2"))
+# Every GOGH_PREDICTIONS_RECONCILE_S, P1 is asked (once per job) for active jobs that have no
+# prediction while a predictor is active (docs/predictors.md).
+GOGH_PREDICTIONS_RECONCILE_S = float(os.environ.get("GOGH_PREDICTIONS_RECONCILE_S", "60"))
 # Predictors (docs/predictors.md): default architecture, catalog policy, retraining.
 GOGH_PREDICTOR_ARCHITECTURE = os.environ.get("GOGH_PREDICTOR_ARCHITECTURE", "structured")
 GOGH_PREDICTOR_WINDOW = int(os.environ.get("GOGH_PREDICTOR_WINDOW", "1000"))
@@ -224,7 +285,7 @@ CELERY_BEAT_SCHEDULE = {
     },
     "mark-silent-nodes-down": {
         "task": "telemetry.tasks.nodes_mark_silent_down",
-        "schedule": max(5.0, GOGH_NODE_HEARTBEAT_TIMEOUT_S / 4),
+        "schedule": GOGH_NODE_SILENCE_CHECK_S,
     },
     "prune-live-events": {
         "task": "gogh_web.events.tasks.events_prune",
@@ -234,6 +295,14 @@ CELERY_BEAT_SCHEDULE = {
         "task": "scheduler.tasks.scheduling_round",
         "schedule": GOGH_SCHEDULING_INTERVAL_S,
         "kwargs": {"trigger": "periodic"},
+    },
+    "outbox-drain": {
+        "task": "gogh_web.outbox.tasks.outbox_drain",
+        "schedule": GOGH_OUTBOX_DRAIN_S,
+    },
+    "predictions-reconcile": {
+        "task": "scheduler.tasks.predictions_reconcile",
+        "schedule": GOGH_PREDICTIONS_RECONCILE_S,
     },
 }
 

@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from telemetry.api.telemetry_views import MetricsView
 
+from .api.tokens import TokenRotateView
 from .dashboard.accounts import LimitedAdminAuthenticationForm
 from .views import landing
 
@@ -13,6 +14,7 @@ api_patterns = [
     path("", include("telemetry.api.urls")),
     path("", include("scheduler.api.urls")),
     path("", include("gogh_web.events.api.urls")),
+    path("auth/token/rotate/", TokenRotateView.as_view(), name="token-rotate"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
 ]

@@ -56,14 +56,21 @@ class JobAdmin(admin.ModelAdmin):
     # What the job is, whose it is and what it was promised are read-only: an edit here bypasses
     # the services, so no live event would tell the old tenant's pages that the job left them,
     # and an owner outside the job's tenant could no longer see it. Priority, name, deadline
-    # and command stay editable.
+    # and command stay editable. The environment is neither shown nor edited: see environment_keys.
     readonly_fields = [
         "workload", "tenant", "owner", "min_throughput", "max_gpus", "memory_gb",
         "state", "pending_reason", "state_reason", "steps_done", "submitted_at", "placed_at",
-        "started_at", "finished_at", "idempotency_key", "request_fingerprint",
+        "started_at", "finished_at", "idempotency_key", "request_fingerprint", "environment_keys",
     ]
+    exclude = ["environment"]
     inlines = [AllocationInline]
     actions = ["cancel_jobs"]
+
+    @admin.display(description="Environment")
+    def environment_keys(self, job):
+        """The variables the job sets, values hidden: they are often credentials (a database
+        URL, AWS_SECRET_ACCESS_KEY) that only the agent of the node running the job may read."""
+        return ", ".join(f"{key}=(hidden)" for key in sorted(job.environment)) or "-"
 
     @admin.action(description="Cancel selected jobs")
     def cancel_jobs(self, request, queryset):

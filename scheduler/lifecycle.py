@@ -6,6 +6,14 @@
        |          +-----------------> pending   (allocation withdrawn before start)
        +----------+-----------+-----> cancelled
     pending/placed ------------------> failed    (e.g. could not start)
+    pending/placed ------------------> succeeded (late success, below)
+
+Late success: a node the control plane gave up on (silent, so its jobs went back to pending)
+may still have run a job to its end and report so after the requeue. The work is done: a
+success report from the node that last held the job ends it as succeeded, whether it waits
+pending or a new copy is already placed (or running: running --> succeeded as usual); the new
+copy's allocations close with it, so its agent stops it. Only success: a late failure leaves
+the job to run again.
 
 Terminal states never change again.
 """
@@ -24,8 +32,10 @@ class JobState(str, Enum):
 TERMINAL = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
 
 TRANSITIONS: dict[JobState, frozenset[JobState]] = {
-    JobState.PENDING: frozenset({JobState.PLACED, JobState.CANCELLED, JobState.FAILED}),
-    JobState.PLACED: frozenset({JobState.RUNNING, JobState.PENDING, JobState.CANCELLED, JobState.FAILED}),
+    JobState.PENDING: frozenset({JobState.PLACED, JobState.CANCELLED, JobState.FAILED, JobState.SUCCEEDED}),
+    JobState.PLACED: frozenset(
+        {JobState.RUNNING, JobState.PENDING, JobState.CANCELLED, JobState.FAILED, JobState.SUCCEEDED}
+    ),
     JobState.RUNNING: frozenset(
         {JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED, JobState.PENDING}
     ),

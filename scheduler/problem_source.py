@@ -3,7 +3,7 @@ functional core): the jobs still to run, the GPUs that can take work, the catalo
 and measurements, the solver settings and the load history of earlier rounds."""
 from catalog.models import GpuType
 from catalog.predictors.data import Record, apply_policy, cell_is_known, peak_memory
-from catalog.services.predictors_store import catalog_policy, catalog_records
+from catalog.services.predictors_store import catalog_policy, catalog_window_records
 from catalog.selectors import latest_estimates_by_workload
 from telemetry.models import Gpu, GpuState, NodeState
 
@@ -39,8 +39,9 @@ def solver_settings(config: SolverConfig, *, solver: str | None = None) -> Solve
 def policy_groups() -> dict[tuple, list[Record]]:
     """The catalog's records per configuration under the predictors' catalog policy
     (catalog.predictors.data): the newest GOGH_PREDICTOR_WINDOW records, telemetry outliers
-    dropped."""
-    return apply_policy(catalog_records(), catalog_policy())
+    dropped. Only the windows are read, not the history behind them."""
+    policy = catalog_policy()
+    return apply_policy(catalog_window_records(policy.window), policy)
 
 
 def catalog_predictions(groups: dict[tuple, list[Record]] | None = None) -> CatalogPredictions:
@@ -72,8 +73,10 @@ def planning_predictions(workloads: set[str], *, include_shadow: bool = False) -
 
 def problem_from_database(config: SolverConfig, *, solver: str | None = None) -> Problem:
     settings = solver_settings(config, solver=solver)
+    kept_jobs, kept_gpus = _kept_in_place()
     gpus = (
-        Gpu.objects.filter(state=GpuState.HEALTHY, node__state=NodeState.READY)
+        Gpu.objects.filter(state=GpuState.HEALTHY, node__state=NodeState.READY, node__approved_at__isnull=False)
+        .exclude(pk__in=kept_gpus)
         .select_related("node", "gpu_type")
         .order_by("node__hostname", "index")
     )
@@ -86,7 +89,10 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
         )
         for t in GpuType.objects.filter(name__in={g.gpu_type for g in gpu_specs})
     }
-    jobs = Job.objects.filter(state__in=ACTIVE_STATES).select_related("workload", "tenant").order_by("pk")
+    jobs = (
+        Job.objects.filter(state__in=ACTIVE_STATES).exclude(pk__in=kept_jobs)
+        .select_related("workload", "tenant").order_by("pk")
+    )
     current = _current_placements()
     job_specs = tuple(
         JobSpec(
@@ -112,6 +118,22 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
         jobs=job_specs, gpus=gpu_specs, gpu_types=types, predictions=planning_predictions({j.workload for j in job_specs}, include_shadow=config.shadow_mode),
         settings=settings, load_history=history,
     )
+
+
+def _kept_in_place() -> tuple[set[int], set[int]]:
+    """(job ids, GPU ids) that a round leaves out: a draining node keeps its running work until
+    it ends (docs/inventory.md) and takes no new work. The jobs with an open allocation on a
+    draining node stay where they are, and so, transitively, does every job sharing a GPU with
+    one of them; none of their GPUs (also those of a job spread onto a ready node) takes another
+    job. Left in the problem, the optimiser saw such a job's GPUs gone and moved it away."""
+    rows = list(Allocation.objects.filter(end__isnull=True).values_list("job_id", "gpu_id", "gpu__node__state"))
+    jobs = {job_id for job_id, _, state in rows if state == NodeState.DRAINING}
+    while True:
+        gpus = {gpu_id for job_id, gpu_id, _ in rows if job_id in jobs}
+        sharing = {job_id for job_id, gpu_id, _ in rows if gpu_id in gpus}
+        if sharing <= jobs:
+            return jobs, gpus
+        jobs |= sharing
 
 
 def _current_placements() -> dict[int, CurrentPlacement]:

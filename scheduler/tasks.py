@@ -7,7 +7,9 @@ from .models import Job, SolveTrigger
 
 @shared_task(name="scheduler.tasks.scheduling_round")
 def scheduling_round(trigger: str = SolveTrigger.PERIODIC) -> int:
-    """Run by Celery beat (settings.CELERY_BEAT_SCHEDULE) and on demand: the SolveRun's id."""
+    """Run by Celery beat (settings.CELERY_BEAT_SCHEDULE) and on demand: the SolveRun's id.
+    Starting releases the pending round request, so one made from now on is sent again."""
+    services.scheduling_round_started()
     return services.scheduling_round_run(trigger=trigger).solve_run.pk
 
 
@@ -19,6 +21,13 @@ def solve_cell(problem: dict) -> dict:
 
 @shared_task(name="scheduler.tasks.job_predict")
 def job_predict(job_id: int) -> int | None:
-    """Sent when a job is submitted: P1's estimates for it; the PredictionRecord's id or None."""
+    """Sent when a job is submitted (and by predictions_reconcile): P1's estimates for it; the
+    PredictionRecord's id or None."""
     record = services.job_predict(job=Job.objects.select_related("workload").get(pk=job_id))
     return record.pk if record else None
+
+
+@shared_task(name="scheduler.tasks.predictions_reconcile")
+def predictions_reconcile() -> int:
+    """Run by Celery beat every GOGH_PREDICTIONS_RECONCILE_S: P1 for jobs that lack it; how many were asked for."""
+    return services.predictions_reconcile()

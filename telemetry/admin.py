@@ -1,11 +1,13 @@
 """Admin for nodes and GPUs. Agents own what they report, so those fields are read-only here;
-state changes go through services, as they do from the API."""
+state changes and approvals go through services, as they do from the API (which also write the
+approvals to the node's history)."""
 from django.contrib import admin, messages
 from django.db.models import Count
 
 from . import services
 from .lifecycle import IllegalTransition
 from .models import Gpu, GpuSample, GpuSampleMinute, GpuState, Node, NodeState
+from .services.admission import node_approve, node_revoke
 
 _GPU_REPORTED = ["index", "uuid", "gpu_type", "product_name", "pci_bus_id", "pcie_switch", "numa_node", "memory_gb"]
 
@@ -44,19 +46,32 @@ class GpuInline(admin.TabularInline):
         return False
 
 
+class ApprovalFilter(admin.SimpleListFilter):
+    title = "approval"
+    parameter_name = "approval"
+
+    def lookups(self, request, model_admin):
+        return [("pending", "Pending"), ("approved", "Approved")]
+
+    def queryset(self, request, queryset):
+        if self.value() in ("pending", "approved"):
+            return queryset.filter(approved_at__isnull=self.value() == "pending")
+        return queryset
+
+
 @admin.register(Node)
 class NodeAdmin(admin.ModelAdmin):
-    list_display = ["hostname", "state", "state_reason", "cell", "gpu_count", "last_heartbeat", "agent"]
-    list_filter = ["state", "cell"]
+    list_display = ["hostname", "state", "approved", "state_reason", "cell", "gpu_count", "last_heartbeat", "agent"]
+    list_filter = [ApprovalFilter, "state", "cell"]
     search_fields = ["hostname"]
     list_select_related = ["agent"]
     raw_id_fields = ["agent"]
     readonly_fields = [
-        "hostname", "labels", "cell", "state", "state_reason", "agent_version", "last_heartbeat",
-        "registered_at", "updated_at", "samples_dropped",
+        "hostname", "labels", "cell", "state", "state_reason", "approved_at", "approved_by", "agent_version",
+        "last_heartbeat", "registered_at", "updated_at", "samples_dropped",
     ]
     inlines = [GpuInline]
-    actions = ["drain", "undrain", "mark_down"]
+    actions = ["approve", "revoke", "drain", "undrain", "mark_down"]
 
     def has_add_permission(self, request):
         return False  # nodes come from their agents' registrations
@@ -67,6 +82,24 @@ class NodeAdmin(admin.ModelAdmin):
     @admin.display(description="GPUs", ordering="gpu_count")
     def gpu_count(self, node):
         return node.gpu_count
+
+    @admin.display(description="Approved", boolean=True, ordering="approved_at")
+    def approved(self, node):
+        return node.approved_at is not None
+
+    @admin.action(description="Approve the selected nodes (they receive jobs)")
+    def approve(self, request, queryset):
+        pending = list(queryset.filter(approved_at__isnull=True))
+        for node in pending:
+            node_approve(node=node, by=request.user)
+        self.message_user(request, f"{len(pending)} approved.", messages.SUCCESS)
+
+    @admin.action(description="Revoke the approval of the selected nodes (their jobs go back to pending)")
+    def revoke(self, request, queryset):
+        approved = list(queryset.filter(approved_at__isnull=False))
+        for node in approved:
+            node_revoke(node=node, by=request.user)
+        self.message_user(request, f"{len(approved)} revoked.", messages.SUCCESS)
 
     @admin.action(description="Drain the selected nodes")
     def drain(self, request, queryset):

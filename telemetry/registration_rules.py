@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 
 MAX_LABELS = 64
 MAX_LABEL_LENGTH = 253
+_MAX_KEY_SHOWN = 64
 
 # RFC 1123 host name: dot-separated labels of letters, digits and inner hyphens, 1-63 each,
 # 253 in all. Compared lower-cased; a trailing dot (root) is not accepted.
@@ -42,10 +43,16 @@ def label_errors(labels) -> list[str]:
     errors = []
     for key, value in labels.items():
         if not isinstance(key, str) or not key or len(key) > MAX_LABEL_LENGTH:
-            errors.append(f"Label key {key!r} must be a string of 1-{MAX_LABEL_LENGTH} characters.")
+            errors.append(f"Label key {_shown(key)} must be a string of 1-{MAX_LABEL_LENGTH} characters.")
         elif not isinstance(value, str) or len(value) > MAX_LABEL_LENGTH:
             errors.append(f"Label {key!r} must have a string value of at most {MAX_LABEL_LENGTH} characters.")
     return errors
+
+
+def _shown(key) -> str:
+    """A key as an error names it: cut short, as it may be as long as the request."""
+    shown = repr(key)
+    return shown if len(shown) <= _MAX_KEY_SHOWN else f"{shown[:_MAX_KEY_SHOWN]}…"
 
 
 def gpu_errors(gpus) -> dict[str, list[str]]:

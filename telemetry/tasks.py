@@ -13,5 +13,8 @@ def nodes_mark_silent_down() -> int:
 
 @shared_task(name="telemetry.tasks.gpu_samples_downsample")
 def gpu_samples_downsample() -> int:
-    """Run by Celery beat: fold raw samples past the retention into per-minute aggregates."""
-    return services.gpu_samples_downsample(retention_s=settings.GOGH_TELEMETRY_RAW_RETENTION_S)
+    """Run by Celery beat: fold raw samples past the retention into per-minute aggregates, then
+    prune the aggregates past theirs; how many raw samples were folded."""
+    folded = services.gpu_samples_downsample(retention_s=settings.GOGH_TELEMETRY_RAW_RETENTION_S)
+    services.gpu_sample_minutes_prune(retention_s=settings.GOGH_TELEMETRY_MINUTE_RETENTION_S)
+    return folded

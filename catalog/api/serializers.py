@@ -4,6 +4,7 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from gogh_web.api.fields import AwareDateTimeField, FiniteFloatField, column_max
+from gogh_web.api.poison import shown_key
 from gogh_web.api.strict import StrictFieldsMixin
 
 from ..measurement_limits import MAX_GPU_MEMORY_GB, MAX_NUM_GPUS, MAX_POWER_PER_GPU_W, limit_problems
@@ -13,6 +14,13 @@ from .fields import ByName
 #: Most measurements one POST may carry.
 MAX_BATCH = 1000
 _UNIT_RANGE = {"min_value": 0, "max_value": 1}
+#: Bounds of the free-form JSON columns: a provenance entry names a field (short) and a source
+#: (a sentence, a URL); NVML product names have at most 96 characters.
+MAX_PROVENANCE_ENTRIES = 64
+MAX_PROVENANCE_KEY_LENGTH = 64
+MAX_PROVENANCE_SOURCE_LENGTH = 500
+MAX_PRODUCT_NAMES = 32
+MAX_PRODUCT_NAME_LENGTH = 96
 
 
 def _positive(value):
@@ -24,6 +32,15 @@ def _positive(value):
 def _check_provenance(value):
     if not (isinstance(value, dict) and all(isinstance(v, str) for v in value.values())):
         raise serializers.ValidationError('Give an object {"field": "source", ...}.')
+    if len(value) > MAX_PROVENANCE_ENTRIES:
+        raise serializers.ValidationError(f"At most {MAX_PROVENANCE_ENTRIES} entries.")
+    problems = [f"Key '{shown_key(key)}': longer than {MAX_PROVENANCE_KEY_LENGTH} characters."
+                for key in value if len(key) > MAX_PROVENANCE_KEY_LENGTH]
+    problems += [f"Source of '{key}': longer than {MAX_PROVENANCE_SOURCE_LENGTH} characters."
+                 for key, source in value.items()
+                 if len(key) <= MAX_PROVENANCE_KEY_LENGTH and len(source) > MAX_PROVENANCE_SOURCE_LENGTH]
+    if problems:
+        raise serializers.ValidationError(problems)
     return value
 
 
@@ -69,6 +86,10 @@ class GpuTypeSerializer(CatalogModelSerializer):
     def validate_product_names(self, value):
         if not (isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value)):
             raise serializers.ValidationError("Give a list of non-empty NVML product-name substrings.")
+        if len(value) > MAX_PRODUCT_NAMES:
+            raise serializers.ValidationError(f"At most {MAX_PRODUCT_NAMES} product names.")
+        if any(len(name) > MAX_PRODUCT_NAME_LENGTH for name in value):
+            raise serializers.ValidationError(f"A product name has at most {MAX_PRODUCT_NAME_LENGTH} characters.")
         return value
 
     def validate_provenance(self, value):

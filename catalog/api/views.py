@@ -75,7 +75,9 @@ class MeasurementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
         description=(
             f"Report one measurement, or a JSON list of up to {MAX_BATCH} (all are stored or none; "
             'a 400 names each bad item by its index: {"3": {"throughput": ["..."]}}). Workload, GPU '
-            "type and partner go by name. Only staff may write source=reference."
+            "type and partner go by name. Only staff may write source=reference. An agent account writes "
+            "source=telemetry only, of a workload with a job open on a GPU of that type on one of its approved "
+            "nodes (and a partner sharing that GPU); 403 otherwise, and nothing is stored."
         ),
     )
     def create(self, request):
@@ -85,6 +87,6 @@ class MeasurementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
         )
         serializer.is_valid(raise_exception=True)
         items = serializer.validated_data if many else [serializer.validated_data]
-        created = services.measurements_create(measurements=items)
+        created = services.measurements_create(measurements=items, by=request.user)
         body = self.get_serializer(created if many else created[0], many=many).data
         return Response(body, status=status.HTTP_201_CREATED)

@@ -5,6 +5,8 @@ operators' own runs (import_measurements); telemetry rows from running jobs; sha
 shadow mode. A throughput of 0 is a real record: the configuration does not fit.
 """
 from django.db import models
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce
 
 
 class MeasurementSource(models.TextChoices):
@@ -49,6 +51,14 @@ class Measurement(models.Model):
         ordering = ["-observed_at", "-id"]
         indexes = [
             models.Index(fields=["workload", "gpu_type", "partner", "-observed_at"], name="measurement_window"),
+            # A round's catalog read (predictors_store.catalog_window_records): the distinct
+            # configurations in index order, then the newest rows of each, without touching the
+            # history behind them. The partner as 0 when alone, so that the configurations can
+            # be walked in order (a NULL compares as unknown).
+            models.Index(
+                F("workload"), F("gpu_type"), F("num_gpus"), F("consolidated"), Coalesce(F("partner"), Value(0)),
+                F("observed_at").desc(), F("id"), name="measurement_config_window",
+            ),
             # A job's telemetry rows (live pages read the newest observed throughput of each job).
             models.Index(fields=["source", "reference"], name="measurement_reference"),
         ]

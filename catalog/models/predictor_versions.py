@@ -68,6 +68,10 @@ class PredictionRecord(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        # Every round reads the newest prediction of each of its jobs' workloads
+        # (selectors.latest_estimates_by_workload): one index probe per workload, however many
+        # predictions P2 stored before (one per telemetry measurement of a job).
+        indexes = [models.Index(fields=["workload", "-id"], name="prediction_newest")]
 
     def __str__(self):
         return f"prediction for {self.workload} by {self.version}"

@@ -3,8 +3,10 @@ import difflib
 from collections.abc import Iterable
 from pathlib import Path
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from ..measurement_csv import MeasurementFileError, MeasurementRow, RowError, RowNames, parse_measurements
 from ..measurement_limits import limit_problems
@@ -15,13 +17,19 @@ BULK_BATCH_SIZE = 1000
 
 
 @transaction.atomic
-def measurements_create(*, measurements: Iterable[dict]) -> list[Measurement]:
+def measurements_create(*, measurements: Iterable[dict], by=None) -> list[Measurement]:
     """Create validated measurements in bulk, all or none.
 
     Each dict holds Measurement fields with model instances for workload, gpu_type and partner,
     already validated (by the API serializer or the CSV reader); the database's check
     constraints stay as the last guard. observed_at defaults to now.
+    `by`: the account reporting them through the API. What an agent account may write is the
+    inventory's rule (settings.GOGH_AGENT_MEASUREMENT_RULE: only what runs on its nodes); it
+    raises PermissionDenied, and then nothing is stored.
     """
+    measurements = list(measurements)
+    if by is not None:
+        import_string(settings.GOGH_AGENT_MEASUREMENT_RULE)(user=by, measurements=measurements)
     now = timezone.now()
     rows = [Measurement(**{"observed_at": now, **fields}) for fields in measurements]
     return Measurement.objects.bulk_create(rows, batch_size=BULK_BATCH_SIZE)

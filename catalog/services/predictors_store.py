@@ -7,14 +7,18 @@ kept in a small cache keyed by that hash, so a worker answering many jobs loads 
 import functools
 import hashlib
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F, Window
+from django.db.models.functions import RowNumber
 
 from catalog.predictors import CatalogPolicy, PerformancePredictor, Record, build_catalog
 from catalog.predictors.features import REFERENCE_FAMILIES, WorkloadFeatures, reference_features
 
-from ..models import Measurement, PredictorVersion, Workload
+from ..models import GpuType, Measurement, PredictorVersion, Workload
 
 
 class PredictorFileError(ValueError):
@@ -41,11 +45,76 @@ def workload_features(workload: Workload) -> WorkloadFeatures:
 
 
 def catalog_records() -> list[Record]:
-    rows = Measurement.objects.values_list(
-        "workload__name", "gpu_type__name", "throughput", "num_gpus", "consolidated", "partner__name",
-        "partner_throughput", "power_w", "utilization", "source", "observed_at", "memory_gb",
-    )
+    """Every measurement, newest first (training reads the whole catalog)."""
+    rows = Measurement.objects.values_list(*RECORD_FIELDS)
     return [Record(*row) for row in rows.iterator(chunk_size=5000)]
+
+
+def catalog_window_records(window: int) -> list[Record]:
+    """The newest `window` measurements of each configuration (workload, GPU type, GPUs,
+    consolidated, partner), newest first: all that the catalog policy keeps of catalog_records()
+    (apply_policy gives the same groups), so a round reads as much however long the history.
+    Between rows observed at the same instant the lower id counts as newer, as apply_policy's
+    stable sort of the newest-first list has it.
+
+    PostgreSQL walks the configurations through the measurement_config_window index and reads
+    the window of each from it: the history behind the windows is never touched. SQLite numbers
+    every row within its configuration and keeps the first `window`: one query too, and only the
+    windows reach Python, but the database still scans the history (a long one belongs on
+    PostgreSQL)."""
+    if connection.vendor == "postgresql":
+        sql = _WINDOW_SQL.format(measurement=Measurement._meta.db_table, workload=Workload._meta.db_table,
+                                 gpu_type=GpuType._meta.db_table)
+        with transaction.atomic(), connection.cursor() as cursor:
+            # The planner takes a configuration for a few dozen rows (the reference catalog's
+            # thousands of one-row configurations weigh in its statistics), and would rather
+            # fetch every row of one through a bitmap and sort them than walk the index to its
+            # newest `window`: at 1 M rows that read the whole history (10 s instead of 1 s).
+            cursor.execute("SET LOCAL enable_bitmapscan = off")
+            cursor.execute(sql, [window])
+            rows = cursor.fetchall()
+            cursor.execute("SET LOCAL enable_bitmapscan TO DEFAULT")
+        # observed_at comes as microseconds since the epoch: Django's time zone loader, called
+        # once per timestamp, took longer than the query itself.
+        return [Record(*row[:-2], _EPOCH + timedelta(microseconds=row[-2]), row[-1]) for row in rows]
+    ranked = Measurement.objects.annotate(rank=Window(
+        RowNumber(), partition_by=[F("workload"), F("gpu_type"), F("num_gpus"), F("consolidated"), F("partner")],
+        order_by=[F("observed_at").desc(), F("id").asc()],
+    )).filter(rank__lte=window)
+    return [Record(*row) for row in ranked.order_by("-observed_at", "-id").values_list(*RECORD_FIELDS)]
+
+
+RECORD_FIELDS = (
+    "workload__name", "gpu_type__name", "throughput", "num_gpus", "consolidated", "partner__name",
+    "partner_throughput", "power_w", "utilization", "source", "observed_at", "memory_gb",
+)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_CONFIGURATION = "m.workload_id, m.gpu_type_id, m.num_gpus, m.consolidated, COALESCE(m.partner_id, 0)"
+# The configurations in index order, each found from the one before by one index probe (a
+# recursive "loose index scan"), then each one's newest rows by one ordered index range.
+_WINDOW_SQL = f"""
+WITH RECURSIVE configuration (workload_id, gpu_type_id, num_gpus, consolidated, partner_key) AS (
+    (SELECT {_CONFIGURATION} FROM {{measurement}} m ORDER BY {_CONFIGURATION} LIMIT 1)
+    UNION ALL
+    SELECT following.* FROM configuration c CROSS JOIN LATERAL (
+        SELECT {_CONFIGURATION} FROM {{measurement}} m
+        WHERE ({_CONFIGURATION}) > (c.workload_id, c.gpu_type_id, c.num_gpus, c.consolidated, c.partner_key)
+        ORDER BY {_CONFIGURATION} LIMIT 1
+    ) following
+)
+SELECT w.name, g.name, m.throughput, m.num_gpus, m.consolidated, p.name, m.partner_throughput, m.power_w,
+       m.utilization, m.source, (EXTRACT(EPOCH FROM m.observed_at) * 1000000)::bigint, m.memory_gb
+FROM configuration c CROSS JOIN LATERAL (
+    SELECT * FROM {{measurement}} m
+    WHERE m.workload_id = c.workload_id AND m.gpu_type_id = c.gpu_type_id AND m.num_gpus = c.num_gpus
+      AND m.consolidated = c.consolidated AND COALESCE(m.partner_id, 0) = c.partner_key
+    ORDER BY m.observed_at DESC, m.id LIMIT %s
+) m
+JOIN {{workload}} w ON w.id = m.workload_id
+JOIN {{gpu_type}} g ON g.id = m.gpu_type_id
+LEFT JOIN {{workload}} p ON p.id = m.partner_id
+ORDER BY m.observed_at DESC, m.id DESC
+"""
 
 
 def catalog_snapshot():

@@ -5,11 +5,11 @@ import logging
 import math
 import time
 from dataclasses import dataclass
-from functools import partial
 
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 
+from gogh_web.outbox.services import outbox_enqueue
 from scheduler import optimizer
 from scheduler.models import SolverConfig
 from scheduler.optimizer import Allocation, Problem
@@ -63,7 +63,7 @@ def tradeoff_sweep_for_current_state() -> tuple[TradeoffSweep, bool]:
         )
         if created:
             _prune_sweeps()
-            transaction.on_commit(partial(_dispatch_sweep, sweep.pk), robust=True)
+            _dispatch_sweep(sweep.pk)
     return sweep, created
 
 
@@ -74,11 +74,9 @@ def _prune_sweeps() -> None:
 
 
 def _dispatch_sweep(sweep_id: int) -> None:
-    from celery import group
-
-    from .tasks import tradeoff_point
-
-    group(tradeoff_point.s(sweep_id, setting.index) for setting in tradeoff.sweep_grid()).apply_async()
+    """One task per point, written to the outbox with the sweep and sent once it commits."""
+    for setting in tradeoff.sweep_grid():
+        outbox_enqueue(task="gogh_web.dashboard.tasks.tradeoff_point", args=[sweep_id, setting.index])
 
 
 def tradeoff_point_solve(*, sweep_id: int, index: int) -> TradeoffPoint | None:

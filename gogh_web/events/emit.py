@@ -10,7 +10,7 @@ from functools import partial
 from scheduler.models import Job
 
 from . import selectors, windows
-from .sending import Change, send_changes, send_event, send_events
+from .sending import Change, send_changes, send_event, send_events_merged
 
 
 def job_changed(job) -> None:
@@ -44,9 +44,11 @@ def node_changed(node_id: int) -> None:
 
 
 def gpus_changed(gpu_ids) -> None:
-    """GPUs whose state or newest sample changed: one event per GPU per call (per sample batch),
-    all built and stored together."""
-    send_events(kind="gpu", keys=sorted(set(gpu_ids)), data=selectors.gpus_data_by_key)
+    """GPUs whose state or newest sample changed: an event of each GPU after the call (per sample
+    batch), all built and stored together and merged with the GPU events of the process's
+    concurrent uploads (sending.send_events_merged): one locked transaction per turn, not one
+    per upload, and one event per GPU per turn however many uploads named it."""
+    send_events_merged(kind="gpu", keys=gpu_ids, data=selectors.gpus_data_by_key)
 
 
 def solve_run_changed(run) -> None:

@@ -13,12 +13,19 @@ stored instead, and every socket whose page is behind it tells the page to start
 fresh snapshot. If even the marker cannot be stored, the process owes it and stores it first
 with its next events.
 
+Events of the same kind sent by several threads of one process at once (GPU samples: every
+agent's upload is a request thread of its own) may be merged: `send_events_merged` hands its
+keys to whichever thread is storing that kind's events, so a burst of uploads costs one locked
+transaction per turn instead of one each. Each key's event is still built under the lock after
+the change that asked for it committed, so the guarantees above hold for merged events too.
+
 With Redis (REDIS_URL) every process notifies the consumers of every ASGI process through
 channels_redis. The embedded in-process layer cannot cross processes, so there each ASGI
 process tails the Event table instead (tail.py), which also catches a notification lost to a
 Redis outage.
 """
 import logging
+import threading
 from functools import partial
 from typing import NamedTuple
 
@@ -71,6 +78,54 @@ def send_events(*, kind: str, keys, data, tenant_id: int | dict | None = None) -
     tenants = {str(k): t for k, t in tenant_id.items()} if isinstance(tenant_id, dict) else dict.fromkeys(keys, tenant_id)
     if keys:
         send_changes(partial(_build_many, kind, keys, data, tenants))
+
+
+def send_events_merged(*, kind: str, keys, data) -> None:
+    """send_events for cluster-wide objects whose events may be merged with other threads' of
+    the same kind in this process (the module's docstring): after the commit the keys join the
+    kind's pending set, and the call returns once an event of each was stored (or given up, as
+    any event may be), by this thread or by the one storing when it came."""
+    keys = {str(key) for key in keys}
+    if keys:
+        transaction.on_commit(partial(_merger(kind, data).send, keys))
+
+
+class _Merger:
+    """Group commit for one kind: the first thread in stores everything pending, in turns,
+    while the others wait for the turn that covers their keys."""
+
+    def __init__(self, kind: str, data):
+        self.kind, self.data = kind, data
+        self._pending: set[str] = set()
+        self._guard = threading.Lock()  # the pending set and the turn counters
+        self._storing = threading.Lock()  # one thread stores at a time
+        self._asked = 0  # calls that added keys
+        self._covered = 0  # calls whose keys a finished turn stored
+
+    def send(self, keys: set[str]) -> None:
+        with self._guard:
+            self._pending |= keys
+            self._asked += 1
+            mine = self._asked
+        with self._storing:
+            with self._guard:
+                if self._covered >= mine:
+                    return  # an earlier turn took our keys after we added them
+                keys, self._pending, upto = sorted(self._pending), set(), self._asked
+            try:
+                _store_and_notify(partial(_build_many, self.kind, keys, self.data, dict.fromkeys(keys)))
+            finally:
+                with self._guard:
+                    self._covered = upto
+
+
+_mergers: dict[str, _Merger] = {}
+_mergers_guard = threading.Lock()
+
+
+def _merger(kind: str, data) -> _Merger:
+    with _mergers_guard:
+        return _mergers.setdefault(kind, _Merger(kind, data))
 
 
 def send_changes(build) -> None:

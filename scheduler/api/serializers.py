@@ -1,5 +1,7 @@
-"""Job serializers: strict input for submission, a full picture for output."""
+"""Job serializers: strict input for submission, a full picture for output (but for the
+environment's values: secrets, shown only to the agent of the node running the job)."""
 import math
+import re
 
 from django.utils import timezone
 from rest_framework import serializers
@@ -7,6 +9,7 @@ from rest_framework import serializers
 from catalog.measurement_limits import MAX_THROUGHPUT
 from catalog.models import Workload
 from gogh_web.api.fields import AwareDateTimeField, column_max
+from gogh_web.api.poison import poison_problem, shown_key
 from gogh_web.api.strict import StrictFieldsMixin
 
 from ..models import Allocation, Job
@@ -21,6 +24,16 @@ MIN_THROUGHPUT = 1e-5
 #: Variables a job's environment may set: far more than any training job needs, few enough that
 #: a job's row and its assignment to an agent stay small.
 MAX_ENVIRONMENT_VARIABLES = 256
+#: Limits of one variable and of them all, well under what exec accepts (128 KiB per NAME=value
+#: string, about 2 MiB for the arguments and environment together, the agent's own included):
+#: a job the API accepts never fails to start for its size.
+MAX_VARIABLE_NAME_LENGTH = 256
+MAX_VARIABLE_VALUE_LENGTH = 4000
+MAX_ENVIRONMENT_BYTES = 64 * 1024
+#: A portable variable name (POSIX): the job's shell command can read every variable it is given.
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: Longest Idempotency-Key header (the column's length).
+MAX_IDEMPOTENCY_KEY_LENGTH = 200
 
 
 class WorkloadByName(serializers.SlugRelatedField):
@@ -31,6 +44,68 @@ class WorkloadByName(serializers.SlugRelatedField):
 
     def __init__(self, **kwargs):
         super().__init__(slug_field="name", queryset=Workload.objects.all(), **kwargs)
+
+
+class EnvironmentField(serializers.DictField):
+    """A job's environment: {"NAME": "value"}. Names are checked before values, so that an
+    error about a value never repeats a name too long to show."""
+
+    def __init__(self, **kwargs):
+        super().__init__(child=serializers.CharField(max_length=MAX_VARIABLE_VALUE_LENGTH, allow_blank=True), **kwargs)
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            if len(data) > MAX_ENVIRONMENT_VARIABLES:
+                raise serializers.ValidationError(f"At most {MAX_ENVIRONMENT_VARIABLES} variables.")
+            if problems := [problem for name in data if (problem := variable_name_problem(name))]:
+                raise serializers.ValidationError(problems)
+        environment = super().to_internal_value(data)
+        size = environment_bytes(environment)
+        if size > MAX_ENVIRONMENT_BYTES:
+            raise serializers.ValidationError(
+                f"The variables take {size} bytes (NAME=value in UTF-8, each); at most {MAX_ENVIRONMENT_BYTES}."
+            )
+        return environment
+
+
+def variable_name_problem(name: str) -> str | None:
+    """Why `name` is no variable name, naming it (escaped and cut short: it may be anything)."""
+    if len(name) > MAX_VARIABLE_NAME_LENGTH:
+        return f"Invalid variable name '{shown_key(name)}': longer than {MAX_VARIABLE_NAME_LENGTH} characters."
+    if not _VARIABLE_NAME.fullmatch(name):
+        return (f"Invalid variable name '{shown_key(name)}': letters, digits and underscores, "
+                "not starting with a digit.")
+    return None
+
+
+def environment_bytes(environment: dict[str, str]) -> int:
+    """Size of the environment as exec receives it: a NAME=value string each, NUL-terminated."""
+    return sum(len(name.encode()) + len(value.encode()) + 2 for name, value in environment.items())
+
+
+class HiddenValuesField(serializers.DictField):
+    """An environment on read: its names, each with null for a value. The values are write-only
+    secrets (a database URL, a cloud key) that only the agent of the node running the job gets,
+    through its assignments; not the owner, not staff, here."""
+
+    def __init__(self, **kwargs):
+        super().__init__(child=serializers.CharField(allow_null=True), read_only=True, **kwargs)
+
+    def to_representation(self, value):
+        return dict.fromkeys(value)
+
+
+def idempotency_key(header: str | None) -> str | None:
+    """The Idempotency-Key header's key, None when there is none; ValidationError for a key no
+    column holds (too long, or with a NUL PostgreSQL refuses)."""
+    key = (header or "").strip() or None
+    if key is None:
+        return None
+    if len(key) > MAX_IDEMPOTENCY_KEY_LENGTH:
+        raise serializers.ValidationError({"idempotency_key": [f"At most {MAX_IDEMPOTENCY_KEY_LENGTH} characters."]})
+    if problem := poison_problem(key):
+        raise serializers.ValidationError({"idempotency_key": [problem]})
+    return key
 
 
 class JobSubmitSerializer(StrictFieldsMixin, serializers.Serializer):
@@ -49,8 +124,11 @@ class JobSubmitSerializer(StrictFieldsMixin, serializers.Serializer):
     deadline = AwareDateTimeField(required=False, allow_null=True, default=None)
     name = serializers.CharField(required=False, default="", allow_blank=True, max_length=120)
     command = serializers.CharField(required=False, default="", allow_blank=True, max_length=4000)
-    environment = serializers.DictField(
-        child=serializers.CharField(max_length=4000, allow_blank=True), required=False, default=dict
+    environment = EnvironmentField(
+        required=False, default=dict,
+        help_text=f"Variables for the job's command, {{\"NAME\": \"value\"}}: at most {MAX_ENVIRONMENT_VARIABLES}, "
+        f"names of letters, digits and _ (at most {MAX_VARIABLE_NAME_LENGTH}), values of at most "
+        f"{MAX_VARIABLE_VALUE_LENGTH} characters, {MAX_ENVIRONMENT_BYTES} bytes in all. Write-only values.",
     )
 
     def validate_min_throughput(self, value):
@@ -83,14 +161,6 @@ class JobSubmitSerializer(StrictFieldsMixin, serializers.Serializer):
             raise serializers.ValidationError("The deadline is in the past.")
         return value
 
-    def validate_environment(self, value):
-        if len(value) > MAX_ENVIRONMENT_VARIABLES:
-            raise serializers.ValidationError(f"At most {MAX_ENVIRONMENT_VARIABLES} variables.")
-        bad = [key for key in value if not key or "=" in key or "\x00" in key]
-        if bad:
-            raise serializers.ValidationError(f"Invalid variable name(s): {', '.join(map(repr, bad))}.")
-        return value
-
 
 class JobCancelSerializer(StrictFieldsMixin, serializers.Serializer):
     """The body of POST /api/jobs/{id}/cancel/: empty, or why (kept in the job's state reason)."""
@@ -117,6 +187,7 @@ class JobSerializer(serializers.ModelSerializer):
     workload = serializers.CharField(source="workload.name")
     tenant = serializers.CharField(source="tenant.slug")
     owner = serializers.CharField(source="owner.username")
+    environment = HiddenValuesField(help_text="The variable names; each value is null: values are write-only.")
     allocations = serializers.SerializerMethodField()
 
     class Meta:

@@ -4,7 +4,6 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from gogh_web.api.errors import Conflict
@@ -14,7 +13,7 @@ from ..lifecycle import IllegalTransition
 from ..models import Allocation, Job
 from ..selectors import jobs_visible_to
 from .filters import JobFilter
-from .serializers import JobCancelSerializer, JobSerializer, JobSubmitSerializer
+from .serializers import JobCancelSerializer, JobSerializer, JobSubmitSerializer, idempotency_key
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 
@@ -49,9 +48,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         ],
     )
     def create(self, request):
-        key = request.headers.get(IDEMPOTENCY_HEADER, "").strip() or None
-        if key is not None and len(key) > 200:
-            raise ValidationError({"idempotency_key": ["At most 200 characters."]})
+        key = idempotency_key(request.headers.get(IDEMPOTENCY_HEADER))
         submit = JobSubmitSerializer(data=request.data)
         submit.is_valid(raise_exception=True)
         data = submit.validated_data

@@ -24,6 +24,9 @@ class Allocation(models.Model):
 
     class Meta:
         ordering = ["-start", "-id"]
+        # A round asks whether any allocation started since its snapshot: without an index that
+        # read walks the whole allocation history every round.
+        indexes = [models.Index(fields=["start"], name="allocation_start")]
         constraints = [
             models.UniqueConstraint(
                 fields=["job", "gpu"], condition=Q(end__isnull=True), name="allocation_one_open_per_job_gpu"

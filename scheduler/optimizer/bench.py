@@ -7,9 +7,19 @@ tenants and three priority levels, D_j from {1, 2, 4, 8}, T_min a random fractio
 (0.2..0.8) of the job's best isolated throughput within D_j. Seed: seed + N. Idle GPUs are
 powered down, the energy weight is the base weight (no history) and surplus throughput is
 worth nothing, so the objective is the power of the GPUs that host work.
+
+Contention mode (`contention` > 0): every size is solved twice, alone and then beside that
+many CPU-burning processes (started before, killed after), and the table shows the second
+run against the first: solvers' time limits count CPU time (cpu_clock.py), so a busy machine
+must not change what they admit.
 """
+import os
 import random
+import subprocess
+import sys
 import time
+from collections import Counter
+from contextlib import contextmanager
 from dataclasses import replace
 
 import pulp
@@ -17,6 +27,7 @@ import pulp
 from catalog.colocation import group_fraction
 
 from .catalog_predictions import CatalogPredictions
+from .cpu_clock import cpu_now
 from .ilp_model import build, level_units
 from .instance import compile_instance
 from .power import PowerCurve
@@ -33,6 +44,8 @@ TENANTS = ("research", "vision", "speech", "ads")
 GPU_CHOICES = (1, 1, 1, 1, 1, 2, 2, 4, 8)
 GLOBAL_ILP_LIMIT_S = 60.0
 GENETIC_LIMIT_S = 5.0  # a safety net: the genetic algorithm stops on its generation budget
+MAX_BURNERS = 64  # contention mode: CPU-burning processes at most
+BURN_CPU = "while True: pass"  # what each of them runs
 
 
 def gpu_types() -> dict[str, GpuTypeSpec]:
@@ -110,47 +123,91 @@ def solver_runs(size: int) -> list[tuple[str, str, dict]]:
     return runs
 
 
+@contextmanager
+def cpu_burners(count: int):
+    """`count` processes that only burn CPU, for as long as the block runs (contention mode)."""
+    burners = [subprocess.Popen([sys.executable, "-c", BURN_CPU]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for burner in burners:
+            burner.kill()
+        for burner in burners:
+            burner.wait()
+
+
 def run(sizes=DEFAULT_SIZES, *, seed: int = 7, time_limit_s: float = 10.0, ilp_limit_s: float = GLOBAL_ILP_LIMIT_S,
-        theta: int = 2, log=print) -> dict:
+        theta: int = 2, contention: int = 0, log=print) -> dict:
     """theta: jobs per GPU at most (2: pairs, as the catalog measures them; 3-4: groups,
-    estimated from pairs; see catalog/colocation.py)."""
+    estimated from pairs; see catalog/colocation.py). contention: CPU-burning processes beside
+    a second run of every size (see the module's text); 0: one run, alone."""
     from catalog.gavel import read_throughputs  # plain reader, no Django
 
     predictions = CatalogPredictions.from_gavel(read_throughputs())
     base = SolverSettings(adaptive_weight=False, throughput_value_w=0.0, time_limit_s=time_limit_s, gap=0.01, seed=seed,
                           migration_cost_w=0.0, theta=theta)
-    report = {"seed": seed, "theta": theta, "time_limit_s": time_limit_s, "ilp_time_limit_s": ilp_limit_s, "sizes": {}}
+    report = {"seed": seed, "theta": theta, "time_limit_s": time_limit_s, "ilp_time_limit_s": ilp_limit_s,
+              "contention": contention, "sizes": {}}
     for size in sizes:
         problem = make_instance(size, predictions, seed, base)
-        rows = {}
-        for key, name, overrides in solver_runs(size):
-            limit = ilp_limit_s if name == "ilp" else time_limit_s
-            settings = replace(base, **{"time_limit_s": limit, **overrides})
-            started = time.perf_counter()
-            allocation = get_solver(name).solve(replace(problem, settings=settings))
-            elapsed = time.perf_counter() - started
-            rows[key] = {
-                "seconds": round(elapsed, 3),
-                "power_w": round(allocation.power_w, 1),
-                "placed": len(allocation.placements),
-                "slo_met": len(slo_met(problem, allocation)),
-                "status": allocation.status,
-                "gap": None,
-                "fallback_reason": allocation.fallback_reason,
-            }
-            if name == "ilp":
-                rows[key].update(variables=allocation.variables, constraints=allocation.constraints, solver_gap=allocation.gap)
-            log(f"  {size:>5} {key:<17} {elapsed:8.2f} s  {allocation.power_w:10.0f} W  placed {len(allocation.placements)}")
-            rows[key]["_met"] = slo_met(problem, allocation)
+        rows = solve_all(problem, base, time_limit_s, ilp_limit_s, log)
+        load = None
+        if contention:
+            quiet = rows
+            log(f"  {size:>5} beside {contention} CPU-burning processes:")
+            with cpu_burners(contention):
+                rows = solve_all(problem, base, time_limit_s, ilp_limit_s, log)
+                load = os.getloadavg()[0]
+            for key, row in rows.items():
+                row["quiet"] = {k: quiet[key][k] for k in ("seconds", "cpu_seconds", "power_w", "placed", "placed_per_priority")}
+                row["same_decision_as_quiet"] = row["_placements"] == quiet[key]["_placements"]
         _add_gaps(problem, rows)
         report["sizes"][str(size)] = {
             "gpus": len(problem.gpus),
             "jobs": len(problem.jobs),
+            **({"load_1min": round(load, 1)} if load is not None else {}),
             **{k: {kk: vv for kk, vv in v.items() if not kk.startswith("_")} for k, v in rows.items()},
         }
         if rows["ilp"]["seconds"] and rows["ilp_cbc"]["seconds"]:
             report["sizes"][str(size)]["cbc_over_highs_time"] = round(rows["ilp_cbc"]["seconds"] / rows["ilp"]["seconds"], 2)
     return report
+
+
+def solve_all(problem: Problem, base: SolverSettings, time_limit_s: float, ilp_limit_s: float, log) -> dict:
+    """Every solver's row on one instance (`_met`, `_placements`: for the comparisons)."""
+    rows = {}
+    size = len(problem.gpus)
+    for key, name, overrides in solver_runs(size):
+        limit = ilp_limit_s if name == "ilp" else time_limit_s
+        settings = replace(base, **{"time_limit_s": limit, **overrides})
+        started, cpu_started = time.perf_counter(), cpu_now()
+        allocation = get_solver(name).solve(replace(problem, settings=settings))
+        elapsed, cpu = time.perf_counter() - started, cpu_now() - cpu_started
+        met = slo_met(problem, allocation)
+        rows[key] = {
+            "seconds": round(elapsed, 3),
+            "cpu_seconds": round(cpu, 3),
+            "power_w": round(allocation.power_w, 1),
+            "placed": len(allocation.placements),
+            "slo_met": len(met),
+            "status": allocation.status,
+            "gap": None,
+            "fallback_reason": allocation.fallback_reason,
+            "placed_per_priority": placed_by_level(problem, allocation),
+            "_placements": allocation.placements,
+            "_met": met,
+        }
+        if name == "ilp":
+            rows[key].update(variables=allocation.variables, constraints=allocation.constraints, solver_gap=allocation.gap)
+        log(f"  {size:>5} {key:<17} {elapsed:8.2f} s  {allocation.power_w:10.0f} W  placed {len(allocation.placements)}")
+    return rows
+
+
+def placed_by_level(problem: Problem, allocation) -> dict[str, int]:
+    """Placed jobs per priority level, highest first (contention mode compares these)."""
+    priority = {job.id: job.priority for job in problem.jobs}
+    got = Counter(priority[job_id] for job_id in allocation.placements)
+    return {str(level): got[level] for level in sorted(set(priority.values()), reverse=True)}
 
 
 def _add_gaps(problem: Problem, rows: dict) -> None:
@@ -207,12 +264,17 @@ TABLE_SOLVERS = ("ilp", "ilp_cbc", "genetic", "cells", "greedy", "greedy_efficie
 def format_table(report: dict) -> str:
     """The human table: one row per size and solver. 'vs ilp' and 'gap' (to the LP bound) only
     where the solver admitted as many jobs per priority as the ILP; 'vs global' compares
-    genetic and cells with the global optimum at their own admission."""
+    genetic and cells with the global optimum at their own admission. In contention mode the
+    rows are the run beside the CPU burners, with its CPU seconds and, in the note, how it
+    compares with the run alone."""
+    contended = bool(report.get("contention"))
     lines = [
-        f"{'GPUs':>5} {'jobs':>5} {'solver':<17} {'seconds':>8} {'power W':>9} {'placed':>6} {'slo_met':>7} "
-        f"{'gap':>6} {'vs ilp':>7} {'vs global':>9}  note",
+        f"{'GPUs':>5} {'jobs':>5} {'solver':<17} {'seconds':>8} " + (f"{'cpu s':>6} " if contended else "")
+        + f"{'power W':>9} {'placed':>6} {'slo_met':>7} {'gap':>6} {'vs ilp':>7} {'vs global':>9}  note",
     ]
     for size, block in report["sizes"].items():
+        if contended:
+            lines.append(f"{size:>5} beside {report['contention']} CPU-burning processes, 1-minute load {block['load_1min']}")
         for key in TABLE_SOLVERS:
             row = block.get(key)
             if row is None:
@@ -230,13 +292,26 @@ def format_table(report: dict) -> str:
                 notes.append("fallback")
             if row.get("fallback_reason"):
                 notes.append(row["fallback_reason"])
+            if contended:
+                notes.append(_against_quiet(row))
+            cpu = f"{row['cpu_seconds']:>6.2f} " if contended else ""
             lines.append(
-                f"{size:>5} {block['jobs']:>5} {key:<17} {row['seconds']:>8.2f} {row['power_w']:>9.0f} {row['placed']:>6} "
+                f"{size:>5} {block['jobs']:>5} {key:<17} {row['seconds']:>8.2f} {cpu}{row['power_w']:>9.0f} {row['placed']:>6} "
                 f"{row['slo_met']:>7} {gap:>6} {vs_ilp:>7} {vs_global:>9}  {'; '.join(notes)}"
             )
         if "cbc_over_highs_time" in block:
             lines.append(f"{size:>5} {'':>5} CBC / HiGHS time: {block['cbc_over_highs_time']:.2f}")
     return "\n".join(lines)
+
+
+def _against_quiet(row: dict) -> str:
+    """How a run beside the CPU burners compares with the same solver's run alone."""
+    quiet = row["quiet"]
+    if row["same_decision_as_quiet"]:
+        return f"decision as alone ({quiet['seconds']:.2f} s)"
+    if row["placed_per_priority"] == quiet["placed_per_priority"]:
+        return f"admission as alone, power {quiet['power_w']:.0f} W alone"
+    return f"ADMITTED {_levels(row['placed_per_priority'])} vs {_levels(quiet['placed_per_priority'])} alone"
 
 
 def _levels(per_priority: dict) -> str:

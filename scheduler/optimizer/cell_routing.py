@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from .aggregation import aggregate, block_sizes
 from .choices import Choice
 from .greedy import cheapest, greedy_choices
+from .ilp_model import level_maxima
 from .instance import Instance, compile_instance
 from .problem import JobSpec, Problem
 from .relaxation import exact_choices, full_levels
@@ -30,8 +31,17 @@ from .relaxation import exact_choices, full_levels
 # Of the time limit, at most, for the global decision that guides routing (compiling the whole
 # instance, the greedy decision, the relaxation and, when rounding it falls short, the integer
 # program: 2.3 s at 6144 GPUs at load 2, so a quarter of the default 10 s ran out under load and
-# the rounded decision, one job short, guided instead).
+# the rounded decision, one job short, guided instead; the limit now counts CPU time, which
+# load does not take away: cpu_clock.py).
 GUIDE_SHARE = 0.5
+GUIDE_GREEDY = (
+    "The coordinator's admission decision is the greedy one: the LP relaxation of admission had no time left "
+    "(or HiGHS failed), so the cells may admit fewer jobs than the whole cluster can run."
+)
+GUIDE_ROUNDED = (
+    "The coordinator's admission decision is the rounded LP relaxation, not proven to admit the most: the "
+    "integer program of admission had no time left, so the cells may admit fewer jobs than the whole cluster can run."
+)
 
 
 @dataclass
@@ -41,14 +51,19 @@ class Routing:
     inst: Instance  # the whole cluster's aggregated instance
     guide: list[Choice]  # the global admission decision the routing followed
     unrouted: list[int]  # jobs (indices in inst) no cell gets: the proven decision leaves them out
+    note: str = ""  # why the decision is not proven to admit the most, when its time ran out
 
 
 def route(problem: Problem, cells: dict[str, list], started: float) -> Routing:
-    """Each job's cell, guided by the global admission decision (see the module's text)."""
+    """Each job's cell, guided by the global admission decision (see the module's text).
+    `started`: when the solve started, on the CPU clock of time limits (cpu_clock.py)."""
     inst = compile_instance(problem)
     greedy = greedy_choices(inst, inst.admission_order(), cheapest)
     deadline = started + GUIDE_SHARE * problem.settings.time_limit_s
-    guide, proven = exact_choices(inst, deadline, full_levels(inst, greedy)) or (greedy, False)
+    full = full_levels(inst, greedy)
+    exact = exact_choices(inst, deadline, full)
+    guide, proven = exact or (greedy, False)
+    note = "" if proven or set(level_maxima(inst)) <= full else (GUIDE_ROUNDED if exact else GUIDE_GREEDY)
     cell_of_gpu = {g.id: name for name, gpus in cells.items() for g in gpus}
     room = {name: _levels(gpus) for name, gpus in cells.items()}
     routed: dict[str, list[JobSpec]] = {name: [] for name in cells}
@@ -81,7 +96,7 @@ def route(problem: Problem, cells: dict[str, list], started: float) -> Routing:
         routed[name].extend(jobs)
     unrouted = sorted(set(range(len(inst.jobs))) - set(home) - set(left))
     matching = _chains(inst)
-    return Routing(routed, matching, inst, guide, unrouted)
+    return Routing(routed, matching, inst, guide, unrouted, note)
 
 
 def _chains(inst: Instance) -> tuple[tuple[str, ...], ...]:

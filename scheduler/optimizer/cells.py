@@ -10,8 +10,10 @@ most, leaves out go to no cell. Each cell is then solved alone with the ILP; job
 over the GPUs all cells left free (with topology-aware isolation: first per tenant on the
 free GPUs of switches it owns, then on switches nobody owns; see second_chances). `run_cells` maps the per-cell solve: in turn by default, or as a Celery
 group from the Django shell. Admission comes first: when the cells admit lexicographically
-less than the global decision (some of its jobs fit no single cell), that decision is placed
-instead (admission_check).
+less than the global decision (some of its jobs fit no single cell, or a cell's solve stopped
+at its time limit), that decision is placed instead (admission_check). A cell whose solve stops
+without an answer keeps its share of the decision (the ILP falls back to its admission start),
+and the allocation says so. Time limits count CPU seconds (cpu_clock.py).
 """
 import math
 import time
@@ -21,6 +23,7 @@ from dataclasses import replace
 
 from .base import Outcome, Solver, finish, settings_notes
 from .cell_routing import Routing, route
+from .cpu_clock import cpu_now
 from .ilp import IlpSolver
 from .problem import Allocation, Problem
 from .reasons import pending_reason
@@ -65,13 +68,13 @@ class CellsSolver(Solver):
         self.run_cells = run_cells
 
     def solve(self, problem: Problem) -> Allocation:
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), cpu_now()
         cells = partition(problem)
         if len(cells) <= 1:
             allocation = IlpSolver().solve(problem)
             allocation.solver = self.name
             return allocation
-        routing = route(problem, cells, started)
+        routing = route(problem, cells, cpu_started)
         routed, matching = routing.routed, routing.matching
         sub_settings = replace(problem.settings, time_limit_s=max(0.5, problem.settings.time_limit_s / len(cells)))
         names = sorted(cells)
@@ -105,7 +108,9 @@ class CellsSolver(Solver):
         fallbacks = [r.fallback_reason for r in results if r.fallback_reason]
         statuses = {r.status for r in results}
         notes = [f"{len(cells)} cells of {', '.join(str(len(cells[n])) for n in names)} GPUs"]
-        guided = admission_check(problem, routing, placements, started, notes)
+        notes += [routing.note] if routing.note else []
+        fell_back = [f"A cell's solve fell back: {why}" for why in fallbacks]  # said by fallback_reason otherwise
+        guided = admission_check(problem, routing, placements, started, cpu_started, notes + fell_back)
         if guided is not None:
             return guided
         return Allocation(
@@ -114,7 +119,7 @@ class CellsSolver(Solver):
             reasons=reasons,
             power_w=power,
             objective=sum(r.objective for r in results) + second_objective,
-            status="fallback" if fallbacks else ("optimal" if statuses == {"optimal"} else "feasible"),
+            status="fallback" if fallbacks else ("optimal" if statuses == {"optimal"} and not routing.note else "feasible"),
             energy_weight=results[0].energy_weight,
             load=results[0].load,
             seconds=time.perf_counter() - started,
@@ -173,7 +178,7 @@ GUIDE_TAKEN = (
 )
 
 
-def admission_check(problem: Problem, routing: Routing, placements: dict, started: float,
+def admission_check(problem: Problem, routing: Routing, placements: dict, started: float, cpu_started: float,
                     notes: list[str]) -> Allocation | None:
     """When the global admission decision that guided the routing admits lexicographically more
     (per priority level, highest first) than the cells did, the answer that honours it; None
@@ -183,13 +188,15 @@ def admission_check(problem: Problem, routing: Routing, placements: dict, starte
     has room for) or a cell stopped at its time limit. Then the whole cluster is solved by the
     ILP starting from the decision, with the time left (its power phase minimises power and
     migrations at that admission), or, with no time left or no better answer, the decision is
-    placed as it is: `cells` never admits less than it (docs/optimization.md, "Cells")."""
+    placed as it is: `cells` never admits less than it (docs/optimization.md, "Cells").
+    `started`: wall clock, for the seconds reported; `cpu_started`: the CPU clock of the time
+    limit (cpu_clock.py)."""
     inst, guide = routing.inst, routing.guide
     by_cells = _by_level(inst, set(placements))
     wanted = _by_level(inst, {inst.jobs[j].id for j, choice in enumerate(guide) if choice is not None})
     if by_cells >= wanted:
         return None
-    left = problem.settings.time_limit_s - (time.perf_counter() - started)
+    left = problem.settings.time_limit_s - (cpu_now() - cpu_started)
     if left >= MIN_WHOLE_SOLVE_S:
         whole = IlpSolver().solve(replace(
             problem, matching=routing.matching, settings=replace(problem.settings, time_limit_s=left),

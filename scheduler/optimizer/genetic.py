@@ -35,19 +35,21 @@ answer is never worse by the fitness than either.
 Stop criterion: a generation budget, so that the same seed gives the same allocation on any
 machine: settings.genetic_generations, lowered for large instances so that the work
 (population x generations x jobs) stays below WORK_BUDGET gene decodes. The round's time limit
-remains a safety net only: a run that reaches it stops early and says so in its notes (its
-answer may then depend on the machine's speed).
+remains a safety net only, counted in CPU seconds (cpu_clock.py): a run that reaches it stops
+early and says so in its notes (its answer may then depend on the machine's speed), and so
+does a run whose relaxation had no time left. The elite is kept, so the answer admits at
+least what its best seed admits (one job left out outweighs any power saving).
 """
 import random
-import time
 
 from .base import Outcome, Solver
 from .capacity import CapacityLedger
 from .choices import Choice
+from .cpu_clock import cpu_now
 from .greedy import cheapest, greedy_choices, group_first_choices
 from .fairness import fairness_price_w, least_share, tenant_sizes
 from .fairness import rate as job_rate
-from .ilp_model import admitted_value, objective
+from .ilp_model import admitted_value, level_maxima, objective
 from .instance import Instance
 from .relaxation import full_levels, rounded_choices
 
@@ -58,6 +60,10 @@ ELITE = 2
 WORK_BUDGET = 100_000  # gene decodes (population x generations x jobs) per run, at most
 MIN_GENERATIONS = 1
 POLISH_ROUNDS = 3  # deep repair + descent rounds, at most, on the seeds and the answer
+NO_RELAXATION = (
+    "The LP relaxation of admission was unavailable (no time left, or HiGHS failed): the first population held "
+    "the greedy and group-first decisions only, which may admit fewer jobs."
+)
 
 
 class _State:
@@ -105,7 +111,7 @@ class GeneticSolver(Solver):
     def decide(self, inst: Instance) -> Outcome:
         settings = inst.problem.settings
         rng = random.Random(settings.seed)
-        deadline = time.perf_counter() + settings.time_limit_s
+        deadline = cpu_now() + settings.time_limit_s
         order = inst.admission_order()
         rank = {j: r for r, j in enumerate(order)}
         n_jobs = len(inst.jobs)
@@ -453,7 +459,8 @@ class GeneticSolver(Solver):
                     break
             return choices
 
-        rounded = rounded_choices(inst, deadline, full_levels(inst, greedy))
+        full = full_levels(inst, greedy)
+        rounded = rounded_choices(inst, deadline, full)
         seeds = [polish(greedy)] + ([polish(rounded)] if rounded else [polish(group_first_choices(inst, order))])
         population = seeds + [decode(mutate(seeds[k % len(seeds)], rate)) for k in range(population_size - len(seeds))]
         scored = sorted(((fitness(g), k, g) for k, g in enumerate(population)), reverse=True)
@@ -461,7 +468,7 @@ class GeneticSolver(Solver):
         counter = len(population)
         timed_out = False
         while generations < budget and mutable:
-            if time.perf_counter() >= deadline:
+            if cpu_now() >= deadline:
                 timed_out = True
                 break
             generations += 1
@@ -479,6 +486,8 @@ class GeneticSolver(Solver):
         if fitness(best) < scored[0][0]:
             best = scored[0][2]
         notes = [f"{generations} generations of {budget}"]
+        if rounded is None and not set(level_maxima(inst)) <= full:
+            notes.append(NO_RELAXATION)
         if timed_out:
             notes.append("Stopped at the time limit before the generation budget (the answer may depend on the machine's speed).")
         return Outcome(best, status="feasible", notes=notes)

@@ -13,16 +13,17 @@ The greedy decision is computed first: a level it fills completely, with every h
 at the greedy's count, needs no program (its optimum is known). A problem may carry a better
 known decision (Problem.admission_start: a cell's share of the cells coordinator's decision,
 start.py), which then plays that part. On a solver error, or a time
-limit without an incumbent, the greedy decision stands and the outcome says why; the
-cluster is never left without a decision.
+limit without an incumbent, that known decision stands (the greedy one, or the admission start
+where it admits more: a solve that stops never admits less than the decision it started from)
+and the outcome says why; the cluster is never left without a decision. The time limit counts
+CPU seconds (cpu_clock.py).
 """
-import time
-
 import highspy
 import pulp
 
 from .base import Outcome, Solver
 from .capacity import is_feasible
+from .cpu_clock import INTERRUPTS, cpu_now, has_solution, interrupt_after
 from .greedy import cheapest, greedy_choices
 from .choices import Choice
 from .ilp_model import admitted_by_level, admitted_value, build, level_maxima, objective
@@ -42,13 +43,18 @@ class SolveFailed(Exception):
     """The backend gave no usable solution; the message says why."""
 
 
-def backend(name: str, *, time_limit: float, gap: float, abs_gap: float | None = None):
+def backend(name: str, *, deadline: float, gap: float, abs_gap: float | None = None):
+    """The PuLP solver stopping at the CPU-clock `deadline` (cpu_clock.py): HiGHS through the
+    interrupt callback, CBC through its own limit counted in CPU time."""
     extra = {} if abs_gap is None else {"mip_abs_gap": abs_gap}
     if name == "highs":
-        return pulp.HiGHS(msg=False, timeLimit=max(time_limit, 0.0), gapRel=gap, threads=1, **extra)
+        return pulp.HiGHS(
+            msg=False, gapRel=gap, threads=1, callbackTuple=(interrupt_after, deadline),
+            callbacksToActivate=list(INTERRUPTS), **extra,
+        )
     if name == "cbc":
         return pulp.PULP_CBC_CMD(
-            msg=False, timeLimit=max(time_limit, 0.0), gapRel=gap, gapAbs=abs_gap, threads=1
+            msg=False, timeLimit=max(deadline - cpu_now(), 0.0), timeMode="cpu", gapRel=gap, gapAbs=abs_gap, threads=1,
         )
     raise SolveFailed("is not an ILP backend (use 'highs' or 'cbc')")
 
@@ -59,18 +65,19 @@ class IlpSolver(Solver):
     def decide(self, inst: Instance) -> Outcome:
         settings = inst.problem.settings
         greedy = greedy_choices(inst, inst.admission_order(), cheapest)
-        started = time.perf_counter()
+        started = cpu_now()
         deadline = started + settings.time_limit_s
-        outcome = Outcome(greedy, status="fallback")
-        notes = outcome.notes
         if not any(inst.job_options) and not inst.groups:
             return Outcome(greedy, status="optimal", gap=0.0)  # nothing can be placed: nothing to decide
+        known = known_decision(inst, greedy)
+        outcome = Outcome(known, status="fallback")
+        notes = outcome.notes
         try:
-            floors = self._admission(
-                inst, known_decision(inst, greedy), started + ADMISSION_SHARE * settings.time_limit_s, notes,
-            )
+            floors = self._admission(inst, known, started + ADMISSION_SHARE * settings.time_limit_s, notes)
             model = build(inst, phase="power", admit_floors=floors)
             status, gap, bound = self._run(model, settings.backend, deadline, settings.gap, "power")
+            if status != "optimal":
+                notes.append(f"Power phase stopped at its time limit ({settings.time_limit_s:g} s of CPU time).")
             if notes:
                 status = "feasible"
             choices = model.choices(inst)
@@ -78,10 +85,10 @@ class IlpSolver(Solver):
             if not is_feasible(inst, choices):
                 raise SolveFailed("the solver's answer broke a capacity or pairing constraint")
         except (SolveFailed, pulp.PulpSolverError, OSError) as exc:
-            outcome.fallback_reason = f"{settings.backend} {exc}; fell back to the greedy decision."
+            outcome.fallback_reason = f"{settings.backend} {exc}; fell back to {known_name(known, greedy)}."
             return outcome
-        if admitted_value(inst, greedy) >= admitted_value(inst, choices) - 1e-9 and objective(inst, greedy) < objective(inst, choices):
-            outcome.notes.append("The greedy decision was cheaper than the solver's incumbent at the time limit.")
+        if admitted_value(inst, known) >= admitted_value(inst, choices) - 1e-9 and objective(inst, known) < objective(inst, choices):
+            outcome.notes.append(f"{known_name(known, greedy).capitalize()} was cheaper than the solver's incumbent at the time limit.")
             outcome.status = status
             return outcome
         return Outcome(
@@ -128,20 +135,28 @@ class IlpSolver(Solver):
 
     @staticmethod
     def _run(model, backend_name: str, deadline: float, gap: float, phase: str, abs_gap: float | None = None):
-        """Solve one phase before the deadline: (status, relative gap, bound) or SolveFailed."""
-        remaining = deadline - time.perf_counter()
-        if remaining <= 0:
-            raise SolveFailed(f"had no time left for the {phase} phase")
-        model.lp.solve(backend(backend_name, time_limit=remaining, gap=gap, abs_gap=abs_gap))
+        """Solve one phase before the (CPU-clock) deadline: (status, relative gap, bound) or SolveFailed."""
+        if deadline <= cpu_now():
+            raise SolveFailed(f"had no time left for the {phase} phase (time limit)")
+        model.lp.solve(backend(backend_name, deadline=deadline, gap=gap, abs_gap=abs_gap))
+        highs = getattr(model.lp, "solverModel", None)
+        if backend_name == "highs" and highs is not None and not has_solution(highs):
+            stopped = highs.getModelStatus() == highspy.HighsModelStatus.kInterrupt
+            why = "stopped at its time limit" if stopped else highs.modelStatusToString(highs.getModelStatus())
+            raise SolveFailed(f"found no solution in the {phase} phase ({why})")
         if model.lp.sol_status not in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
             raise SolveFailed(f"found no solution in the {phase} phase ({pulp.LpStatus[model.lp.status]})")
         optimal = model.lp.sol_status == pulp.LpSolutionOptimal
-        highs = getattr(model.lp, "solverModel", None)
         if backend_name == "highs" and highs is not None:
             info = highs.getInfo()
             optimal = highs.getModelStatus() == highspy.HighsModelStatus.kOptimal
             return ("optimal" if optimal else "feasible"), max(0.0, info.mip_gap), info.mip_dual_bound
         return ("optimal" if optimal else "feasible"), None, None
+
+
+def known_name(known: list[Choice], greedy: list[Choice]) -> str:
+    """What a fallback falls back to, in words."""
+    return "the greedy decision" if known is greedy else "the admission start (the coordinator's decision for these jobs)"
 
 
 def known_decision(inst: Instance, greedy: list[Choice]) -> list[Choice]:

@@ -98,7 +98,7 @@ class SolverSettings:
 
     solver: str = "ilp"
     backend: str = "highs"  # "highs" (highspy) or "cbc" (bundled with PuLP)
-    time_limit_s: float = 10.0
+    time_limit_s: float = 10.0  # CPU seconds of the solving thread, not wall-clock ones (cpu_clock.py)
     gap: float = 0.01
     base_energy_weight: float = 1.0
     adaptive_weight: bool = True

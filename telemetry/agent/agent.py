@@ -1,22 +1,40 @@
 """The agent's loop: register, then heartbeat, upload samples, follow assignments, report jobs.
 
-Sampling runs in its own thread at a fixed rate, so a slow or unreachable control plane never
-delays a reading; everything that talks HTTP runs in the main loop. While the control plane is
-unreachable, samples wait in the bounded buffer, jobs keep running, and final job reports wait
-to be delivered; on reconnection everything buffered is sent, oldest first.
+Four threads, so that no slow request delays what must not wait:
+- the sampler reads the GPUs at a fixed rate, whatever the control plane does;
+- the heartbeat thread heartbeats through a client of its own, so a slow sample upload,
+  assignment poll or job report never delays a heartbeat;
+- the fence thread stops this node's jobs once it has been out of touch too long (below);
+- the main loop polls assignments, starts and stops jobs, reports all its jobs' progress in one
+  request a turn (POST /api/telemetry/job-progress/batch/), and uploads samples for at most
+  one upload interval a turn, so a backlog never keeps it from its jobs.
+While the control plane is unreachable, or answers 429/503 with Retry-After (the agent waits
+that long before it sends that kind of request again), samples wait in the bounded buffer,
+jobs keep running, and final job reports wait to be delivered; afterwards everything buffered
+is sent, oldest first.
+
+Fencing (a job never runs on two nodes): the control plane gives a silent node up after its
+heartbeat timeout and places its jobs elsewhere. The agent stops them first: by fence time
+after it sent its last SUCCESSFUL heartbeat (any other request proves nothing about the
+node's standing), its jobs are gone (SIGTERM fence time less the grace period before, SIGKILL
+at it). Fence time is the lower of --fence-after and what the control plane asks for in its
+heartbeat and registration answers (fence_after_s, derived from its timeout), so the two
+configurations need not agree. Assignments asked for before the agent was in touch again are
+not acted upon: they may list jobs the control plane has since placed elsewhere.
 
 Stopping (SIGTERM, or `stop()`): the jobs get SIGTERM and the grace period, the buffer gets one
 last upload, and the node leaves (POST /api/nodes/{id}/leave/): it goes down at once and its
 jobs go back to pending, instead of waiting for the heartbeat timeout.
 """
 import logging
+import math
 import threading
 import time
 from pathlib import Path
 
 from . import AGENT_VERSION
 from .buffer import SampleBuffer
-from .client import ControlPlane, Refused, Unreachable
+from .client import ControlPlane, Refused, RetryLater, Unreachable
 from .config import AgentConfig
 from .gpus import GpuBackend
 from .jobs import Assignment, partner_file, simulated_command
@@ -24,6 +42,16 @@ from .runner import JobProcess
 
 log = logging.getLogger("gogh.agent")
 TICK_S = 0.1
+#: The last sample upload when the agent stops gets this long at most.
+SHUTDOWN_FLUSH_S = 10.0
+#: How long the agent waits for its heartbeat thread's last request before it leaves (a later
+#: heartbeat would bring the node back up).
+HEARTBEAT_JOIN_S = 30.0
+#: Answers to a job report that settle it: delivered (200), or refused in a way resending
+#: cannot change (400 bad report, 403 not this account's job, 404, 409 no longer allocated).
+SETTLED = frozenset({200, 400, 403, 404, 409})
+#: Requests the loop would send on every turn: after a failure they wait retry_s.
+EVERY_TURN = frozenset({"progress", "failures"})
 
 
 class RegistrationRefused(RuntimeError):
@@ -37,14 +65,23 @@ class Agent:
         self.node_id: int | None = None
         self.rejected_samples = 0
         self._stop = threading.Event()
+        # The jobs, the fence and the assignments' trust are shared by the main loop and the
+        # fence thread: every change to them holds this lock, and nothing holding it talks HTTP.
+        self._lock = threading.RLock()
         self._running: dict[int, tuple[Assignment, JobProcess]] = {}
         self._stopping: list[JobProcess] = []
         self._finished_keys: set[tuple] = set()
         self._final_reports: dict[int, dict] = {}
         self._last_progress: dict[int, float] = {}
-        self._due = {"heartbeat": 0.0, "upload": 0.0, "poll": 0.0}
+        self._due = {"upload": 0.0, "poll": 0.0}
+        self._not_before = {"upload": 0.0, "poll": 0.0, "progress": 0.0, "failures": 0.0}  # Retry-After
         self._reachable = True
-        self._last_contact = time.monotonic()
+        self._heartbeat_client = client.copy()
+        self._last_contact = time.monotonic()  # when the last successful heartbeat was sent
+        self._fence_after_s = config.fence_after_s
+        self._fenced = False
+        self._trusted_since = 0.0  # assignments asked for before this may be stale
+        self._warned_fence = False
         self._uuids: dict[int, str] = {}
         self._failures_reported: set[int] = set()
 
@@ -60,13 +97,20 @@ class Agent:
         try:
             if not self._register():
                 return
-            sampler = threading.Thread(target=self._sample_loop, name="sampler", daemon=True)
-            sampler.start()
+            threads = {
+                name: threading.Thread(target=target, name=name, daemon=True)
+                for name, target in (("sampler", self._sample_loop), ("heartbeat", self._heartbeat_loop),
+                                     ("fence", self._fence_loop))
+            }
+            for thread in threads.values():
+                thread.start()
             while not self._stop.is_set():
                 self.step(time.monotonic())
                 self._stop.wait(TICK_S)
+            threads["heartbeat"].join(timeout=HEARTBEAT_JOIN_S)  # no heartbeat may follow the leave
+            threads["fence"].join(timeout=5)
             self._shutdown()
-            sampler.join(timeout=5)
+            threads["sampler"].join(timeout=5)
         finally:
             self.backend.close()
 
@@ -78,6 +122,7 @@ class Agent:
             "agent_version": AGENT_VERSION, "gpus": [device.report() for device in devices],
         }
         while not self._stop.is_set():
+            sent = time.monotonic()
             try:
                 node = self.client.register(report)
             except Refused as exc:
@@ -87,19 +132,23 @@ class Agent:
                 self._stop.wait(self.config.retry_s)
                 continue
             self.node_id = node["id"]
+            self._heard(sent, node)
             log.info("registered node %s (id %s) with %d GPUs", node["hostname"], node["id"], len(devices))
             return True
         return False
 
     def _shutdown(self) -> None:
-        for job_id in list(self._running):
-            self._stop_job(job_id)
+        with self._lock:
+            self._supervise()  # a job that ended just before reports its end, not a stop
+            for job_id in list(self._running):
+                self._stop_job(job_id)
         deadline = time.monotonic() + self.config.grace_s + 5
         while self._stopping and time.monotonic() < deadline:
-            self._reap_stopped()
+            with self._lock:
+                self._reap_stopped()
             time.sleep(TICK_S)
-        self._deliver_final_reports()  # a job that ended just before must not be requeued
-        self.flush()
+        self._report_jobs()  # a job that ended just before must not be requeued
+        self.flush(budget_s=SHUTDOWN_FLUSH_S)
         try:
             self.client.leave(self.node_id)
             log.info("left the control plane")
@@ -117,59 +166,142 @@ class Agent:
             next_at = max(next_at + interval, time.monotonic())
             self._stop.wait(next_at - time.monotonic())
 
+    # --- liveness: heartbeats and the fence, each in its own thread
+    def _heartbeat_loop(self) -> None:
+        """Heartbeat every interval through a client of its own. A Retry-After is honoured only
+        up to the interval: a heartbeat is small, and it is what keeps this node's jobs."""
+        interval = self.config.heartbeat_interval_s
+        while not self._stop.is_set():
+            sent = time.monotonic()
+            wait = interval
+            try:
+                answer = self._heartbeat_client.heartbeat(self.node_id)
+            except RetryLater as exc:
+                wait = min(exc.after_s, interval)
+                log.warning("control plane busy (%s); heartbeating again in %g s", exc, wait)
+            except Unreachable as exc:
+                self._note_unreachable(exc)
+            except Refused as exc:
+                log.error("control plane refused the heartbeat of node %s: %s", self.node_id, exc)
+            else:
+                self._note_reachable()
+                self._heard(sent, answer)
+            self._stop.wait(max(0.0, sent + wait - time.monotonic()))
+
+    def _heard(self, sent: float, answer) -> None:
+        """A heartbeat (or the registration) sent at `sent` succeeded: the control plane
+        recorded it no earlier than that, so the fence counts from then. Adopt the control
+        plane's fence time; after a fence, only assignments asked for from now are trusted."""
+        with self._lock:
+            self._last_contact = max(self._last_contact, sent)
+            wanted = answer.get("fence_after_s") if isinstance(answer, dict) else None
+            if isinstance(wanted, (int, float)) and math.isfinite(wanted) and wanted > 0:
+                self._fence_after_s = min(self.config.fence_after_s, float(wanted))
+                self._warn_if_no_room()
+            if self._fenced:
+                self._fenced = False
+                self._trusted_since = time.monotonic()
+                log.info("in touch with the control plane again; jobs start from the next assignments")
+
+    def _warn_if_no_room(self) -> None:
+        if not self._warned_fence and self._stop_after_s() <= self.config.heartbeat_interval_s:
+            self._warned_fence = True
+            log.warning("fence time %g s less the grace period (%g s) leaves no room for a heartbeat every %g s: "
+                        "jobs may be stopped between heartbeats; lower --heartbeat-interval or --grace-period",
+                        self._fence_after_s, self.config.grace_s, self.config.heartbeat_interval_s)
+
+    def _stop_after_s(self) -> float:
+        """Seconds after the last successful heartbeat at which the jobs get SIGTERM: their
+        grace period before fence time, so SIGKILL lands at fence time at the latest."""
+        return max(0.0, self._fence_after_s - self.config.grace_s)
+
+    def _out_of_touch(self, now: float) -> bool:
+        return now - self._last_contact > self._stop_after_s()
+
+    def _fence_loop(self) -> None:
+        while not self._stop.is_set():
+            self._fence(time.monotonic())
+            self._stop.wait(TICK_S)
+
+    def _fence(self, now: float) -> None:
+        """Out of touch for longer than the control plane waits (less the grace period and its
+        margin): stop the jobs here, and finish stopping them (SIGKILL after the grace period)
+        even while the main loop waits on a slow request."""
+        with self._lock:
+            if self._out_of_touch(now):
+                if not self._fenced:
+                    self._fenced = True
+                    self._trusted_since = math.inf
+                    if self._running:
+                        log.warning("no successful heartbeat for %g s: the control plane gives this node up at its "
+                                    "timeout and places its jobs elsewhere; stopping them", self._stop_after_s())
+                for job_id in list(self._running):
+                    self._stop_job(job_id)
+            self._reap_stopped()
+
     # --- one turn of the main loop
     def step(self, now: float) -> None:
-        if now >= self._due["heartbeat"]:
-            self._due["heartbeat"] = now + self.config.heartbeat_interval_s
-            self._ask("heartbeat", self.client.heartbeat)
         if now >= self._due["poll"]:
             self._due["poll"] = now + self.config.poll_interval_s
-            assignments = self._ask("assignments", self.client.assignments)
-            if assignments is not None:
-                self.reconcile([Assignment.from_api(item) for item in assignments])
+            self._poll()
         self._handle_failures()
-        self._fence(now)
-        self._supervise(now)
-        self._reap_stopped()
-        self._deliver_final_reports()
+        with self._lock:
+            self._supervise()
+            self._reap_stopped()
+        self._report_jobs()
         if now >= self._due["upload"]:
             self._due["upload"] = now + self.config.upload_interval_s
-            self.flush()
-        self.backend.note_busy({i for assignment, _ in self._running.values() for i in assignment.gpu_indexes})
+            self.flush(budget_s=self.config.upload_interval_s)
+        with self._lock:
+            busy = {i for assignment, _ in self._running.values() for i in assignment.gpu_indexes}
+        self.backend.note_busy(busy)
 
-    def _talk(self, call, *args):
-        """call(*args), None when unreachable; logs each outage once, and each reconnection."""
+    def _poll(self) -> None:
+        """Ask for the assignments and follow them, unless they may be stale: asked for before
+        the agent was in touch again after a fence, or it is out of touch now."""
+        sent = time.monotonic()
+        try:
+            assignments = self._send("poll", self.client.assignments, self.node_id)
+        except Refused as exc:
+            log.error("control plane refused the assignments of node %s: %s", self.node_id, exc)
+            return
+        if assignments is None:
+            return
+        with self._lock:
+            if self._fenced or sent < self._trusted_since or self._out_of_touch(time.monotonic()):
+                return
+            self.reconcile([Assignment.from_api(item) for item in assignments])
+
+    def _send(self, kind: str, call, *args):
+        """call(*args); None when not sent because the control plane asked this kind of request
+        to wait (Retry-After), or when it is unreachable or busy now. Logs each outage once and
+        each reconnection; Refused goes to the caller."""
+        now = time.monotonic()
+        if now < self._not_before[kind]:
+            return None
         try:
             result = call(*args)
-        except Unreachable as exc:
-            if self._reachable:
-                log.warning("control plane unreachable (%s); buffering samples", exc)
-            self._reachable = False
+        except RetryLater as exc:
+            self._not_before[kind] = time.monotonic() + exc.after_s
+            log.warning("control plane busy (%s); %s waits %g s", exc, kind, exc.after_s)
             return None
+        except Unreachable as exc:
+            self._note_unreachable(exc)
+            if kind in EVERY_TURN:
+                self._not_before[kind] = time.monotonic() + self.config.retry_s
+            return None
+        self._note_reachable()
+        return result
+
+    def _note_unreachable(self, exc) -> None:
+        if self._reachable:
+            log.warning("control plane unreachable (%s); buffering samples", exc)
+        self._reachable = False
+
+    def _note_reachable(self) -> None:
         if not self._reachable:
             log.info("control plane reachable again; %d samples buffered", len(self.buffer))
             self._reachable = True
-        self._last_contact = time.monotonic()
-        return result
-
-    def _ask(self, what: str, call):
-        """call(node id); None when unreachable or refused. A refusal (the node deleted or taken
-        over by an operator, the token revoked) needs a person: it is logged, and the agent keeps
-        sampling and running what it runs until then."""
-        try:
-            return self._talk(call, self.node_id)
-        except Refused as exc:
-            log.error("control plane refused the %s of node %s: %s", what, self.node_id, exc)
-            return None
-
-    def _fence(self, now: float) -> None:
-        """Out of touch for longer than the control plane waits before it requeues a silent
-        node's jobs: stop them here, so a job never runs on two nodes at once."""
-        if self._running and now - self._last_contact > self.config.fence_after_s:
-            log.warning("no contact for %g s: the control plane has requeued this node's jobs; stopping them",
-                        self.config.fence_after_s)
-            for job_id in list(self._running):
-                self._stop_job(job_id)
 
     def _handle_failures(self) -> None:
         """A GPU died: the jobs on it stop now (they cannot progress), and the control plane
@@ -178,54 +310,63 @@ class Agent:
         failed = self.backend.failures()
         if not failed:
             return
-        for job_id, (assignment, _) in list(self._running.items()):
-            if failed.keys() & set(assignment.gpu_indexes):
-                log.warning("job %s: GPU %s failed; stopping it", job_id, sorted(failed.keys() & set(assignment.gpu_indexes)))
-                self._stop_job(job_id)
+        with self._lock:
+            for job_id, (assignment, _) in list(self._running.items()):
+                if failed.keys() & set(assignment.gpu_indexes):
+                    log.warning("job %s: GPU %s failed; stopping it", job_id,
+                                sorted(failed.keys() & set(assignment.gpu_indexes)))
+                    self._stop_job(job_id)
         new = {index: reason for index, reason in failed.items() if index not in self._failures_reported}
         if not new:
             return
         body = [{"uuid": self._uuids[index], "reason": reason[:200]} for index, reason in sorted(new.items())]
         try:
-            if self._talk(self.client.report_gpu_failures, self.node_id, body) is None:
+            if self._send("failures", self.client.report_gpu_failures, self.node_id, body) is None:
                 return  # unreachable: told on a later turn
         except Refused as exc:
             log.error("control plane refused the failure report of GPUs %s: %s", sorted(new), exc)
         self._failures_reported |= new.keys()
 
-    def flush(self) -> None:
-        """Upload buffered samples, oldest first, in batches, until empty or unreachable. A batch
-        the control plane refuses (400/403) is dropped: sending it again would fail again."""
+    def flush(self, budget_s: float) -> None:
+        """Upload buffered samples, oldest first, in batches, until empty, unreachable, told to
+        wait, or `budget_s` spent (at least one batch): the loop must get back to its jobs, and
+        the rest goes on the next turn. A batch the control plane refuses (400/403) is dropped:
+        sending it again would fail again. A busy control plane (429/503) drops nothing."""
+        deadline = time.monotonic() + budget_s
         while batch := self.buffer.peek(self.config.batch_size):
             try:
-                if self._talk(self.client.upload_samples, [s.payload() for s in batch], self.buffer.dropped) is None:
+                if self._send("upload", self.client.upload_samples, [s.payload() for s in batch],
+                              self.buffer.dropped) is None:
                     return
             except Refused as exc:
                 self.rejected_samples += len(batch)
                 log.error("control plane refused %d samples: %s", len(batch), exc)
             self.buffer.commit(batch)
+            if time.monotonic() >= deadline:
+                return
 
     # --- jobs
     def reconcile(self, assignments: list[Assignment]) -> None:
         """Make the running jobs match the assignments: stop what was withdrawn or moved, start
         what is new. A job this agent saw finish is not started again."""
-        wanted = {assignment.job_id: assignment for assignment in assignments}
-        for job_id, (assignment, process) in list(self._running.items()):
-            if job_id not in wanted or wanted[job_id].key != assignment.key:
-                log.info("job %s: allocation withdrawn or changed; stopping it", job_id)
-                self._stop_job(job_id)
-            elif wanted[job_id] != assignment:  # same GPUs, new allocations: its partners changed
-                self._running[job_id] = (wanted[job_id], process)
-                if self.config.simulate_seed is not None:
-                    self._write_partner(wanted[job_id])
-        failed = self.backend.failures().keys()
-        for job_id, assignment in wanted.items():
-            if failed & set(assignment.gpu_indexes):
-                continue  # the control plane will move it once it hears of the failure
-            if job_id not in self._running and assignment.key not in self._finished_keys:
-                self._start_job(assignment)
-        # A finished job is listed until the control plane has its end: forget it once it is not.
-        self._finished_keys &= {assignment.key for assignment in assignments}
+        with self._lock:
+            wanted = {assignment.job_id: assignment for assignment in assignments}
+            for job_id, (assignment, process) in list(self._running.items()):
+                if job_id not in wanted or wanted[job_id].key != assignment.key:
+                    log.info("job %s: allocation withdrawn or changed; stopping it", job_id)
+                    self._stop_job(job_id)
+                elif wanted[job_id] != assignment:  # same GPUs, new allocations: its partners changed
+                    self._running[job_id] = (wanted[job_id], process)
+                    if self.config.simulate_seed is not None:
+                        self._write_partner(wanted[job_id])
+            failed = self.backend.failures().keys()
+            for job_id, assignment in wanted.items():
+                if failed & set(assignment.gpu_indexes):
+                    continue  # the control plane will move it once it hears of the failure
+                if job_id not in self._running and assignment.key not in self._finished_keys:
+                    self._start_job(assignment)
+            # A finished job is listed until the control plane has its end: forget it once it is not.
+            self._finished_keys &= {assignment.key for assignment in assignments}
 
     def _start_job(self, assignment: Assignment) -> None:
         command, environment = assignment.command, assignment.environment
@@ -249,7 +390,7 @@ class Agent:
             return
         log.info("job %s started on GPUs %s (pid %s)", assignment.job_id, assignment.gpu_indexes, process.pid)
         self._running[assignment.job_id] = (assignment, process)
-        self._report_progress(process, time.monotonic())
+        self._last_progress[assignment.job_id] = -math.inf  # reported on this turn: it started
 
     def _write_partner(self, assignment: Assignment) -> Path:
         """The simulated job's partner file, one workload name per line (simjob reads it every
@@ -263,6 +404,7 @@ class Agent:
 
     def _stop_job(self, job_id: int) -> None:
         _, process = self._running.pop(job_id)
+        self._last_progress.pop(job_id, None)
         process.request_stop(self.config.grace_s)
         self._stopping.append(process)
 
@@ -272,7 +414,8 @@ class Agent:
             if process.exit_code() is not None:
                 self._stopping.remove(process)
 
-    def _supervise(self, now: float) -> None:
+    def _supervise(self) -> None:
+        """Jobs whose process ended: their final report waits to be delivered."""
         for job_id, (assignment, process) in list(self._running.items()):
             code = process.exit_code()
             if code is not None:
@@ -280,16 +423,6 @@ class Agent:
                 status = "succeeded" if code == 0 else "failed"
                 message = "" if code == 0 else f"Exited with status {code}; see {process.stderr_log} on the node."
                 self._finish(assignment, process, status, exit_code=code, message=message)
-            elif now - self._last_progress.get(job_id, 0.0) >= self.config.progress_interval_s:
-                self._report_progress(process, now)
-
-    def _report_progress(self, process: JobProcess, now: float) -> None:
-        self._last_progress[process.job_id] = now
-        report = self._report(process, "running", exit_code=None, message="")
-        try:
-            self._talk(self.client.job_progress, report)
-        except Refused as exc:
-            log.info("job %s: progress refused (%s); the next poll will tell", process.job_id, exc)
 
     def _finish(self, assignment: Assignment, process: JobProcess, status: str, *, exit_code, message: str) -> None:
         log.info("job %s %s (exit status %s)", assignment.job_id, status, exit_code)
@@ -297,14 +430,45 @@ class Agent:
         self._last_progress.pop(assignment.job_id, None)
         self._final_reports[assignment.job_id] = self._report(process, status, exit_code=exit_code, message=message)
 
-    def _deliver_final_reports(self) -> None:
-        """A job's end must reach the control plane: kept until delivered or refused."""
-        for job_id, report in list(self._final_reports.items()):
-            try:
-                if self._talk(self.client.job_progress, report) is None:
-                    return
-            except Refused as exc:
-                log.warning("job %s: final report refused (%s)", job_id, exc)
+    def _report_jobs(self) -> None:
+        """One request for every job of the node: the final reports (kept until the control
+        plane settles them) and the progress of the running jobs due a report. Each report is
+        answered on its own: a job no longer allocated here (409) does not refuse the others."""
+        now = time.monotonic()
+        with self._lock:
+            finals = list(self._final_reports.values())
+            due = [process for job_id, (_, process) in self._running.items()
+                   if now - self._last_progress.get(job_id, -math.inf) >= self.config.progress_interval_s]
+            for process in due:  # progress is sent afresh at its next interval, whatever becomes of this one
+                self._last_progress[process.job_id] = now
+            progress = [self._report(process, "running", exit_code=None, message="") for process in due]
+        reports = finals + progress
+        if not reports:
+            return
+        try:
+            answers = self._send("progress", self.client.job_progress_batch, reports)
+        except Refused as exc:  # the whole request (an older control plane, a revoked account)
+            log.error("control plane refused the job reports of node %s: %s", self.node_id, exc)
+            return
+        if answers is None:
+            return  # final reports wait for a later turn
+        with self._lock:
+            for report, answer in zip(reports, answers):
+                self._note_answer(report, answer if isinstance(answer, dict) else {})
+
+    def _note_answer(self, report: dict, answer: dict) -> None:
+        job_id, code = report["job"], answer.get("status")
+        if report["status"] == "running":
+            if code == 409:
+                log.info("job %s: progress refused (%s); the next poll will tell", job_id, answer.get("detail"))
+            elif code != 200:
+                log.warning("job %s: progress refused (HTTP %s: %s)", job_id, code, answer.get("detail") or answer)
+            return
+        if code not in SETTLED:
+            return  # kept: sent again on the next turn
+        if code != 200:
+            log.warning("job %s: final report refused (HTTP %s: %s)", job_id, code, answer.get("detail") or answer)
+        if self._final_reports.get(job_id) is report:
             del self._final_reports[job_id]
 
     def _report(self, process: JobProcess, status: str, *, exit_code, message: str) -> dict:

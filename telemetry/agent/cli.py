@@ -55,8 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--grace-period", type=float, default=10.0, help="Seconds between SIGTERM and SIGKILL.")
     parser.add_argument(
         "--fence-after", type=float, default=60.0,
-        help="Stop the node's jobs after this long without reaching the control plane; keep it at or above "
-        "the control plane's GOGH_NODE_HEARTBEAT_TIMEOUT_S (default 60).",
+        help="The node's jobs are gone this long after its last successful heartbeat (SIGTERM --grace-period "
+        "before, then SIGKILL), so that they never run on two nodes; the control plane's answers lower it to fit "
+        "its GOGH_NODE_HEARTBEAT_TIMEOUT_S.",
     )
 
 
@@ -116,9 +117,10 @@ def _usage_problem(args) -> str | None:
         value = getattr(args, flag)
         if not (math.isfinite(value) and value > 0):
             return f"--{flag.replace('_', '-')} must be a finite number greater than 0, not {value:g}"
-    if args.heartbeat_interval >= args.fence_after:
+    if args.heartbeat_interval + args.grace_period >= args.fence_after:
         return (f"--heartbeat-interval ({args.heartbeat_interval:g} s) must be shorter than --fence-after "
-                f"({args.fence_after:g} s, the control plane's heartbeat timeout): the node would go down between heartbeats")
+                f"({args.fence_after:g} s) less --grace-period ({args.grace_period:g} s): the node's jobs would be "
+                "stopped between heartbeats")
     if args.fail_gpu and not args.simulate:
         return "--fail-gpu needs --simulate: real GPUs fail on their own"
     return None

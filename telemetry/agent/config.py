@@ -18,8 +18,10 @@ class AgentConfig:
     batch_size: int = 500
     grace_s: float = 10.0
     retry_s: float = 5.0
-    # Unreachable this long, the control plane has given the node up (its heartbeat timeout,
-    # GOGH_NODE_HEARTBEAT_TIMEOUT_S) and requeued its jobs: stop them, or they would run twice.
+    # By this long after its last successful heartbeat the node's jobs are gone (SIGTERM
+    # grace_s before, SIGKILL at it): the control plane gives a silent node up at its heartbeat
+    # timeout (GOGH_NODE_HEARTBEAT_TIMEOUT_S) and places its jobs elsewhere, so they would run
+    # twice. The control plane's answers lower it to fit its timeout (fence_after_s).
     fence_after_s: float = 60.0
     simulate_seed: int | None = None  # set: run every job as a simulated job (simjob) with this seed
     simulate_speedup: float = 1.0

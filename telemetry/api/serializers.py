@@ -99,16 +99,26 @@ class NodeGpuSerializer(GpuSerializer):
 
 class NodeSerializer(serializers.ModelSerializer):
     agent = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    approved = serializers.SerializerMethodField(
+        help_text="Whether an operator admitted the node; until then it receives no jobs."
+    )
+    approved_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True,
+        help_text="The operator who approved it (null: configuration or a command).",
+    )
     gpu_count = serializers.IntegerField(read_only=True)
     gpus = NodeGpuSerializer(many=True, read_only=True)
 
     class Meta:
         model = Node
         fields = [
-            "id", "hostname", "labels", "cell", "state", "state_reason", "agent", "agent_version",
-            "last_heartbeat", "registered_at", "updated_at", "gpu_count", "gpus",
+            "id", "hostname", "labels", "cell", "state", "state_reason", "approved", "approved_at", "approved_by",
+            "agent", "agent_version", "last_heartbeat", "registered_at", "updated_at", "gpu_count", "gpus",
         ]
         read_only_fields = fields
+
+    def get_approved(self, node) -> bool:
+        return node.approved_at is not None
 
 
 class HeartbeatSerializer(serializers.ModelSerializer):

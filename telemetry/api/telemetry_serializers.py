@@ -13,6 +13,7 @@ from ..services.job_progress import REPORT_STATUSES
 from ..services.samples import MAX_CLOCK_AHEAD_S, MAX_SAMPLE_AGE_S
 
 MAX_SAMPLES_PER_BATCH = 1000
+MAX_REPORTS_PER_BATCH = 1000  # a node runs at most a few jobs per GPU
 
 
 def _reading(**limits) -> FiniteFloatField:
@@ -68,6 +69,32 @@ class JobProgressSerializer(StrictFieldsMixin, serializers.Serializer):
     )
     exit_code = serializers.IntegerField(required=False, default=None, allow_null=True, min_value=-255, max_value=255)
     message = serializers.CharField(required=False, default="", allow_blank=True, max_length=300)
+
+
+class JobProgressBatchSerializer(StrictFieldsMixin, serializers.Serializer):
+    """The reports of a node's jobs in one request (one per turn of the agent's loop). Each item
+    is checked and answered on its own, so one bad or refused report does not refuse the rest."""
+
+    reports = serializers.ListField(
+        child=serializers.DictField(), allow_empty=False, max_length=MAX_REPORTS_PER_BATCH,
+        help_text="Reports as POST /api/telemetry/job-progress/ takes them (job, status, steps, ...).",
+    )
+
+
+class JobProgressAnswerSerializer(serializers.Serializer):
+    """One report's answer, in the order of the reports: what the single-report endpoint would
+    have answered (status 200 with the job's state, 400 with errors, 403 or 409 with detail)."""
+
+    job = serializers.IntegerField(allow_null=True, help_text="The report's job, null when it named none.")
+    status = serializers.IntegerField(help_text="200, 400, 403 or 409.")
+    state = serializers.CharField(required=False)
+    steps_done = serializers.IntegerField(required=False)
+    detail = serializers.CharField(required=False)
+    errors = serializers.DictField(child=serializers.ListField(child=serializers.CharField()), required=False)
+
+
+class JobProgressBatchResultSerializer(serializers.Serializer):
+    results = JobProgressAnswerSerializer(many=True)
 
 
 class AssignmentSerializer(serializers.Serializer):

@@ -1,4 +1,6 @@
 """Agents' telemetry endpoints (/api/telemetry/...) and /metrics; rules live in services."""
+from django.core.exceptions import PermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import extend_schema
 from rest_framework import renderers, status
 from rest_framework.exceptions import ValidationError
@@ -11,6 +13,8 @@ from gogh_web.api.permissions import IsAgentOrStaff
 
 from .. import metrics, services
 from .telemetry_serializers import (
+    JobProgressBatchResultSerializer,
+    JobProgressBatchSerializer,
     JobProgressSerializer,
     SampleBatchResultSerializer,
     SampleBatchSerializer,
@@ -50,6 +54,43 @@ class JobProgressView(APIView):
         except services.NotAssigned as exc:
             raise Conflict(str(exc)) from exc
         return Response({"job": job.pk, "state": job.state, "steps_done": job.steps_done})
+
+
+class JobProgressBatchView(APIView):
+    """POST /api/telemetry/job-progress/batch/: the reports of all the node's jobs in one request.
+    An agent sends one a turn, so a slow control plane costs it one request, not one per job."""
+
+    permission_classes = [IsAgentOrStaff]
+
+    @extend_schema(request=JobProgressBatchSerializer, responses={200: JobProgressBatchResultSerializer})
+    def post(self, request):
+        """200 with one answer per report, each in its own transaction: one job's 409 (no longer
+        allocated here) or 400 does not refuse the others. A body that is not a list of reports: 400."""
+        batch = JobProgressBatchSerializer(data=request.data)
+        if not batch.is_valid():
+            raise ValidationError(field_paths(batch.errors))
+        return Response({"results": [_progress_answer(request.user, item) for item in batch.validated_data["reports"]]})
+
+
+def _progress_answer(user, item: dict) -> dict:
+    """One report of a batch, answered as POST /api/telemetry/job-progress/ answers it alone."""
+    report = JobProgressSerializer(data=item)
+    if not report.is_valid():
+        named = item.get("job")
+        job_id = named if isinstance(named, int) and not isinstance(named, bool) and named >= 1 else None
+        return {"job": job_id, "status": status.HTTP_400_BAD_REQUEST, "errors": field_paths(report.errors)}
+    data = dict(report.validated_data)
+    job_id = data.pop("job")
+    try:
+        job = services.job_progress_report(agent_user=user, job_id=job_id, **data)
+    except services.NotAssigned as exc:
+        return {"job": job_id, "status": status.HTTP_409_CONFLICT, "detail": str(exc)}
+    except PermissionDenied as exc:
+        return {"job": job_id, "status": status.HTTP_403_FORBIDDEN, "detail": str(exc)}
+    except DjangoValidationError as exc:
+        errors = exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
+        return {"job": job_id, "status": status.HTTP_400_BAD_REQUEST, "errors": errors}
+    return {"job": job.pk, "status": status.HTTP_200_OK, "state": job.state, "steps_done": job.steps_done}
 
 
 class PrometheusRenderer(renderers.BaseRenderer):

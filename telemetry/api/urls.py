@@ -2,7 +2,7 @@
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from .telemetry_views import JobProgressView, SampleUploadView
+from .telemetry_views import JobProgressBatchView, JobProgressView, SampleUploadView
 from .views import GpuViewSet, NodeViewSet
 
 router = SimpleRouter()
@@ -13,4 +13,5 @@ urlpatterns = [
     *router.urls,
     path("telemetry/samples/", SampleUploadView.as_view(), name="telemetry-samples"),
     path("telemetry/job-progress/", JobProgressView.as_view(), name="telemetry-job-progress"),
+    path("telemetry/job-progress/batch/", JobProgressBatchView.as_view(), name="telemetry-job-progress-batch"),
 ]

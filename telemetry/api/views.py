@@ -1,5 +1,6 @@
 """Inventory endpoints: declarations plus the agents' and operators' actions; rules live in
 serializers and services."""
+from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
@@ -10,9 +11,10 @@ from gogh_web.api.errors import Conflict
 from gogh_web.api.permissions import IsAgentOrStaff
 
 from .. import selectors, services
-from ..lifecycle import IllegalTransition
+from ..lifecycle import IllegalTransition, fence_after_s
 from ..models import NodeState
 from ..services.access import check_may_report
+from ..services.admission import node_approve, node_revoke
 from .filters import GpuFilter, NodeFilter
 from .serializers import (
     EmptyBodySerializer,
@@ -29,7 +31,7 @@ from .telemetry_serializers import AssignmentSerializer
 
 class NodeViewSet(viewsets.ReadOnlyModelViewSet):
     """Nodes with their GPUs, for every signed-in user; agents register, heartbeat, read their
-    assignments and leave; staff drain."""
+    assignments and leave; staff drain, approve and revoke."""
 
     serializer_class = NodeSerializer
     filterset_class = NodeFilter
@@ -49,7 +51,9 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
         report = NodeRegistrationSerializer(data=request.data)
         report.is_valid(raise_exception=True)
         node, created = services.node_register(agent_user=request.user, **report.validated_data)
-        return self._detail(node, status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        answer = self._detail(node, status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        answer.data.update(_fencing())
+        return answer
 
     @extend_schema(request=None, responses={200: HeartbeatSerializer})
     @action(detail=True, methods=["post"], permission_classes=[IsAgentOrStaff])
@@ -57,7 +61,7 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
         """The node's agent is alive; the answer says whether the node takes work."""
         EmptyBodySerializer(data=request.data).is_valid(raise_exception=True)
         node = services.node_heartbeat(node=self.get_object(), agent_user=request.user)
-        return Response(HeartbeatSerializer(node).data)
+        return Response({**HeartbeatSerializer(node).data, **_fencing()})
 
     @extend_schema(request=None, responses={200: HeartbeatSerializer})
     @action(detail=True, methods=["post"], permission_classes=[IsAgentOrStaff])
@@ -86,7 +90,24 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
         """The jobs the node's agent must run (only that agent, or staff, may read them)."""
         node = self.get_object()
         check_may_report(node, request.user)
-        return Response(AssignmentSerializer(selectors.node_assignments(node), many=True).data)
+        assignments = selectors.node_assignments(node, for_its_agent=node.agent_id == request.user.pk)
+        return Response(AssignmentSerializer(assignments, many=True).data)
+
+    @extend_schema(request=None, responses={200: NodeSerializer})
+    @action(detail=True, methods=["post"], permission_classes=[IsAdminUser])
+    def approve(self, request, pk=None):
+        """Admit the node (staff): the scheduler places jobs on it from the next round."""
+        EmptyBodySerializer(data=request.data).is_valid(raise_exception=True)
+        return self._detail(node_approve(node=self.get_object(), by=request.user))
+
+    @extend_schema(request=NodeStateChangeSerializer, responses={200: NodeSerializer})
+    @action(detail=True, methods=["post"], permission_classes=[IsAdminUser])
+    def revoke(self, request, pk=None):
+        """Withdraw the node's approval (staff): its jobs go back to pending, it receives none."""
+        change = NodeStateChangeSerializer(data=request.data)
+        change.is_valid(raise_exception=True)
+        node = node_revoke(node=self.get_object(), by=request.user, reason=change.validated_data["reason"])
+        return self._detail(node)
 
     @extend_schema(request=NodeStateChangeSerializer, responses={200: NodeSerializer})
     @action(detail=True, methods=["post"], permission_classes=[IsAdminUser])
@@ -110,6 +131,14 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
         except IllegalTransition as exc:
             raise Conflict(str(exc)) from exc
         return self._detail(node)
+
+
+def _fencing() -> dict:
+    """What an agent needs to stop its jobs before this control plane gives its node up and
+    places them elsewhere (telemetry.lifecycle, docs/agent.md): the agent fences at the lower
+    of this and its own --fence-after, so the two configurations need not agree."""
+    timeout = settings.GOGH_NODE_HEARTBEAT_TIMEOUT_S
+    return {"heartbeat_timeout_s": timeout, "fence_after_s": fence_after_s(timeout)}
 
 
 class GpuViewSet(viewsets.ReadOnlyModelViewSet):

@@ -1,5 +1,6 @@
 from .gpus import Gpu, GpuState
 from .nodes import Node, NodeState
 from .samples import GpuSample, GpuSampleMinute
+from .silence import SilenceWatch
 
-__all__ = ["Gpu", "GpuSample", "GpuSampleMinute", "GpuState", "Node", "NodeState"]
+__all__ = ["Gpu", "GpuSample", "GpuSampleMinute", "GpuState", "Node", "NodeState", "SilenceWatch"]

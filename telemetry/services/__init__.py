@@ -15,12 +15,13 @@ from .nodes import (
     nodes_mark_silent_down,
 )
 from .requeue import jobs_requeue_from_gpus, jobs_requeue_from_nodes
-from .samples import gpu_samples_downsample, gpu_samples_ingest
+from .samples import gpu_sample_minutes_prune, gpu_samples_downsample, gpu_samples_ingest
 
 __all__ = [
     "NotAssigned",
     "agent_account_ensure",
     "agent_token_ensure",
+    "gpu_sample_minutes_prune",
     "gpu_samples_downsample",
     "gpu_samples_ingest",
     "gpu_set_state",

@@ -8,7 +8,6 @@ cannot flood the catalog's sliding window; each
 one is sent on to P2 (catalog.tasks.prediction_refine), which refines the job's predictions.
 """
 from datetime import timedelta
-from functools import partial
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -19,7 +18,8 @@ from django.utils import timezone
 from catalog.measurement_limits import limit_problems
 from catalog.models import Measurement, MeasurementSource
 from gogh_web.events import emit
-from scheduler.lifecycle import JobState
+from gogh_web.outbox.services import outbox_enqueue
+from scheduler.lifecycle import TERMINAL, JobState
 from scheduler.models import Allocation, Job, SolveTrigger
 from scheduler.services import job_transition, scheduling_round_request
 
@@ -51,8 +51,10 @@ def job_progress_report(
     """Record an agent's report on a job allocated to its node; the job as it is now.
     `steps` only ever raises Job.steps_done; `total_steps` fills Job.total_steps if it is empty.
 
-    Raises ValidationError for an unknown job, PermissionDenied when the job's allocations are
-    on nodes of other agents, NotAssigned when it has none open."""
+    A final report from the node that last held the job, after the job left it (the node was
+    given up as silent and the job requeued, or a round moved it), is a late end: see
+    _late_end. Raises ValidationError for an unknown job, PermissionDenied when the job's
+    allocations are on nodes of other agents, NotAssigned when it has none open here."""
     check_is_agent(agent_user)
     now = now or timezone.now()
     job = Job.objects.select_for_update().select_related("workload").filter(pk=job_id).first()
@@ -63,9 +65,11 @@ def job_progress_report(
         .select_related("gpu__node", "gpu__gpu_type")
         .prefetch_related(Prefetch("partners", queryset=Job.objects.select_related("workload")))
     )
-    if not allocations:
-        raise NotAssigned(f"Job {job_id} has no open allocation; stop it.")
     if not any(may_report(allocation.gpu.node, agent_user) for allocation in allocations):
+        if status != RUNNING and _last_held_by(job, agent_user):
+            return _late_end(job, status=status, steps=steps, message=message, now=now)
+        if not allocations:
+            raise NotAssigned(f"Job {job_id} has no open allocation; stop it.")
         raise PermissionDenied(f"Job {job_id} is not allocated to a node this account registered.")
 
     Job.objects.filter(pk=job.pk, steps_done__lt=steps).update(steps_done=steps)
@@ -84,6 +88,36 @@ def job_progress_report(
         scheduling_round_request(trigger=SolveTrigger.FINISH)
     job.refresh_from_db()
     emit.job_changed(job)  # progress, total steps, observed throughput
+    return job
+
+
+def _last_held_by(job: Job, agent_user) -> bool:
+    """Whether the job's most recently closed allocation was on a node of `agent_user`: that
+    node ran the job last before the control plane took it away."""
+    last = Allocation.objects.filter(job=job, end__isnull=False).select_related("gpu__node").order_by(
+        "-end", "-start", "-pk"
+    ).first()
+    return last is not None and may_report(last.gpu.node, agent_user)
+
+
+def _late_end(job: Job, *, status: str, steps: int, message: str, now) -> Job:
+    """The end of a job reported by the node that last held it, after the job left that node.
+
+    Success is kept (scheduler.lifecycle, "late success"): the job ran to its end there, so a
+    job not yet ended ends as succeeded, and any new allocation closes with it, so the new copy
+    is stopped at its agent's next poll instead of running the job a second time. The same end
+    reported again (its answer was lost on the way) is answered with the job as it is. A late
+    failure is refused (NotAssigned): the job is already on its way to run again."""
+    if job.state == status:
+        return job
+    if status != SUCCEEDED or job.state in {state.value for state in TERMINAL}:
+        raise NotAssigned(f"Job {job.pk} has no open allocation on this node; stop it.")
+    Job.objects.filter(pk=job.pk, steps_done__lt=steps).update(steps_done=steps)
+    reason = f"{message or 'Exited with status 0.'} Reported by the node that last ran it, after it was taken away."
+    job = job_transition(job=job, to=JobState.SUCCEEDED.value, reason=reason[:300], now=now)
+    scheduling_round_request(trigger=SolveTrigger.FINISH)
+    job.refresh_from_db()
+    emit.job_changed(job)
     return job
 
 
@@ -163,11 +197,10 @@ def _record_measurement(job: Job, allocations: list[Allocation], steps_per_s: fl
         reference=measurement_reference(job.pk),
         observed_at=now,
     )
-    transaction.on_commit(partial(_send_refinement, measurement.pk, job.pk), robust=True)
+    _send_refinement(measurement.pk, job.pk)
 
 
 def _send_refinement(measurement_id: int, job_id: int) -> None:
-    """P2: the job's predictions learn from what was just observed (a Celery task)."""
-    from catalog.tasks import prediction_refine_task
-
-    prediction_refine_task.delay(measurement_id, job_id)
+    """P2: the job's predictions learn from what was just observed (a Celery task, written to
+    the outbox in this transaction and sent once it commits)."""
+    outbox_enqueue(task="catalog.tasks.prediction_refine", args=[measurement_id, job_id])

@@ -8,6 +8,7 @@ state move the rules forbid (the API answers 409).
 """
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -22,10 +23,11 @@ from scheduler.models import Membership, SolveTrigger
 from scheduler.services import scheduling_round_request
 
 from .. import lifecycle, selectors
-from ..models import Gpu, GpuState, Node, NodeState
+from ..models import Gpu, GpuState, Node, NodeState, SilenceWatch
 from ..product_names import AmbiguousProductName, gpu_type_for_product
 from ..registration_rules import normalize_hostname, registration_errors
 from .access import check_is_agent, check_may_report
+from .admission import admission_at_registration
 from .requeue import jobs_requeue_from_nodes
 
 REASON_LENGTH = 200
@@ -46,7 +48,9 @@ def node_register(
     Each GPU: index, uuid, gpu_type (a type name) or product_name (mapped through the types'
     product names), and optionally pci_bus_id, pcie_switch, numa_node, memory_gb.
     The registering account becomes the node's agent; a node held by another agent account
-    is refused unless the caller is staff (see _check_may_register). All or nothing.
+    is refused unless the caller is staff (see _check_may_register). A new node waits for an
+    operator's approval unless staff registered it or its name is pre-approved (admission.py).
+    All or nothing.
     """
     check_is_agent(agent_user)
     hostname = normalize_hostname(hostname)
@@ -67,12 +71,15 @@ def node_register(
         raise ValidationError(errors)
 
     now = timezone.now()
+    approval_lost = admission_at_registration(node=node, agent_user=agent_user, created=created, now=now)
     node.labels, node.cell, node.agent_version = dict(labels), cell, agent_version
     node.agent = agent_user
     node.last_heartbeat = now
     _note_report(node)
     node.save()
     _gpus_sync(node=node, gpus=gpus, gpu_types=gpu_types, rows=rows, now=now)
+    if approval_lost:
+        jobs_requeue_from_nodes(node_ids=[node.pk], reason=f"claimed by agent account {agent_user.get_username()}")
     emit.node_changed(node.pk)
     emit.gpus_changed([*Gpu.objects.filter(node=node).values_list("pk", flat=True), *(row.pk for row in rows.values())])
     scheduling_round_request(trigger=SolveTrigger.NODE)  # new or changed capacity
@@ -81,7 +88,8 @@ def node_register(
 
 @transaction.atomic
 def node_heartbeat(*, node: Node, agent_user) -> Node:
-    """Record that the node's agent is alive; a down node becomes ready again."""
+    """Record that the node's agent is alive; a down node comes back (ready, or draining if an
+    operator drained it)."""
     node = Node.objects.select_for_update().get(pk=node.pk)
     check_may_report(node, agent_user)
     was = node.state
@@ -97,6 +105,8 @@ def node_heartbeat(*, node: Node, agent_user) -> Node:
 def node_set_state(*, node: Node, state: str, reason: str = "") -> Node:
     """An operator's move: drain (draining), undrain (ready) or mark down (down).
 
+    Draining sets Node.drained and undraining clears it: the drain outlives the node going
+    down and coming back (lifecycle.node_state_after_report). Marking down leaves it as it is.
     Setting the state a node already has only updates the reason.
     """
     node = Node.objects.select_for_update().get(pk=node.pk)
@@ -106,26 +116,48 @@ def node_set_state(*, node: Node, state: str, reason: str = "") -> Node:
         node.refresh_from_db()
         return node
     node.state, node.state_reason = state, _clip(reason)
-    node.save(update_fields=["state", "state_reason", "updated_at"])
+    if state != NodeState.DOWN:
+        node.drained = state == NodeState.DRAINING
+    node.save(update_fields=["state", "state_reason", "drained", "updated_at"])
     emit.node_changed(node.pk)
     return node
 
 
 @transaction.atomic
-def nodes_mark_silent_down(*, timeout_s: float, now=None) -> int:
+def nodes_mark_silent_down(*, timeout_s: float, now=None, check_every_s: float | None = None) -> int:
     """Nodes (ready or draining) not heard from for `timeout_s` seconds go down; how many did.
 
-    A node that never heartbeated counts as silent. Run periodically by Celery beat.
+    A node that never heartbeated counts as silent. Run periodically by Celery beat, every
+    `check_every_s` (default GOGH_NODE_SILENCE_CHECK_S). Not while the control plane presumes
+    that it was away itself (it heard none of its nodes, or this detector did not run), nor
+    before it has heard again for one full timeout (lifecycle.hearing_after_check): a web or
+    database outage longer than the timeout must not mark every node down.
     """
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=timeout_s)
-    silent = (
-        Node.objects.select_for_update()
-        .filter(state__in=lifecycle.NODE_STATES_WATCHED)
-        .filter(Q(last_heartbeat__lt=cutoff) | Q(last_heartbeat__isnull=True))
-    )
+    watched = Node.objects.select_for_update().filter(state__in=lifecycle.NODE_STATES_WATCHED)
+    silent = watched.filter(Q(last_heartbeat__lt=cutoff) | Q(last_heartbeat__isnull=True))
     silent_ids = list(silent.values_list("pk", flat=True))
+    watched_count = watched.count()
+    hearing = _hearing_after_check(
+        now=now, timeout_s=timeout_s, heard_nobody=watched_count >= 2 and len(silent_ids) == watched_count,
+        check_every_s=settings.GOGH_NODE_SILENCE_CHECK_S if check_every_s is None else check_every_s,
+    )
+    if not lifecycle.silence_may_be_declared(hearing, now=now, timeout_s=timeout_s):
+        return 0
     return _nodes_go_down(node_ids=silent_ids, reason=f"no heartbeat for {timeout_s:g} s")
+
+
+def _hearing_after_check(*, now, timeout_s: float, check_every_s: float, heard_nobody: bool) -> lifecycle.Hearing:
+    """Update the detector's memory (the one SilenceWatch row, locked) after a run at `now`."""
+    watch = SilenceWatch.objects.select_for_update().order_by("pk").first() or SilenceWatch.objects.create()
+    previous = lifecycle.Hearing(checked_at=watch.checked_at, deaf=watch.deaf, hearing_since=watch.hearing_since)
+    hearing = lifecycle.hearing_after_check(
+        previous, now=now, timeout_s=timeout_s, check_every_s=check_every_s, heard_nobody=heard_nobody
+    )
+    watch.checked_at, watch.deaf, watch.hearing_since = hearing.checked_at, hearing.deaf, hearing.hearing_since
+    watch.save()
+    return hearing
 
 
 @transaction.atomic
@@ -209,8 +241,8 @@ def _nodes_go_down(*, node_ids: list[int], reason: str) -> int:
 
 
 def _note_report(node: Node) -> None:
-    """Apply what an agent's report means for the node's state (down -> ready)."""
-    state = lifecycle.node_state_after_report(node.state)
+    """Apply what an agent's report means for the node's state (down -> ready, or draining)."""
+    state = lifecycle.node_state_after_report(node.state, drained=node.drained)
     if state != node.state:
         node.state, node.state_reason = state, ""
 

@@ -67,8 +67,10 @@ def gpu_samples_ingest(*, agent_user, samples: list[dict], dropped: int | None =
     # ignore_conflicts still: a concurrent upload of the same samples may commit first.
     GpuSample.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
     emit.gpus_changed({row.gpu_id for row in rows})  # once per GPU with a new sample, however many; none on a resend
-    if dropped is not None:
-        Node.objects.filter(pk__in={gpu.node_id for gpu in gpus.values()}).update(samples_dropped=dropped)
+    if dropped is not None:  # written only when it changed (the nodes came with the GPUs): most batches drop nothing
+        changed = {gpu.node_id for gpu in gpus.values() if gpu.node.samples_dropped != dropped}
+        if changed:
+            Node.objects.filter(pk__in=changed).update(samples_dropped=dropped)
     return len(rows)
 
 
@@ -131,6 +133,15 @@ def gpu_samples_downsample(*, retention_s: float, now=None) -> int:
     gpu_ids = {group["gpu_id"] for group in groups}
     emit.gpus_changed(gpu_ids - set(GpuSample.objects.filter(gpu_id__in=gpu_ids).values_list("gpu_id", flat=True)))
     return folded
+
+
+def gpu_sample_minutes_prune(*, retention_s: float, now=None) -> int:
+    """Delete per-minute aggregates older than `retention_s`; how many. Run by Celery beat after
+    each downsampling, so that a GPU's stored history is bounded too (docs/telemetry.md,
+    "Storage"): one fast DELETE, nothing refers to the rows."""
+    now = now or timezone.now()
+    deleted, _ = GpuSampleMinute.objects.filter(minute__lt=now - timedelta(seconds=retention_s)).delete()
+    return deleted
 
 
 def _aggregate_fields() -> list[str]:

@@ -82,6 +82,27 @@ def simulated_agent_argv(url: str, hostname: str, log_dir: Path, *, speedup: flo
             "--heartbeat-interval", "2", "--speedup", str(speedup), "--log-dir", str(log_dir)]
 
 
+def approve_registered_node(base: str, hostname: str, staff, logs: list[Path], timeout: float = 90) -> None:
+    """Wait for an agent to register `hostname`, then approve the node as an operator does
+    (POST /api/nodes/{id}/approve/ on the server at `base`): a node that an agent registers
+    receives no jobs until then."""
+    from rest_framework.authtoken.models import Token
+
+    from telemetry.models import Node
+
+    deadline = time.monotonic() + timeout
+    while not Node.objects.filter(hostname=hostname).exists():
+        if time.monotonic() > deadline:
+            pytest.fail(f"{hostname} did not register within {timeout} s:\n" + "\n".join(p.read_text() for p in logs))
+        time.sleep(0.3)
+    request = urllib.request.Request(f"{base}/api/nodes/{Node.objects.get(hostname=hostname).pk}/approve/",
+                                     data=b"{}", method="POST")
+    request.add_header("Authorization", f"Token {Token.objects.get_or_create(user=staff)[0].key}")
+    request.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200
+
+
 class Processes:
     """Processes started with a shared environment and log folder; stop() sends each a SIGTERM,
     waits, then kills what is left (its whole session)."""

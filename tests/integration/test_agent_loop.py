@@ -14,6 +14,7 @@ from scheduler.models import Allocation, Job
 from scheduler.services import job_submit, job_transition
 from telemetry.models import GpuSample, Node
 
+from .conftest import approve_registered_node
 from .test_http_api import call, daphne  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -41,6 +42,8 @@ def test_a_simulated_agent_registers_reports_runs_a_job_and_leaves(daphne, spawn
     wait_until(lambda: Node.objects.filter(hostname="sim-node-1").exists(), "registration", log)
     node = Node.objects.get(hostname="sim-node-1")
     assert node.agent == agent and sorted(node.gpus.values_list("index", flat=True)) == [0, 1]
+    assert node.approved_at is None  # an agent's new node waits for an operator
+    approve_registered_node(daphne, "sim-node-1", staff, [log])
     assert set(node.gpus.values_list("gpu_type__name", flat=True)) == {"v100"}
     wait_until(lambda: GpuSample.objects.filter(gpu__node=node).count() >= 6, "sample uploads", log)
     idle = GpuSample.objects.filter(gpu__node=node).first()
@@ -62,7 +65,7 @@ def test_a_simulated_agent_registers_reports_runs_a_job_and_leaves(daphne, spawn
     busy = GpuSample.objects.filter(gpu=gpu, utilization__gt=0.5)
     assert busy.exists() and busy.first().power_w > 200  # the type's curve under load
 
-    staff_token = Token.objects.create(user=staff).key
+    staff_token = Token.objects.get_or_create(user=staff)[0].key  # made when it approved the node
     status, body = call(daphne, "/metrics", staff_token)
     assert status == 200 and b'gogh_gpu_power_watts{Hostname="sim-node-1"' in body
 

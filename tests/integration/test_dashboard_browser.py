@@ -114,7 +114,7 @@ def chromium():
 def demo(v100, resnet50, make_user):
     """Two V100s with ResNet-50 measured on one and two of them; a user and a staff member
     whose passwords daphne can check (its default hasher)."""
-    node = Node.objects.create(hostname="gpu-a")
+    node = Node.objects.create(hostname="gpu-a", approved_at=timezone.now())
     for i in range(2):
         gpu = Gpu.objects.create(node=node, index=i, uuid=f"GPU-a{i}", gpu_type=v100)
         GpuSample.objects.create(gpu=gpu, ts=timezone.now(), power_w=60.0 + 150 * i, utilization=0.1 + 0.8 * i)
@@ -321,3 +321,63 @@ def test_screenshots_of_every_page_and_no_sideways_scroll(stack, chromium, demo,
     login.goto(base + "/accounts/login/")
     login.screenshot(path=str(ARTIFACTS / f"dashboard-login-{size}.png"))
     assert all((ARTIFACTS / f"dashboard-{name}-{size}.png").stat().st_size > 0 for name in PAGES)
+
+
+# Collects what the browser blocks under the page's Content-Security-Policy, from before any
+# page script runs (Playwright's init scripts are not subject to the policy).
+CSP_VIOLATIONS = """
+window.__cspViolations = [];
+document.addEventListener("securitypolicyviolation", function (e) {
+  window.__cspViolations.push(e.violatedDirective + " " + (e.blockedURI || "inline") + " " + e.sourceFile + ":"
+                              + e.lineNumber + " " + (e.target.id ? "#" + e.target.id : e.target.nodeName || ""));
+});
+"""
+ADMIN_PAGES = ["/admin/", "/admin/scheduler/job/", "/admin/telemetry/node/"]
+
+
+def test_every_page_works_under_the_content_security_policy(stack, chromium, demo):
+    """Console pages (Plotly's 2D and WebGL plots, the live socket, the forms) and the admin's,
+    with no violation of the policy and no error in the browser's console."""
+    base, _ = stack
+    submit_job(base, demo["alice"])
+    type(demo["operator"]).objects.filter(pk=demo["operator"].pk).update(is_superuser=True)  # every admin page
+    context = chromium.new_context(viewport=dict(zip(("width", "height"), SIZES["wide"])))
+    context.add_init_script(CSP_VIOLATIONS)
+    page = context.new_page()
+    console = []
+
+    def on_console(message):  # where Chromium reports what a policy blocked
+        # the admin's pages name no icon: the browser's guess, /favicon.ico, is a 404 unrelated to the policy
+        if message.type == "error" and not message.location["url"].endswith("/favicon.ico"):
+            console.append(f"{page.url}: {message.text} ({message.location['url']})")
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda error: console.append(f"{page.url}: {error}"))
+    violations = []
+    response = page.goto(base + "/accounts/login/")
+    assert "script-src 'self'" in response.headers["content-security-policy"]
+    page.fill("#id_username", "operator")
+    page.fill("#id_password", "pw-operator")
+    page.click("button[type=submit]")
+    page.wait_for_url(base + "/dashboard/")
+    for name, path in PAGES.items():
+        response = page.goto(base + path)
+        assert "content-security-policy" in response.headers
+        page.wait_for_selector("#live-status[data-status=live]", timeout=WAIT_MS)  # the socket: connect-src
+        if name == "tradeoff":
+            sweep_rendered(page)  # Plotly's WebGL scatter
+        if name == "cluster":
+            assert page.inner_text("#power-now") == "270 W"
+        violations += page.evaluate("window.__cspViolations")
+    page.goto(base + PAGES["jobs"])
+    page.click("#submit-panel summary")  # a form posting through the page's script
+    page.fill("#submit-form input[name=min_throughput]", "3")
+    page.click("#submit-form button[type=submit]")
+    page.wait_for_selector("#submit-message.ok", timeout=WAIT_MS)
+    violations += page.evaluate("window.__cspViolations")
+    for path in ADMIN_PAGES:
+        response = page.goto(base + path)
+        assert response.status == 200 and "content-security-policy" in response.headers
+        violations += page.evaluate("window.__cspViolations")
+    assert violations == [], "\n".join(violations)
+    assert console == [], "\n".join(console)

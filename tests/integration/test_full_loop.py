@@ -11,7 +11,7 @@ from rest_framework.authtoken.models import Token
 from catalog.models import Measurement
 from scheduler.models import Job
 
-from .conftest import simulated_agent_argv, worker_argv
+from .conftest import approve_registered_node, simulated_agent_argv, worker_argv
 from .test_http_api import call, daphne  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -26,7 +26,7 @@ def wait_for(predicate, what, logs, timeout=90.0):
     pytest.fail(f"{what} did not happen within {timeout} s:\n" + "\n".join(f"--- {p.name}\n{p.read_text()}" for p in logs))
 
 
-def test_submitted_job_runs_to_success(daphne, spawn, agent, alice, v100, resnet50, tmp_path):  # noqa: F811
+def test_submitted_job_runs_to_success(daphne, spawn, agent, alice, staff, v100, resnet50, tmp_path):  # noqa: F811
     Measurement.objects.create(workload=resnet50, gpu_type=v100, throughput=4.4, source="reference",
                                observed_at=timezone.now())
     worker, worker_log = spawn("worker", worker_argv("loop"))
@@ -34,6 +34,7 @@ def test_submitted_job_runs_to_success(daphne, spawn, agent, alice, v100, resnet
                          GOGH_AGENT_TOKEN=Token.objects.create(user=agent).key)
     logs = [worker_log, agent_log]
     wait_for(lambda: v100.gpus.filter(node__hostname="loop-node").count() == 2, "the agent's registration", logs)
+    approve_registered_node(daphne, "loop-node", staff, logs)
 
     token = Token.objects.create(user=alice).key
     status, body = call(daphne, "/api/jobs/", token,
@@ -46,7 +47,7 @@ def test_submitted_job_runs_to_success(daphne, spawn, agent, alice, v100, resnet
     assert job.steps_done == 200 and job.placed_at <= job.started_at <= job.finished_at
     (allocation,) = job.allocations.all()
     assert allocation.end == job.finished_at and allocation.gpu.node.hostname == "loop-node"
-    # placed by the round its submission (or, within the debounce, the registration) asked for
+    # placed by the round its submission (or, within the debounce, the approval) asked for
     assert allocation.solve_run.trigger in {"submit", "node"} and allocation.solve_run.num_placed == 1
     assert Measurement.objects.filter(source="telemetry", workload=resnet50, gpu_type=v100).exists()
     status, detail = call(daphne, f"/api/jobs/{job_id}/", token)

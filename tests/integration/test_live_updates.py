@@ -126,7 +126,7 @@ def _newest_event_id() -> int:
 def test_a_change_made_in_a_worker_reaches_an_open_socket_within_a_second(stack, alice, v100, resnet50, monkeypatch):
     monkeypatch.setattr(services, "scheduling_round_request", lambda **kwargs: None)  # the test sends the round
     monkeypatch.setattr(services, "_send_prediction", lambda job_id: None)
-    node = Node.objects.create(hostname="v100-a")
+    node = Node.objects.create(hostname="v100-a", approved_at=timezone.now())
     Gpu.objects.create(node=node, index=0, uuid="GPU-v0", gpu_type=v100)
     Measurement.objects.create(workload=resnet50, gpu_type=v100, throughput=10.0, source="reference", observed_at=timezone.now())
     job = services.job_submit(owner=alice, workload=resnet50, min_throughput=8, max_gpus=1).job

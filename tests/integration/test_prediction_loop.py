@@ -16,14 +16,14 @@ from telemetry.models import Gpu
 from tests.unit.catalog.predictors.conftest import TINY
 from tests.unit.catalog.predictors.db_slice import load_slice
 
-from .conftest import simulated_agent_argv, worker_argv
+from .conftest import approve_registered_node, simulated_agent_argv, worker_argv
 from .test_full_loop import wait_for
 from .test_http_api import call, daphne  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_p1_on_submit_and_p2_on_telemetry(daphne, spawn, agent, alice, settings, tmp_path):  # noqa: F811
+def test_p1_on_submit_and_p2_on_telemetry(daphne, spawn, agent, alice, staff, settings, tmp_path):  # noqa: F811
     settings.VAR_DIR = spawn.var  # the worker reads the weights from the var directory they share
     workloads, _ = load_slice()
     workload = workloads["ResNet-18 (batch size 32)"]  # new to the cluster: nothing measured yet
@@ -34,6 +34,7 @@ def test_p1_on_submit_and_p2_on_telemetry(daphne, spawn, agent, alice, settings,
                          GOGH_AGENT_TOKEN=Token.objects.create(user=agent).key)
     logs = [worker_log, agent_log]
     wait_for(lambda: Gpu.objects.filter(node__hostname="predict-node").count() == 2, "the agent's registration", logs)
+    approve_registered_node(daphne, "predict-node", staff, logs)
     status, body = call(daphne, "/api/jobs/", Token.objects.create(user=alice).key,
                         {"workload": workload.name, "min_throughput": 1, "max_gpus": 1, "total_steps": 3000})
     assert status == 201, body

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_worker_runs_a_scheduling_round(worker, alice, v100, k80, resnet50, monkeypatch):
     # Submitting asks for a debounced round of its own; this test sends the round itself.
     monkeypatch.setattr(services, "scheduling_round_request", lambda **kwargs: None)
-    node = Node.objects.create(hostname="v100-a")
+    node = Node.objects.create(hostname="v100-a", approved_at=timezone.now())
     for i in range(2):
         Gpu.objects.create(node=node, index=i, uuid=f"GPU-v{i}", gpu_type=v100)
     Measurement.objects.create(workload=resnet50, gpu_type=v100, throughput=10.0, source="reference", observed_at=timezone.now())
@@ -41,7 +41,7 @@ def test_a_worker_round_with_theta_three_puts_three_jobs_on_one_gpu(worker, alic
     three jobs share the one GPU, each allocation naming the other two."""
     monkeypatch.setattr(services, "scheduling_round_request", lambda **kwargs: None)
     services.solver_config_update(by=None, values={"theta": 3})
-    node = Node.objects.create(hostname="v100-g")
+    node = Node.objects.create(hostname="v100-g", approved_at=timezone.now())
     gpu = Gpu.objects.create(node=node, index=0, uuid="GPU-g0", gpu_type=v100)
     now = timezone.now()
     Measurement.objects.create(workload=resnet50, gpu_type=v100, throughput=10.0, source="reference", observed_at=now)

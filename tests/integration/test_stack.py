@@ -42,8 +42,9 @@ def test_stack_runs_beat_and_worker_and_stops_on_ctrl_c(spawn):
         time.sleep(0.5)
 
     children = [int(pid) for pid in re.findall(r"started \w+ \(pid (\d+)\)", log.read_text())]
-    assert len(children) == 3
+    assert len(children) == 4  # daphne, the rounds worker, the other worker, beat
     stack.send_signal(signal.SIGINT)
-    assert stack.wait(timeout=40) == 0, log.read_text()
+    # Each child stops in turn within the supervisor's 15 s grace: a loaded machine may need most of it.
+    assert stack.wait(timeout=len(children) * 15 + 30) == 0, log.read_text()
     assert "[stack] all stopped" in log.read_text()
     assert not [pid for pid in children if alive(pid)]

@@ -12,8 +12,8 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
-from rest_framework.authtoken.models import Token
 
+from gogh_web.api.tokens import token_valid_ensure
 from scheduler.models import Membership, Tenant
 
 
@@ -48,7 +48,7 @@ class Command(BaseCommand):
                 user.set_password(password)
                 user.save()
             Membership.objects.get_or_create(user=user, defaults={"tenant": tenant})
-            token, _ = Token.objects.get_or_create(user=user)
+            token = token_valid_ensure(user=user)
         shown = password if created or user.check_password(password) else "(changed since; not shown)"
         self.stdout.write(
             "\n".join(

@@ -1,26 +1,32 @@
-"""`manage.py run_stack`: daphne, a Celery worker and Celery beat in the foreground, and with
---demo-agents one simulated node agent per demo node, so the demo cluster runs jobs."""
+"""`manage.py run_stack`: daphne, two Celery workers (one for the rounds queue, one for the
+others) and Celery beat in the foreground, and with --demo-agents one simulated node agent per
+demo node, so the demo cluster runs jobs."""
 import sys
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from gogh_web.celery_config import DEFAULT_QUEUE, MAINTENANCE, PREDICTIONS, ROUNDS
 from gogh_web.supervisor import Service, Supervisor
+from scheduler.cell_runner import distributed
 from telemetry.demo_inventory import DEMO_AGENT_USERNAME, DEMO_NODES, simulated_agent_args
 from telemetry.services import agent_token_ensure
 
 
 class Command(BaseCommand):
     help = (
-        "Run the control plane in the foreground: daphne (HTTP + WebSockets), one Celery worker "
-        "and Celery beat (and with --demo-agents a simulated agent for each demo node). Ctrl-C "
+        "Run the control plane in the foreground: daphne (HTTP + WebSockets), a Celery worker for "
+        "scheduling rounds, one for everything else, and Celery beat (and with --demo-agents a simulated agent for each demo node). Ctrl-C "
         "(or SIGTERM) stops all of them cleanly; if one dies the others stop too."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default="127.0.0.1", help="Address daphne listens on (default 127.0.0.1).")
         parser.add_argument("--port", type=int, default=8000, help="Port daphne listens on (default 8000).")
-        parser.add_argument("--concurrency", type=int, default=2, help="Celery worker processes (default 2).")
+        parser.add_argument(
+            "--concurrency", type=int, default=1,
+            help="Processes of the worker for predictions, maintenance and sweeps (default 1); rounds have their own.",
+        )
         parser.add_argument("--no-beat", action="store_true", help="Do not run Celery beat (another machine does).")
         parser.add_argument("--grace", type=float, default=15.0, help="Seconds to wait after SIGTERM before SIGKILL.")
         parser.add_argument(
@@ -38,10 +44,19 @@ class Command(BaseCommand):
                 "daphne",
                 [python, "-m", "daphne", "-b", host, "-p", str(port), "--access-log", str(settings.VAR_DIR / "access.log"),
                  "gogh_web.asgi:application"],
+                env=self._demo_admission() if demo_agents else {},
+            ),
+            # Rounds never wait behind a backlog of predictions or maintenance (docs/architecture.md).
+            Service(
+                "rounds",
+                [python, "-m", "celery", "-A", "gogh_web", "worker", "-l", "INFO", "-Q", ROUNDS, *self._rounds_pool(),
+                 "-n", "rounds@%h"],
             ),
             Service(
                 "worker",
-                [python, "-m", "celery", "-A", "gogh_web", "worker", "-l", "INFO", "--concurrency", str(concurrency)],
+                [python, "-m", "celery", "-A", "gogh_web", "worker", "-l", "INFO",
+                 "-Q", ",".join([PREDICTIONS, MAINTENANCE, DEFAULT_QUEUE]), "--concurrency", str(concurrency),
+                 "-n", "tasks@%h"],
             ),
         ]
         if not no_beat:
@@ -53,6 +68,20 @@ class Command(BaseCommand):
         code = Supervisor(services, grace_s=grace, out=self.stdout).run()
         if code:
             sys.exit(code)
+
+    @staticmethod
+    def _rounds_pool() -> list[str]:
+        """One process on the embedded broker, where the `cells` solver solves its cells in turn;
+        with a shared broker a round waits for its cells in the same queue, so a second process
+        solves them."""
+        return ["--concurrency", "2"] if distributed() else ["--pool", "solo"]
+
+    @staticmethod
+    def _demo_admission() -> dict:
+        """The demo agents' nodes are pre-approved, whether or not load_demo_cluster ran first:
+        they are this machine's own simulations (docs/inventory.md, node admission)."""
+        names = [*settings.GOGH_AUTO_APPROVE_NODES, *(node.hostname for node in DEMO_NODES)]
+        return {"GOGH_AUTO_APPROVE_NODES": ",".join(names)}
 
     @staticmethod
     def _demo_agents(python: str, url: str, speedup: float) -> list[Service]:

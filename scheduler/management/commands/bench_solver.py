@@ -1,10 +1,12 @@
-"""bench_solver --json OUT [--sizes 64,256,1024,6144] [--theta 2]: every solver on the same reference
-instances; the logic lives in scheduler.optimizer.bench, this command only parses and writes."""
+"""bench_solver --json OUT [--sizes 64,256,1024,6144] [--theta 2] [--contention N]: every solver on the
+same reference instances; the logic lives in scheduler.optimizer.bench, this command only parses
+and writes."""
+import argparse
 import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from gogh_web.cli_args import output_file, positive_float
+from gogh_web.cli_args import non_negative_int, output_file, positive_float
 from scheduler.optimizer import bench
 from scheduler.optimizer.problem import MAX_THETA
 
@@ -19,6 +21,13 @@ def sizes(text: str) -> tuple[int, ...]:
     return values
 
 
+def burners(text: str) -> int:
+    count = non_negative_int(text)
+    if count > bench.MAX_BURNERS:
+        raise argparse.ArgumentTypeError(f"{text!r} is more than {bench.MAX_BURNERS} processes")
+    return count
+
+
 class Command(BaseCommand):
     help = "Benchmark the solvers on instances built from the reference data; print a table, write a JSON report."
 
@@ -30,11 +39,14 @@ class Command(BaseCommand):
         parser.add_argument("--ilp-time-limit", type=positive_float, default=bench.GLOBAL_ILP_LIMIT_S, help="Seconds for the global ILP.")
         parser.add_argument("--theta", type=int, default=2, choices=range(1, MAX_THETA + 1),
                             help="Jobs per GPU at most (2: pairs, as measured; more: groups estimated from pairs).")
+        parser.add_argument("--contention", type=burners, default=0,
+                            help="Solve every size again beside this many CPU-burning processes and compare (0: off).")
 
     def handle(self, *args, **options):
         report = bench.run(
             sizes(options["sizes"]), seed=options["seed"], time_limit_s=options["time_limit"],
-            ilp_limit_s=options["ilp_time_limit"], theta=options["theta"], log=lambda line: self.stderr.write(line),
+            ilp_limit_s=options["ilp_time_limit"], theta=options["theta"], contention=options["contention"],
+            log=lambda line: self.stderr.write(line),
         )
         options["json"].write_text(json.dumps(report, indent=2))
         self.stdout.write(bench.format_table(report))

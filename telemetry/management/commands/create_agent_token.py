@@ -2,8 +2,9 @@
 
 Setting up a GPU node otherwise takes three admin pages (a user, the agent permission, a
 token). The account is made as `agent_account_ensure` makes it (no password, the agent
-permission only); running the command again prints the same token, and --rotate replaces it
-(a leaked token stops working at once). An existing account that is not already an agent's
+permission only); running the command again prints the same token (a new one once it has
+expired: GOGH_AGENT_TOKEN_TTL_DAYS), and --rotate replaces it (a leaked token stops working at
+once). An existing account that is not already an agent's
 (a person's: staff, superuser, or one that can sign in with a password; a tenant's, such as an
 API-only or SSO user; one without the agent permission) is refused rather than turned into an
 agent, and so is a deactivated agent: its token would be refused, and reactivating it is an
@@ -13,8 +14,10 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
+from gogh_web.api.authentication import token_expired
 from telemetry.services.nodes import agent_token_ensure
 
 
@@ -39,7 +42,9 @@ class Command(BaseCommand):
             raise CommandError(f"{name!r} is not a valid account name: {' '.join(exc.messages)}") from None
         try:
             with transaction.atomic():
-                if rotate:  # only an agent's token goes: agent_token_ensure refuses any other account
+                current = Token.objects.filter(user__username=name).first()
+                expired = current is not None and token_expired(current, timezone.now())  # GOGH_AGENT_TOKEN_TTL_DAYS
+                if rotate or expired:  # only an agent's token goes: agent_token_ensure refuses any other account
                     Token.objects.filter(user__username=name).delete()
                 token = agent_token_ensure(username=name)
         except ValidationError as exc:  # the rollback keeps the token of a refused account

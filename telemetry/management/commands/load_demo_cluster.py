@@ -7,6 +7,7 @@ from django.db import transaction
 
 from telemetry import selectors, services
 from telemetry.demo_inventory import DEMO_AGENT_USERNAME, DEMO_NODES, demo_gpu_types
+from telemetry.services.admission import node_approve
 
 
 class Command(BaseCommand):
@@ -14,7 +15,8 @@ class Command(BaseCommand):
         "Register the demo cluster: two nodes with 8 K80 GPUs each (four dual-GPU boards), one "
         "with 4 P100 and one with 8 V100, GPUs split over two PCIe switches / NUMA nodes. The "
         f"nodes belong to the agent account '{DEMO_AGENT_USERNAME}' (created with the permission "
-        "telemetry.act_as_agent if missing), exactly as if their agents had registered them. "
+        "telemetry.act_as_agent if missing), exactly as if their agents had registered them, and are "
+        "approved (they receive jobs). "
         "Idempotent: running it again leaves the same nodes and GPUs. Needs the GPU types k80, p100 and v100: "
         "run 'manage.py load_reference_catalog' first."
     )
@@ -31,7 +33,8 @@ class Command(BaseCommand):
             with transaction.atomic():
                 agent = services.agent_account_ensure(username=DEMO_AGENT_USERNAME)
                 for demo_node in DEMO_NODES:
-                    _, is_new = services.node_register(agent_user=agent, **demo_node.registration())
+                    node, is_new = services.node_register(agent_user=agent, **demo_node.registration())
+                    node_approve(node=node, by=None)  # the operator who loads the demo admits it
                     created += is_new
         except (PermissionDenied, ValidationError) as exc:
             raise CommandError(f"Could not register the demo cluster: {exc}") from exc

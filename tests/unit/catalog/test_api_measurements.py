@@ -1,11 +1,16 @@
-"""/api/measurements/: everyone signed in reads and filters; agents and staff report, all or none."""
+"""/api/measurements/: everyone signed in reads and filters; agents (of what runs on their
+nodes) and staff report, all or none."""
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.utils import timezone
 
 from catalog.api.serializers import MAX_BATCH
 from catalog.models import Measurement
 from gogh_web.api.fields import AwareDateTimeField
+from scheduler.models import Allocation
+from scheduler.services import job_submit, job_transition
+from telemetry.models import Gpu, Node
 
 URL = "/api/measurements/"
 
@@ -18,6 +23,24 @@ def report(v100, k80, resnet50, lm):
         return {"workload": resnet50.name, "gpu_type": "v100", "throughput": 12.5, "source": "telemetry", **changes}
 
     return make
+
+
+@pytest.fixture
+def running(agent, alice, v100, k80, resnet50, lm):
+    """On the agent's approved node: ResNet-50 sharing a V100 with LM, ResNet-50 alone on a K80."""
+    node = Node.objects.create(hostname="node1", agent=agent, approved_at=timezone.now())
+    on_v100, on_k80 = (Gpu.objects.create(node=node, index=i, uuid=f"GPU-{i}", gpu_type=gpu_type)
+                       for i, gpu_type in enumerate((v100, k80)))
+
+    def place(workload, gpu):
+        job = job_submit(owner=alice, workload=workload, min_throughput=1, max_gpus=1).job
+        return Allocation.objects.create(job=job_transition(job=job, to="placed"), gpu=gpu, start=timezone.now())
+
+    first, second = place(resnet50, on_v100), place(lm, on_v100)
+    first.partners.set([second.job])
+    second.partners.set([first.job])
+    place(resnet50, on_k80)
+    return node
 
 
 @pytest.fixture
@@ -61,7 +84,7 @@ def test_no_edits_through_the_api(client_for, staff, stored):
     assert client.delete(f"{URL}{stored[0].pk}/").status_code == 405
 
 
-def test_agent_reports_one(client_for, agent, report):
+def test_agent_reports_one(client_for, agent, report, running):
     response = client_for(agent).post(
         URL, report(partner="LM (batch size 20)", partner_throughput=3, power_w=240.5, utilization=0.8), format="json"
     )
@@ -77,7 +100,7 @@ def test_agent_reports_one(client_for, agent, report):
     assert stored.observed_at is not None
 
 
-def test_agent_reports_a_batch(client_for, agent, report):
+def test_agent_reports_a_batch(client_for, agent, report, running):
     items = [report(), report(gpu_type="k80", throughput=0, observed_at="2024-05-01T12:00:00+02:00")] * 3
     response = client_for(agent).post(URL, items, format="json")
     assert response.status_code == 201, response.json()
@@ -151,7 +174,7 @@ def test_values_beyond_any_real_measurement_are_refused(client_for, agent, repor
     assert Measurement.objects.count() == 0
 
 
-def test_values_at_the_limits_are_stored(client_for, agent, report):
+def test_values_at_the_limits_are_stored(client_for, agent, report, running):
     """A full 16 GB GPU may report 17.2 (GiB read as GB); 8 GPUs at 700 W; a minute of clock skew."""
     ahead = (datetime.now(UTC) + timedelta(minutes=1)).isoformat()
     response = client_for(agent).post(
@@ -159,6 +182,31 @@ def test_values_at_the_limits_are_stored(client_for, agent, report):
     )
     assert response.status_code == 201, response.json()
     assert Measurement.objects.count() == 3
+
+
+@pytest.mark.parametrize(
+    "changes, words",
+    [
+        ({"workload": "LM (batch size 20)", "gpu_type": "k80"}, "no job of 'LM (batch size 20)' runs on a k80 GPU"),
+        ({"gpu_type": "k80", "partner": "LM (batch size 20)"}, "no job of 'LM (batch size 20)' shares a k80 GPU"),
+        ({"source": "profiling"}, "an agent reports source telemetry only"),
+    ],
+    ids=["nothing of it runs there", "not its partner there", "not telemetry"],
+)
+def test_an_agent_writes_only_measurements_of_what_runs_on_its_nodes(client_for, agent, report, running,
+                                                                     changes, words):
+    """3 POSTs by any agent token moved A3C's planning throughput on K80 from 3.44 to 600,000 steps/s."""
+    response = client_for(agent).post(URL, [report(), report(throughput=600000, **changes)], format="json")
+    assert response.status_code == 403
+    assert f"measurement 1: {words}" in response.json()["detail"]
+    assert Measurement.objects.count() == 0
+
+
+def test_another_agents_or_an_unapproved_nodes_jobs_do_not_count(client_for, make_user, agent, report, running):
+    assert client_for(make_user("agent-node2", agent=True)).post(URL, report(), format="json").status_code == 403
+    Node.objects.filter(pk=running.pk).update(approved_at=None)
+    assert client_for(agent).post(URL, report(), format="json").status_code == 403
+    assert Measurement.objects.count() == 0
 
 
 def test_staff_may_write_reference_rows(client_for, staff, report):

@@ -7,9 +7,11 @@ LEGAL = [
     ("pending", "placed"), ("placed", "running"), ("running", "succeeded"), ("running", "failed"),
     ("running", "pending"), ("placed", "pending"), ("pending", "cancelled"), ("placed", "cancelled"),
     ("running", "cancelled"), ("pending", "failed"),
+    # late success: the node that last held a requeued job reports it ran to its end
+    ("pending", "succeeded"), ("placed", "succeeded"),
 ]
 ILLEGAL = [
-    ("pending", "running"), ("pending", "succeeded"), ("placed", "succeeded"), ("succeeded", "pending"),
+    ("pending", "running"), ("succeeded", "pending"), ("succeeded", "failed"), ("failed", "succeeded"),
     ("failed", "running"), ("cancelled", "pending"), ("cancelled", "cancelled"), ("running", "placed"),
 ]
 

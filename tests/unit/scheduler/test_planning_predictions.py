@@ -4,11 +4,13 @@ import pytest
 from django.utils import timezone
 
 from catalog.models import Measurement, PredictionRecord, PredictorVersion, Workload
+from gogh_web.outbox.models import OutboxMessage
 from scheduler import services
 from scheduler.models import Allocation, Job, SolverConfig
 from scheduler.optimizer.catalog_predictions import CatalogPredictions, MeasurementRow
 from scheduler.predictions import LearnedPredictions, WorkloadEstimates
 from scheduler.problem_source import problem_from_database
+from tests.unit.gogh_web.broker import broker  # noqa: F401 (a fixture)
 
 ESTIMATES = {
     "partners": ["ResNet-50", "LM"], "gpu_types": ["k80", "v100"],
@@ -105,15 +107,10 @@ def test_every_round_keeps_its_decision(unmeasured, alice):
     assert run.decision["reasons"][str(hopeless.pk)] == Job.objects.get(pk=hopeless.pk).pending_reason
 
 
-def test_submission_sends_p1_after_commit(db, cluster, alice, resnet50, monkeypatch, django_capture_on_commit_callbacks):
-    from scheduler import tasks
-
-    sent = []
-    monkeypatch.setattr(tasks.job_predict, "delay", sent.append)
-    monkeypatch.setattr(services, "_send_round", lambda trigger: None)
+def test_submission_sends_p1_after_commit(db, cluster, alice, resnet50, broker, django_capture_on_commit_callbacks):  # noqa: F811
     with django_capture_on_commit_callbacks(execute=True):
         job = services.job_submit(owner=alice, workload=resnet50, min_throughput=1, max_gpus=1).job
-    assert sent == [job.pk]
+    assert broker.of("scheduler.tasks.job_predict") == [([job.pk], {}, None)]
 
 
 def test_job_predict_without_a_trained_predictor_leaves_planning_to_measurements(db, cluster, alice, resnet50):
@@ -121,8 +118,7 @@ def test_job_predict_without_a_trained_predictor_leaves_planning_to_measurements
     assert services.job_predict(job=job) is None and not PredictionRecord.objects.exists()
 
 
-def test_telemetry_measurement_is_sent_to_p2(unmeasured, alice, agent, monkeypatch, django_capture_on_commit_callbacks):
-    from catalog import tasks as catalog_tasks
+def test_telemetry_measurement_is_sent_to_p2(unmeasured, alice, agent, broker, django_capture_on_commit_callbacks):  # noqa: F811
     from telemetry.services.job_progress import job_progress_report
 
     job = services.job_submit(owner=alice, workload=unmeasured, min_throughput=2.5, max_gpus=1).job
@@ -130,13 +126,12 @@ def test_telemetry_measurement_is_sent_to_p2(unmeasured, alice, agent, monkeypat
     gpu = Allocation.objects.get(job=job).gpu
     gpu.node.agent = agent
     gpu.node.save()
-    sent = []
-    monkeypatch.setattr(catalog_tasks.prediction_refine_task, "delay", lambda *args: sent.append(args))
     with django_capture_on_commit_callbacks(execute=True):
         job_progress_report(agent_user=agent, job_id=job.pk, status="running", steps=10, steps_per_s=2.9,
                             now=timezone.now())
     measurement = Measurement.objects.get(source="telemetry")
-    assert measurement.throughput == 2.9 and sent == [(measurement.pk, job.pk)]
+    assert measurement.throughput == 2.9
+    assert broker.of("catalog.tasks.prediction_refine") == [([measurement.pk, job.pk], {}, None)]
 
 
 def test_job_predict_stores_p1_and_asks_for_a_round(db, alice, settings, tmp_path, monkeypatch):
@@ -259,31 +254,32 @@ def test_gpu_types_nobody_measured_get_spec_estimates_and_observations_replace_t
     assert learned.tau("A3C", "a100", 1, True) == 123.0 and refined["observed"] == 1
 
 
-def test_a_round_asks_p1_again_for_jobs_nothing_is_known_about(unmeasured, alice, monkeypatch):
-    from scheduler import tasks
-
-    sent = []
-    monkeypatch.setattr(tasks.job_predict, "delay", sent.append)
+def test_reconciliation_asks_p1_again_for_a_job_whose_request_was_lost(unmeasured, alice, broker,  # noqa: F811
+                                                                         django_capture_on_commit_callbacks):
     mystery = services.job_submit(owner=alice, workload=Workload.objects.create(name="Mystery", family="X"),
                                   min_throughput=1, max_gpus=1).job
-    predicted = services.job_submit(owner=alice, workload=unmeasured, min_throughput=99, max_gpus=1).job
-    services.scheduling_round_run(trigger="manual")
-    assert sent == [mystery.pk]  # `predicted`'s workload has estimates: nothing to ask
+    OutboxMessage.objects.filter(key=services.p1_key(mystery.pk)).delete()  # lost on the way
+    with django_capture_on_commit_callbacks(execute=True):
+        services.scheduling_round_run(trigger="manual")
+        services.predictions_reconcile()
+    assert broker.of("scheduler.tasks.job_predict") == [([mystery.pk], {}, None)]  # the reconciliation, not the round
     PredictionRecord.objects.create(workload=mystery.workload, job_id=mystery.pk, version=PredictorVersion.objects.get(),
                                     estimates={**ESTIMATES, "tau": [0.0, 0.0, 0.0]})  # P1 came: fits nowhere
-    services.scheduling_round_run(trigger="manual")
-    assert sent == [mystery.pk] and predicted.pk not in sent
+    services.outbox_acknowledge(key=services.p1_key(mystery.pk))
+    with django_capture_on_commit_callbacks(execute=True):
+        services.predictions_reconcile()
+    assert len(broker.of("scheduler.tasks.job_predict")) == 1
 
 
-def test_without_a_trained_predictor_rounds_do_not_ask_for_p1(db, cluster, alice, monkeypatch):
-    from scheduler import tasks
-
-    sent = []
-    monkeypatch.setattr(tasks.job_predict, "delay", sent.append)
+def test_without_a_trained_predictor_nothing_asks_for_p1_again(db, cluster, alice, broker,  # noqa: F811
+                                                               django_capture_on_commit_callbacks):
     services.job_submit(owner=alice, workload=Workload.objects.create(name="Mystery", family="X"),
                         min_throughput=1, max_gpus=1)
-    services.scheduling_round_run(trigger="manual")
-    assert sent == []
+    OutboxMessage.objects.all().delete()
+    with django_capture_on_commit_callbacks(execute=True):
+        services.scheduling_round_run(trigger="manual")
+        assert services.predictions_reconcile() == 0
+    assert broker.of("scheduler.tasks.job_predict") == []
 
 
 def test_p2_refines_the_jobs_own_record_and_is_live(db, settings, tmp_path):

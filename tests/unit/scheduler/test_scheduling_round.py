@@ -4,9 +4,11 @@ import pytest
 from django.utils import timezone
 
 from catalog.models import Measurement
+from gogh_web.outbox.models import OutboxMessage
 from scheduler import services
 from scheduler.models import Allocation, Job, SolveRun, SolverConfig, SolverConfigChange
 from telemetry.models import Gpu, GpuState, Node
+from tests.unit.gogh_web.broker import broker  # noqa: F401 (a fixture)
 
 
 @pytest.fixture
@@ -118,23 +120,17 @@ def test_invalid_solver_settings_are_refused_and_not_audited(staff):
     assert not SolverConfigChange.objects.exists() and SolverConfig.load().solver == "ilp"
 
 
-def test_submit_and_cancel_ask_for_one_debounced_round_after_commit(alice, resnet50, cluster, monkeypatch,
+def test_submit_and_cancel_ask_for_one_debounced_round_after_commit(alice, resnet50, cluster, broker,  # noqa: F811
                                                                    django_capture_on_commit_callbacks):
-    from django.core.cache import cache
-
-    from scheduler import tasks
-
-    sent = []
-    monkeypatch.setattr(tasks.scheduling_round, "apply_async", lambda **kw: sent.append(kw))
-    cache.delete(services.ROUND_REQUESTED_KEY)
+    round_task = "scheduler.tasks.scheduling_round"
     with django_capture_on_commit_callbacks(execute=True):
         job = submit(alice, resnet50, tmin=8)
         submit(alice, resnet50, tmin=8)
-    assert sent == [{"kwargs": {"trigger": "submit"}, "countdown": 2.0}]  # two submissions, one round
-    cache.delete(services.ROUND_REQUESTED_KEY)
+    assert broker.of(round_task) == [([], {"trigger": "submit"}, 2.0)]  # two submissions, one round
+    services.scheduling_round_started()
     with django_capture_on_commit_callbacks(execute=True):
         services.job_cancel(job=job, by=alice)
-    assert sent[-1] == {"kwargs": {"trigger": "cancel"}, "countdown": 2.0}
+    assert broker.of(round_task)[-1] == ([], {"trigger": "cancel"}, 2.0)
 
 
 def test_round_with_the_cells_solver(measured, alice, resnet50, lm):
@@ -166,12 +162,12 @@ def test_a_decision_overtaken_by_another_round_is_not_applied(measured, alice, b
     other = submit(bob, resnet50, tmin=8)
     gpu = Gpu.objects.filter(gpu_type__name="v100").first()
     _solving_while(monkeypatch, lambda: Allocation.objects.create(job=other, gpu=gpu, start=timezone.now()))
-    with django_capture_on_commit_callbacks() as callbacks:
-        run = services.scheduling_round_run(trigger="periodic").solve_run
+    services.scheduling_round_started()  # the submissions' round request is this round
+    run = services.scheduling_round_run(trigger="periodic").solve_run
     assert run.status == "superseded" and run.num_placed == 2
     job.refresh_from_db()
     assert job.state == "pending" and not job.allocations.exists()
-    assert sum(callback.func is services._send_round for callback in callbacks) == 1  # a fresh round is asked for
+    assert OutboxMessage.objects.get(key=services.ROUND_KEY).kwargs == {"trigger": "periodic"}  # a fresh round is asked for
 
 
 def test_a_decision_using_a_node_gone_down_is_not_applied(measured, alice, resnet50, monkeypatch):
@@ -180,6 +176,16 @@ def test_a_decision_using_a_node_gone_down_is_not_applied(measured, alice, resne
     assert services.scheduling_round_run(trigger="periodic").solve_run.status == "superseded"
     job.refresh_from_db()
     assert job.state == "pending"
+
+
+def test_a_decision_using_a_node_whose_approval_was_revoked_is_not_applied(measured, alice, resnet50, monkeypatch):
+    """An operator revoked the node while the round solved: the tenant's job (its command and
+    environment) must not be dispatched there."""
+    job = submit(alice, resnet50, tmin=8)
+    _solving_while(monkeypatch, lambda: Node.objects.filter(gpus__gpu_type__name="v100").update(approved_at=None))
+    assert services.scheduling_round_run(trigger="periodic").solve_run.status == "superseded"
+    job.refresh_from_db()
+    assert job.state == "pending" and not job.allocations.exists()
 
 
 def test_a_partner_change_on_the_same_gpus_keeps_the_job_running(measured, alice, resnet50, lm):
@@ -245,7 +251,9 @@ def test_a_partner_change_is_not_applied_to_a_job_that_ended_meanwhile(measured,
     services.job_transition(job=stale, to="succeeded", reason="done")
     alone = opt.Placement(job_id=str(job.pk), gpu_type="v100", gpu_ids=(str(gpu.pk),), consolidated=True,
                           partners=(), predicted_throughput=10.0, predicted_power_w=300.0)
-    services._change_partners(stale, alone, frozenset(), run, timezone.now())
+    decision = opt.Allocation(solver="ilp", placements={str(job.pk): alone}, reasons={}, power_w=300.0, objective=300.0,
+                              status="optimal", energy_weight=1.0, load=0.0)
+    services._apply(decision, run, timezone.now())
     assert not Allocation.objects.filter(job=job, end__isnull=True).exists()
 
 
@@ -309,7 +317,7 @@ def test_opening_allocations_writes_the_partner_links_in_one_insert(measured, al
                               predicted_power_w=100.0)
     run = SolveRun.objects.create(solver="ilp", trigger="manual")
     with django_assert_num_queries(2):
-        services._open_allocations(job, placement, frozenset(p.pk for p in partners), run, timezone.now())
+        services._open_allocations([(job, placement, frozenset(p.pk for p in partners))], run, timezone.now())
     rows = Allocation.objects.filter(job=job)
     assert {(row.gpu_id, frozenset(row.partners.values_list("pk", flat=True))) for row in rows} == {
         (g.pk, frozenset(p.pk for p in partners)) for g in gpus

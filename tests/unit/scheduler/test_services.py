@@ -38,9 +38,9 @@ def test_full_life_stamps_every_timestamp(job):
 
 def test_illegal_transition_changes_nothing(job):
     with pytest.raises(IllegalTransition):
-        services.job_transition(job=job, to="succeeded")
+        services.job_transition(job=job, to="running")
     job.refresh_from_db()
-    assert job.state == "pending" and job.finished_at is None
+    assert job.state == "pending" and job.started_at is None
 
 
 def test_back_to_pending_requires_a_reason(job):

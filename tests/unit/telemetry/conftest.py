@@ -3,6 +3,7 @@ import pytest
 
 from catalog.models import GpuType
 from telemetry.services import node_register
+from telemetry.services.admission import node_approve
 
 from .reports import node_report
 
@@ -22,9 +23,9 @@ def gpu_types(v100, k80):
 
 @pytest.fixture
 def node1(gpu_types, agent):
-    """node1 with four V100s, registered by the `agent` account."""
+    """node1 with four V100s, registered by the `agent` account and approved (it takes jobs)."""
     node, _ = node_register(agent_user=agent, **node_report())
-    return node
+    return node_approve(node=node, by=None)
 
 
 @pytest.fixture

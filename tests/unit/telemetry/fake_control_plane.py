@@ -1,9 +1,11 @@
 """A stand-in control plane for agent tests: a real HTTP server on localhost speaking the
 agent's endpoints, recording what it receives; it can be stopped and started on the same port
-to simulate an outage. State lives in the object, so it survives a restart."""
+to simulate an outage. State lives in the object, so it survives a restart. It can also be
+slow (`delays`), busy (`busy`: 429/503 with Retry-After) or deaf to heartbeats alone."""
 import json
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 NODE_ID = 7
@@ -13,6 +15,14 @@ class FakeControlPlane:
     def __init__(self, token="agent-token"):
         self.token = token
         self.registrations, self.heartbeats, self.samples, self.progress = [], 0, [], []
+        self.progress_batches: list[list[dict]] = []  # each batch request's reports
+        self.progress_status: dict[int, int] = {}  # job -> status its reports get in a batch (default 200)
+        self.delays: dict[str, float] = {}  # path -> seconds before it answers
+        self.busy: dict[str, tuple[int, str]] = {}  # path -> (429 or 503, Retry-After header value)
+        self.heartbeat_times: list[float] = []  # time.monotonic() of each heartbeat answered 200
+        self.heartbeat_answer: dict = {"state": "ready"}
+        self.heartbeat_status = 200  # e.g. 503: heartbeats fail while everything else works
+        self.sample_attempts: list[float] = []  # time.monotonic() of each sample upload, answered or not
         self.assignments: list[dict] = []
         self.gpu_failures: list[dict] = []
         self.dropped_reports: list[int | None] = []
@@ -35,32 +45,53 @@ class FakeControlPlane:
         self._server.server_close()
 
     def answer(self, method: str, path: str, body):
-        """(status, body) for a request, as the real control plane would answer."""
+        """(status, body, headers) for a request, as the real control plane would answer."""
+        time.sleep(self.delays.get(path, 0.0))
         with self.lock:
-            if method == "POST" and path == "/api/nodes/register/":
-                self.registrations.append(body)
-                return 201, {"id": NODE_ID, "hostname": body["hostname"]}
-            if self.node_deleted and path.startswith(f"/api/nodes/{NODE_ID}/"):
-                return 404, {"detail": "No Node matches the given query."}
-            if method == "POST" and path == f"/api/nodes/{NODE_ID}/heartbeat/":
-                self.heartbeats += 1
-                return 200, {"state": "ready"}
-            if method == "POST" and path == f"/api/nodes/{NODE_ID}/gpu-failures/":
-                self.gpu_failures.extend(body["gpus"])
-                return 200, []
-            if method == "GET" and path == f"/api/nodes/{NODE_ID}/assignments/":
-                return 200, self.assignments
-            if method == "POST" and path == "/api/telemetry/samples/":
-                self.samples.extend(body["samples"])
-                self.dropped_reports.append(body["dropped"])
-                return 201, {"accepted": len(body["samples"])}
-            if method == "POST" and path == "/api/telemetry/job-progress/":
-                self.progress.append(body)
-                return 200, {"job": body["job"]}
-            if method == "POST" and path == f"/api/nodes/{NODE_ID}/leave/":
-                self.left = True
-                return 200, {"state": "down"}
-            return 404, {"detail": "Not found."}
+            if path == "/api/telemetry/samples/":
+                self.sample_attempts.append(time.monotonic())
+            if path in self.busy:
+                status, retry_after = self.busy[path]
+                return status, {"detail": "Busy."}, {"Retry-After": retry_after} if retry_after else {}
+            return (*self._answer(method, path, body), {})
+
+    def _answer(self, method: str, path: str, body):
+        if method == "POST" and path == "/api/nodes/register/":
+            self.registrations.append(body)
+            return 201, {"id": NODE_ID, "hostname": body["hostname"]}
+        if self.node_deleted and path.startswith(f"/api/nodes/{NODE_ID}/"):
+            return 404, {"detail": "No Node matches the given query."}
+        if method == "POST" and path == f"/api/nodes/{NODE_ID}/heartbeat/":
+            if self.heartbeat_status != 200:
+                return self.heartbeat_status, {"detail": "Heartbeats fail."}
+            self.heartbeats += 1
+            self.heartbeat_times.append(time.monotonic())
+            return 200, dict(self.heartbeat_answer)
+        if method == "POST" and path == f"/api/nodes/{NODE_ID}/gpu-failures/":
+            self.gpu_failures.extend(body["gpus"])
+            return 200, []
+        if method == "GET" and path == f"/api/nodes/{NODE_ID}/assignments/":
+            return 200, self.assignments
+        if method == "POST" and path == "/api/telemetry/samples/":
+            self.samples.extend(body["samples"])
+            self.dropped_reports.append(body["dropped"])
+            return 201, {"accepted": len(body["samples"])}
+        if method == "POST" and path == "/api/telemetry/job-progress/":
+            self.progress.append(body)
+            return 200, {"job": body["job"]}
+        if method == "POST" and path == "/api/telemetry/job-progress/batch/":
+            self.progress_batches.append(body["reports"])
+            answers = []
+            for report in body["reports"]:
+                status = self.progress_status.get(report["job"], 200)
+                if status == 200:
+                    self.progress.append(report)
+                answers.append({"job": report["job"], "status": status})
+            return 200, {"results": answers}
+        if method == "POST" and path == f"/api/nodes/{NODE_ID}/leave/":
+            self.left = True
+            return 200, {"state": "down"}
+        return 404, {"detail": "Not found."}
 
 
 def _handler(plane: FakeControlPlane):
@@ -75,9 +106,11 @@ def _handler(plane: FakeControlPlane):
             body = json.loads(self.rfile.read(length)) if length else None
             self._reply(*plane.answer(method, self.path, body))
 
-        def _reply(self, status, body):
+        def _reply(self, status, body, headers=None):
             raw = json.dumps(body).encode()
             self.send_response(status)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(raw)))
             self.end_headers()

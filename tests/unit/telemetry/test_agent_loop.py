@@ -283,7 +283,7 @@ def _alive(pid: int) -> bool:
 
 def test_out_of_touch_past_the_timeout_the_agent_stops_its_jobs(plane, run_agent, tmp_path):
     plane.assignments = [assignment(8, python("import time; print('up', flush=True); time.sleep(60)"))]
-    agent = run_agent(plane, fence_after_s=1.0)
+    agent = run_agent(plane, fence_after_s=2.0)  # jobs gone 2 s after the last heartbeat: SIGTERM at 1.5 s
     log = tmp_path / "logs" / "job-8.out"
     assert wait_for(lambda: log.exists() and "up" in log.read_text())
     time.sleep(1.2)

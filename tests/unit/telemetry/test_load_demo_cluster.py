@@ -32,10 +32,11 @@ def test_loading_twice_gives_the_same_inventory(gpu_types):
     assert "(0 new)" in second and "demo-v100-01" in second
 
 
-def test_demo_nodes_belong_to_the_demo_agent(gpu_types):
+def test_demo_nodes_belong_to_the_demo_agent_and_are_approved(gpu_types):
     load()
     agents = set(Node.objects.values_list("agent__username", flat=True))
     assert agents == {DEMO_AGENT_USERNAME}
+    assert not Node.objects.filter(approved_at__isnull=True).exists()  # `make demo` runs jobs at once
     demo_agent = Node.objects.first().agent
     assert demo_agent.has_perm("telemetry.act_as_agent") and not demo_agent.has_usable_password()
 

@@ -3,6 +3,7 @@ a node (re)registering, a node going down with jobs on it, a job ending."""
 from datetime import timedelta
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 
 from scheduler import services as scheduler_services
@@ -15,9 +16,10 @@ from .reports import node_report
 
 @pytest.fixture
 def rounds(monkeypatch):
-    """The triggers asked for, in order (the debounced send is replaced by a recorder)."""
+    """The triggers asked for by committed transactions, in order (the outbox is replaced by a recorder)."""
     asked = []
-    monkeypatch.setattr(scheduler_services, "_send_round", asked.append)
+    monkeypatch.setattr(scheduler_services, "_send_round",
+                        lambda trigger: transaction.on_commit(lambda: asked.append(trigger)))
     return asked
 
 

@@ -53,9 +53,9 @@ def test_state_values_match_the_models():
 
 
 def test_reports_revive_down_nodes_only():
-    assert lifecycle.node_state_after_report("down") == "ready"
-    assert lifecycle.node_state_after_report("draining") == "draining"
-    assert lifecycle.node_state_after_report("ready") == "ready"
+    assert lifecycle.node_state_after_report("down", drained=False) == "ready"
+    assert lifecycle.node_state_after_report("draining", drained=True) == "draining"
+    assert lifecycle.node_state_after_report("ready", drained=False) == "ready"
 
 
 @pytest.mark.parametrize("target", ["ready", "draining"])

@@ -10,7 +10,7 @@ from telemetry.models import Gpu, Node
 
 @pytest.fixture
 def cluster(v100, resnet50):
-    node = Node.objects.create(hostname="gpu-a")
+    node = Node.objects.create(hostname="gpu-a", approved_at=timezone.now())
     gpus = [Gpu.objects.create(node=node, index=i, uuid=f"GPU-a{i}", gpu_type=v100) for i in range(2)]
     now = timezone.now()
     for k, throughput in ((1, 4.0), (2, 7.5)):

@@ -12,9 +12,9 @@ from telemetry.models import Gpu, Node
 
 @pytest.fixture
 def cluster(v100, k80):
-    """Two nodes, 4 V100 + 2 K80."""
-    big = Node.objects.create(hostname="v100-a")
-    small = Node.objects.create(hostname="k80-a")
+    """Two approved nodes, 4 V100 + 2 K80."""
+    big = Node.objects.create(hostname="v100-a", approved_at=timezone.now())
+    small = Node.objects.create(hostname="k80-a", approved_at=timezone.now())
     gpus = [Gpu.objects.create(node=big, index=i, uuid=f"GPU-v{i}", gpu_type=v100) for i in range(4)]
     return gpus + [Gpu.objects.create(node=small, index=i, uuid=f"GPU-k{i}", gpu_type=k80) for i in range(2)]
 

@@ -149,8 +149,7 @@ def test_the_routing_decision_admits_the_most_where_rounding_the_relaxation_fall
     relaxation holds the 2-GPU job at one half beside the other (1.5 priority-2 jobs, which
     fills both GPUs), so its rounding admits one priority-2 job and nothing else; the exact
     decision the coordinator routes by adds the priority-1 job."""
-    import time
-
+    from scheduler.optimizer.cpu_clock import cpu_now
     from scheduler.optimizer.ilp_model import admitted_by_level
     from scheduler.optimizer.instance import compile_instance
     from scheduler.optimizer.relaxation import exact_choices, rounded_choices
@@ -158,7 +157,7 @@ def test_the_routing_decision_admits_the_most_where_rounding_the_relaxation_fall
     preds = TablePredictions(taus={("a", "eff", 1, True): 1.8, ("a", "eff", 2, True): 3.6, ("a", "eff", 2, False): 2.8})
     jobs = [job(0, "a", tmin=2, dj=2, priority=2), job(1, "a"), job(2, "a", priority=1), job(3, "a", priority=2)]
     inst = compile_instance(problem(jobs, node("eff", "n0", 2), [EFF], preds, theta=1))
-    deadline = time.perf_counter() + 5.0
+    deadline = cpu_now() + 5.0
     assert admitted_by_level(inst, rounded_choices(inst, deadline)) == {2: 1.0}
     exact, proven = exact_choices(inst, deadline)
     assert admitted_by_level(inst, exact) == {2: 1.0, 1: 1.0} and proven
