@@ -2,6 +2,7 @@
 import pytest
 
 from catalog.models import GpuType
+from telemetry.models import Gpu
 from telemetry.services import node_register
 from telemetry.services.admission import node_approve
 
@@ -26,6 +27,12 @@ def node1(gpu_types, agent):
     """node1 with four V100s, registered by the `agent` account and approved (it takes jobs)."""
     node, _ = node_register(agent_user=agent, **node_report())
     return node_approve(node=node, by=None)
+
+
+@pytest.fixture
+def gpus(node1):
+    """node1's GPUs by index."""
+    return list(Gpu.objects.filter(node=node1).order_by("index"))
 
 
 @pytest.fixture

@@ -17,11 +17,6 @@ V100 = SimulatedType(name="v100", memory_gb=16, power_curve=((0.0, 40.0), (1.0, 
 
 
 @pytest.fixture
-def gpus(node1):
-    return list(Gpu.objects.filter(node=node1).order_by("index"))
-
-
-@pytest.fixture
 def url(node1):
     return f"/api/nodes/{node1.pk}/gpu-failures/"
 

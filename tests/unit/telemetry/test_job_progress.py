@@ -8,7 +8,7 @@ from django.utils import timezone
 from catalog.models import Measurement
 from scheduler.models import Allocation, Job
 from scheduler.services import job_cancel
-from telemetry.models import Gpu, GpuSample
+from telemetry.models import GpuSample
 from telemetry.services import node_register
 from telemetry.services.job_progress import SAMPLE_WINDOW_S
 
@@ -16,11 +16,6 @@ from .jobs import placed_job
 from .reports import node_report
 
 PROGRESS = "/api/telemetry/job-progress/"
-
-
-@pytest.fixture
-def gpus(node1):
-    return list(Gpu.objects.filter(node=node1).order_by("index"))
 
 
 @pytest.fixture

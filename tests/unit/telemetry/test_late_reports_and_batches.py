@@ -19,11 +19,6 @@ BATCH = "/api/telemetry/job-progress/batch/"
 
 
 @pytest.fixture
-def gpus(node1):
-    return list(Gpu.objects.filter(node=node1).order_by("index"))
-
-
-@pytest.fixture
 def node2_gpus(gpu_types, make_user):
     """node2, registered by another agent account."""
     other = make_user("agent-node2", agent=True)
