@@ -135,6 +135,17 @@ def job_predict(*, job: Job) -> PredictionRecord | None:
     return record
 
 
+def job_predict_by_id(*, job_id: int) -> PredictionRecord | None:
+    """job_predict for the job `job_id`, as its Celery task asks. A job deleted since it was
+    submitted (an operator removed it) has nothing to predict: its request is acknowledged, or
+    the outbox would send it again every GOGH_OUTBOX_REDELIVER_S for ever."""
+    job = Job.objects.select_related("workload").filter(pk=job_id).first()
+    if job is None:
+        outbox_acknowledge(key=p1_key(job_id))
+        return None
+    return job_predict(job=job)
+
+
 def predictions_reconcile() -> int:
     """Ask P1, through the outbox, for every job not yet ended that has no prediction while a
     predictor is active: submitted before any predictor was trained, or whose request was lost.

@@ -2,7 +2,7 @@
 from celery import shared_task
 
 from . import services
-from .models import Job, SolveTrigger
+from .models import SolveTrigger
 
 
 @shared_task(name="scheduler.tasks.scheduling_round")
@@ -23,7 +23,7 @@ def solve_cell(problem: dict) -> dict:
 def job_predict(job_id: int) -> int | None:
     """Sent when a job is submitted (and by predictions_reconcile): P1's estimates for it; the
     PredictionRecord's id or None."""
-    record = services.job_predict(job=Job.objects.select_related("workload").get(pk=job_id))
+    record = services.job_predict_by_id(job_id=job_id)
     return record.pk if record else None
 
 

@@ -128,3 +128,13 @@ def test_a_repeated_p1_request_keeps_the_prediction_and_is_acknowledged(predicto
     assert services.job_predict(job=job) == record  # the stored one: P1 computed once per job
     assert PredictionRecord.objects.filter(job_id=job.pk).count() == 1
     assert not OutboxMessage.objects.filter(key=services.p1_key(job.pk)).exists()
+
+
+def test_a_p1_request_for_a_job_deleted_since_is_acknowledged_not_sent_for_ever(alice, resnet50, broker,  # noqa: F811
+                                                                              committed):
+    job = submitted(alice, resnet50, committed)
+    key = services.p1_key(job.pk)
+    assert OutboxMessage.objects.filter(key=key).exists()
+    Job.objects.filter(pk=job.pk).delete()
+    assert tasks.job_predict(job.pk) is None
+    assert not OutboxMessage.objects.filter(key=key).exists()
