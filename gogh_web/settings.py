@@ -317,7 +317,7 @@ if REDIS_URL:
     }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-# Django's cache (failed sign-ins, the round debounce): shared through Redis when REDIS_URL is set.
+# Django's cache (failed sign-ins, the preview throttle): shared through Redis when REDIS_URL is set.
 CACHES = cache_config(REDIS_URL)
 
 LOGGING = {
