@@ -268,6 +268,18 @@ GOGH_LIVE_PRUNE_EVERY_S = float(os.environ.get("GOGH_LIVE_PRUNE_EVERY_S", "300")
 GOGH_LIVE_POLL_S = float(os.environ.get("GOGH_LIVE_POLL_S", "2" if os.environ.get("REDIS_URL") else "0.2"))
 GOGH_LIVE_ENDED_JOBS_KEPT = int(os.environ.get("GOGH_LIVE_ENDED_JOBS_KEPT", "500"))
 GOGH_LIVE_SOLVE_RUNS_KEPT = int(os.environ.get("GOGH_LIVE_SOLVE_RUNS_KEPT", "50"))
+# Each kind of live event is built by the app that owns it (<app>/live.py); gogh_web.events,
+# which imports no app, finds here each kind's part of a snapshot (in snapshot order) and the
+# tenant whose events a user sees.
+GOGH_LIVE_KINDS = {
+    "job": "scheduler.live.jobs_snapshot",
+    "node": "telemetry.live.nodes_snapshot",
+    "gpu": "telemetry.live.gpus_snapshot",
+    "solve_run": "scheduler.live.solve_runs_snapshot",
+    "solver_config": "scheduler.live.solver_config_snapshot",
+    "predictor_version": "catalog.live.predictor_versions_snapshot",
+}
+GOGH_LIVE_TENANT_OF = "scheduler.live.tenant_id_of"
 # Dashboard (docs/dashboard.md): Trade-off previews (a solve in the web request) per user, DRF rate syntax.
 GOGH_DASHBOARD_PREVIEW_RATE = os.environ.get("GOGH_DASHBOARD_PREVIEW_RATE", "10/min")
 CELERY_BEAT_SCHEDULE = {

@@ -12,11 +12,10 @@ from django.utils import timezone
 
 from catalog.models import PredictionRecord, PredictorStatus, PredictorVersion
 from catalog.services.predictors import NoActivePredictor, prediction_create
-from gogh_web.events import emit
 from gogh_web.outbox.services import outbox_acknowledge, outbox_enqueue
 from telemetry.models import Gpu, GpuState, NodeState
 
-from . import optimizer
+from . import live, optimizer
 from .cell_runner import solve_cells
 from .lifecycle import TERMINAL, IllegalTransition, JobState, check_transition
 from .models import Allocation, Job, SolveRun, SolverConfig, SolverConfigChange, SolveStatus, SolveTrigger
@@ -96,7 +95,7 @@ def job_submit(
                 idempotency_key=idempotency_key or None,
                 request_fingerprint=fingerprint if idempotency_key else "",
             )
-            emit.job_changed(job)
+            live.job_changed(job)
             scheduling_round_request(trigger=SolveTrigger.SUBMIT)
             _send_prediction(job.pk)
     except IntegrityError:
@@ -183,7 +182,7 @@ def job_transition(*, job: Job, to: str, reason: str = "", now=None) -> Job:
         if _stamp_transition(job, to, reason, now):
             job.allocations.filter(end__isnull=True).update(end=now)
         job.save()
-        emit.job_changed(job)
+        live.job_changed(job)
     return job
 
 
@@ -287,7 +286,7 @@ def scheduling_round_run(*, trigger: str, dry_run: bool = False, solver: str | N
             shadow=shadow,
             decision=_decision(allocation),
         )
-        emit.solve_run_changed(run)
+        live.solve_run_changed(run)
         if superseded:
             scheduling_round_request(trigger=trigger)
         elif shadow:
@@ -296,7 +295,7 @@ def scheduling_round_run(*, trigger: str, dry_run: bool = False, solver: str | N
             ).exclude(pending_reason=SHADOW_REASON)
             changed = list(would_run.values_list("pk", flat=True))
             Job.objects.filter(pk__in=changed).update(pending_reason=SHADOW_REASON)
-            emit.jobs_changed(changed)
+            live.jobs_changed(changed)
         elif not dry_run:
             _apply(allocation, run, now)
     return RoundResult(solve_run=run, allocation=allocation)
@@ -432,7 +431,7 @@ class _RoundWrites:
         for values, job_ids in self._job_updates().items():
             Job.objects.filter(pk__in=job_ids).update(**dict(values))
         _open_allocations(self.opening, run, self.now)
-        emit.jobs_changed(self.changed)
+        live.jobs_changed(self.changed)
 
     def _job_updates(self) -> dict[tuple, list[int]]:
         """{((field, new value), ...): ids of the jobs that get exactly these}."""
@@ -484,5 +483,5 @@ def solver_config_update(*, by, values: dict) -> SolverConfig:
             SolverConfigChange.objects.create(config=config, changed_by=by, field=field, old_value=str(old)[:200], new_value=str(value)[:200])
         config.full_clean()
         config.save()
-        emit.solver_config_changed(config)
+        live.solver_config_changed(config)
     return config

@@ -16,8 +16,8 @@ from django.db import transaction
 
 from catalog.predictors import ARCHITECTURES, Observation, PerformancePredictor, UnknownGpuType, estimate_unmeasured
 from catalog.predictors.bench import score_p1
-from gogh_web.events import emit
 
+from .. import live
 from ..models import GpuType, Measurement, PredictionRecord, PredictorName, PredictorStatus, PredictorVersion, Workload
 from .predictors_store import catalog_snapshot, weights_discard, weights_load, weights_save, workload_features
 
@@ -97,7 +97,7 @@ def _version_create(*, model, name, metrics, snapshot, parent, note, file_name, 
         name=name, architecture=model.architecture, hyperparameters=model.get_params(), training_data=snapshot,
         metrics=metrics, weights_file=file_name, weights_sha256=sha256, parent=parent, note=note,
     )
-    emit.predictor_versions_changed([version.pk])
+    live.predictor_versions_changed([version.pk])
     try:
         predictor_promote(version=version)
     except PredictorPromotionRefused:
@@ -117,10 +117,10 @@ def predictor_promote(*, version: PredictorVersion) -> PredictorVersion:
             )
         active.status = PredictorStatus.RETIRED
         active.save(update_fields=["status"])
-        emit.predictor_versions_changed([active.pk])
+        live.predictor_versions_changed([active.pk])
     version.status = PredictorStatus.ACTIVE
     version.save(update_fields=["status"])
-    emit.predictor_versions_changed([version.pk])
+    live.predictor_versions_changed([version.pk])
     return version
 
 
@@ -134,7 +134,7 @@ def predictor_rollback(*, version: PredictorVersion) -> PredictorVersion:
     retired.update(status=PredictorStatus.RETIRED)
     version.status = PredictorStatus.ACTIVE
     version.save(update_fields=["status"])
-    emit.predictor_versions_changed([*retired_ids, version.pk])
+    live.predictor_versions_changed([*retired_ids, version.pk])
     return version
 
 

@@ -1,8 +1,8 @@
 """Reads behind the dashboard pages, scoped to what the user may see (their tenant's jobs;
 staff see all). Cluster-wide facts (nodes, GPUs, power, predictors, solver rounds) are shown
 to every signed-in user, as the live layer's cluster-wide events are. Jobs, nodes, GPUs and
-solve runs are read through the live layer's own selectors and windows
-(gogh_web.events.selectors), so a server-rendered page equals the snapshot its script starts
+solve runs are read through the readers and windows of the live kinds (scheduler/live.py,
+telemetry/live.py), so a server-rendered page equals the snapshot its script starts
 from and the events it then applies."""
 from collections import defaultdict
 from datetime import datetime, timedelta
@@ -12,14 +12,14 @@ from django.db.models import Max
 from django.utils import timezone
 
 from catalog.models import GpuType, Measurement, PredictionRecord, PredictorVersion, Workload
-from gogh_web.events import state as live_state
-from gogh_web.events.selectors import gpus_data, jobs_data, jobs_in_window, nodes_data, solve_runs_kept
 from scheduler.lifecycle import JobState
+from scheduler.live import jobs_data, jobs_in_window, solve_run_state, solve_runs_kept
 from scheduler.models import Allocation, SolveRun, SolverConfig, SolverConfigChange
 from scheduler.optimizer.serialization import problem_from_dict
 from scheduler.predictions import WorkloadEstimates
 from scheduler.problem_source import ACTIVE_STATES
 from scheduler.selectors import jobs_visible_to
+from telemetry.live import gpus_data, nodes_data
 from telemetry.models import Gpu, GpuSample, GpuSampleMinute, Node, NodeState
 
 from . import tradeoff
@@ -185,7 +185,7 @@ def catalog_coverage() -> dict:
 def recent_solve_runs() -> list[dict]:
     """The solve runs a live snapshot holds (the newest GOGH_LIVE_SOLVE_RUNS_KEPT by id), as its
     dicts, newest first: solver.js keeps the same window and order."""
-    return [live_state.solve_run_state(run) for run in SolveRun.objects.order_by("-id")[: solve_runs_kept()]]
+    return [solve_run_state(run) for run in SolveRun.objects.order_by("-id")[: solve_runs_kept()]]
 
 
 def solver_config() -> SolverConfig:

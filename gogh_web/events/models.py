@@ -32,7 +32,7 @@ class EventWindow(models.Model):
     """The members of a bounded list (ended jobs, solve runs) as pages were last told, so that the
     writer holding the event lock can diff it against the list now and emit a delete for every
     object that left it and an upsert for every one that entered, however many changes
-    committed concurrently since (emit.py, windows.py)."""
+    committed concurrently since (windows.py)."""
 
     name = models.CharField(max_length=32, primary_key=True)
     keys = models.JSONField(default=list, help_text="Primary keys of the window's members.")

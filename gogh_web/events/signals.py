@@ -1,7 +1,9 @@
 """Sockets follow their user's access: when a user logs out, or their account (active, staff,
 password) or tenant membership changes, their open sockets are woken through the per-user
 group and check the session again (consumers.py) - closing with 4401 when it no longer signs
-anyone in, asking the page to resync when what it may see changed.
+anyone in, asking the page to resync when what it may see changed. The account hooks are
+connected here; the app that owns tenancy connects its own, calling recheck_user when a user's
+tenant changes.
 
 The wake-up goes through the channel layer, so with the embedded in-process layer it reaches
 only the sockets of this process (a logout through daphne's HTTP does); changes made elsewhere
@@ -57,17 +59,9 @@ def _user_deleted(sender, instance, **kwargs):
     recheck_user(instance.pk)
 
 
-def _membership_changed(sender, instance, **kwargs):
-    recheck_user(instance.user_id)
-
-
 def connect() -> None:
     """Called once by the app config's ready()."""
-    from scheduler.models import Membership
-
     user_model = get_user_model()
     user_logged_out.connect(_logged_out, dispatch_uid="live-logout")
     post_save.connect(_user_saved, sender=user_model, dispatch_uid="live-user-saved")
     post_delete.connect(_user_deleted, sender=user_model, dispatch_uid="live-user-deleted")
-    post_save.connect(_membership_changed, sender=Membership, dispatch_uid="live-membership-saved")
-    post_delete.connect(_membership_changed, sender=Membership, dispatch_uid="live-membership-deleted")

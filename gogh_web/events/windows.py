@@ -1,6 +1,7 @@
-"""Windows of the live state: the snapshot holds only the newest GOGH_LIVE_ENDED_JOBS_KEPT ended
-jobs and the newest GOGH_LIVE_SOLVE_RUNS_KEPT solve runs, and pages must stay inside the same
-windows by applying events, so whatever leaves a window needs a delete event.
+"""Windows of the live state: a snapshot may hold only the newest members of a list (the app
+that builds a kind decides which, in its live.py: the newest ended jobs, the newest solve runs),
+and pages must stay inside the same windows by applying events, so whatever leaves a window
+needs a delete event.
 
 Which objects left cannot be worked out when a change is made (before its commit): two jobs
 ending concurrently would both pick the same job to push out, and the other one leaving would
@@ -11,33 +12,21 @@ entered without its own event (a larger setting) an upsert.
 
 Runs inside the event-storing transaction only (a `send_changes` builder).
 """
-from django.conf import settings
-
-from . import selectors
 from .models import EventWindow
 from .sending import Change
 
-ENDED_JOBS, SOLVE_RUNS = "ended_jobs", "solve_runs"
 
-
-def ended_jobs_changes(*, emitted) -> list[Change]:
-    """Deletes (and upserts) for the ended jobs that left (entered) the window since pages were
-    last told; `emitted`: keys whose events the same batch already carries."""
-    kept = settings.GOGH_LIVE_ENDED_JOBS_KEPT
-    left, entered = _diff(ENDED_JOBS, selectors.newest_ended_job_ids(kept), unknown=lambda: selectors.newest_ended_job_ids(2 * kept + 1))
+def window_changes(name: str, *, kind: str, members: list[str], unknown, emitted, data, tenants=None) -> list[Change]:
+    """Deletes (and upserts) for the members of window `name` that left (entered) it since pages
+    were last told. `members`: the window's keys now; `unknown()`: a generous superset of them
+    for a window never stored before (_diff); `emitted`: keys whose events the same batch
+    already carries; `data(keys)`: {key: dict} of the entered members; `tenants(keys)`: {key:
+    tenant id} of members seen by one tenant only (None: every member is cluster-wide)."""
+    left, entered = _diff(name, members, unknown=unknown)
     entered -= set(emitted)
-    tenants = selectors.job_tenants(left | entered)
-    data = selectors.jobs_data_by_key(sorted(entered)) if entered else {}
-    return [Change("job", key, data.get(key), tenants.get(key)) for key in _by_id(left | entered)]
-
-
-def solve_runs_changes(*, emitted) -> list[Change]:
-    """Like ended_jobs_changes, for the newest solve runs."""
-    kept = settings.GOGH_LIVE_SOLVE_RUNS_KEPT
-    left, entered = _diff(SOLVE_RUNS, selectors.newest_solve_run_ids(kept), unknown=lambda: selectors.newest_solve_run_ids(2 * kept + 1))
-    entered -= set(emitted)
-    data = selectors.solve_runs_data_by_key(sorted(entered)) if entered else {}
-    return [Change("solve_run", key, data.get(key), None) for key in _by_id(left | entered)]
+    owners = tenants(left | entered) if tenants else {}
+    found = data(sorted(entered)) if entered else {}
+    return [Change(kind, key, found.get(key), owners.get(key)) for key in _by_id(left | entered)]
 
 
 def _diff(name: str, members: list[str], *, unknown) -> tuple[set[str], set[str]]:

@@ -21,10 +21,10 @@ from django.contrib.admin.models import CHANGE, LogEntry
 from django.db import transaction
 from django.utils import timezone
 
-from gogh_web.events import emit
 from scheduler.models import SolveTrigger
 from scheduler.services import scheduling_round_request
 
+from .. import live
 from ..models import Node
 from .requeue import jobs_requeue_from_nodes
 
@@ -67,7 +67,7 @@ def node_approve(*, node: Node, by=None) -> Node:
     node.approved_at, node.approved_by = timezone.now(), by
     node.save(update_fields=["approved_at", "approved_by", "updated_at"])
     _audit(node, by, "Approved: the node receives jobs.")
-    emit.node_changed(node.pk)
+    live.node_changed(node.pk)
     scheduling_round_request(trigger=SolveTrigger.NODE)  # new capacity
     return node
 
@@ -84,7 +84,7 @@ def node_revoke(*, node: Node, by, reason: str = "") -> Node:
     node.save(update_fields=["approved_at", "approved_by", "updated_at"])
     who = by.get_username() if by is not None else "an operator"
     _audit(node, by, f"Approval revoked{': ' + reason if reason else ''}.")
-    emit.node_changed(node.pk)
+    live.node_changed(node.pk)
     jobs_requeue_from_nodes(node_ids=[node.pk], reason=reason or f"approval revoked by {who}")
     return node
 

@@ -8,8 +8,7 @@ happens exactly once.
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from gogh_web.events import emit
-
+from .. import live
 from ..models import Gpu, GpuState, Node
 from .access import check_may_report
 from .requeue import jobs_requeue_from_gpus
@@ -38,7 +37,7 @@ def gpus_report_failed(*, node: Node, agent_user, failures: list[dict]) -> list[
         gpu.save(update_fields=["state", "state_reason"])
         newly.append(gpu)
     if newly:
-        emit.gpus_changed(gpu.pk for gpu in newly)
+        live.gpus_changed(gpu.pk for gpu in newly)
         names = ", ".join(f"{node.hostname} GPU {gpu.index}" for gpu in newly)
         jobs_requeue_from_gpus(gpu_ids=[gpu.pk for gpu in newly], reason=f"{names} failed")
     return sorted(by_uuid.values(), key=lambda gpu: gpu.index)

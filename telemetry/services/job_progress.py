@@ -17,9 +17,9 @@ from django.utils import timezone
 
 from catalog.measurement_limits import limit_problems
 from catalog.models import Measurement, MeasurementSource
-from gogh_web.events import emit
 from gogh_web.outbox.services import outbox_enqueue
 from scheduler.lifecycle import TERMINAL, JobState
+from scheduler.live import job_changed
 from scheduler.models import Allocation, Job, SolveTrigger
 from scheduler.services import job_transition, scheduling_round_request
 
@@ -87,7 +87,7 @@ def job_progress_report(
     if status in (SUCCEEDED, FAILED):  # its GPUs are free: pending jobs may fit now
         scheduling_round_request(trigger=SolveTrigger.FINISH)
     job.refresh_from_db()
-    emit.job_changed(job)  # progress, total steps, observed throughput
+    job_changed(job)  # progress, total steps, observed throughput
     return job
 
 
@@ -117,7 +117,7 @@ def _late_end(job: Job, *, status: str, steps: int, message: str, now) -> Job:
     job = job_transition(job=job, to=JobState.SUCCEEDED.value, reason=reason[:300], now=now)
     scheduling_round_request(trigger=SolveTrigger.FINISH)
     job.refresh_from_db()
-    emit.job_changed(job)
+    job_changed(job)
     return job
 
 

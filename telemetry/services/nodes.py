@@ -18,11 +18,10 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from gogh_web.api.permissions import AGENT_PERMISSION
-from gogh_web.events import emit
 from scheduler.models import Membership, SolveTrigger
 from scheduler.services import scheduling_round_request
 
-from .. import lifecycle, selectors
+from .. import lifecycle, live, selectors
 from ..models import Gpu, GpuState, Node, NodeState, SilenceWatch
 from ..product_names import AmbiguousProductName, gpu_type_for_product
 from ..registration_rules import normalize_hostname, registration_errors
@@ -80,8 +79,8 @@ def node_register(
     _gpus_sync(node=node, gpus=gpus, gpu_types=gpu_types, rows=rows, now=now)
     if approval_lost:
         jobs_requeue_from_nodes(node_ids=[node.pk], reason=f"claimed by agent account {agent_user.get_username()}")
-    emit.node_changed(node.pk)
-    emit.gpus_changed([*Gpu.objects.filter(node=node).values_list("pk", flat=True), *(row.pk for row in rows.values())])
+    live.node_changed(node.pk)
+    live.gpus_changed([*Gpu.objects.filter(node=node).values_list("pk", flat=True), *(row.pk for row in rows.values())])
     scheduling_round_request(trigger=SolveTrigger.NODE)  # new or changed capacity
     return node, created
 
@@ -97,7 +96,7 @@ def node_heartbeat(*, node: Node, agent_user) -> Node:
     _note_report(node)
     node.save(update_fields=["last_heartbeat", "state", "state_reason", "updated_at"])
     if node.state != was:  # pages show the state, not the heartbeat time
-        emit.node_changed(node.pk)
+        live.node_changed(node.pk)
     return node
 
 
@@ -119,7 +118,7 @@ def node_set_state(*, node: Node, state: str, reason: str = "") -> Node:
     if state != NodeState.DOWN:
         node.drained = state == NodeState.DRAINING
     node.save(update_fields=["state", "state_reason", "drained", "updated_at"])
-    emit.node_changed(node.pk)
+    live.node_changed(node.pk)
     return node
 
 
@@ -178,7 +177,7 @@ def gpu_set_state(*, gpu: Gpu, state: str, reason: str = "") -> Gpu:
     lifecycle.check_gpu_operator_move(gpu.state, state)
     gpu.state, gpu.state_reason = state, _clip(reason)
     gpu.save(update_fields=["state", "state_reason"])
-    emit.gpus_changed([gpu.pk])
+    live.gpus_changed([gpu.pk])
     return gpu
 
 
@@ -235,7 +234,7 @@ def _nodes_go_down(*, node_ids: list[int], reason: str) -> int:
         state=NodeState.DOWN, state_reason=_clip(reason), updated_at=timezone.now()
     )
     for node_id in going:
-        emit.node_changed(node_id)
+        live.node_changed(node_id)
     jobs_requeue_from_nodes(node_ids=going, reason=reason)
     return count
 

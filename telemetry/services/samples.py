@@ -15,8 +15,8 @@ from django.db.models.functions import TruncMinute
 from django.utils import timezone
 
 from catalog.measurement_limits import MAX_CLOCK_AHEAD
-from gogh_web.events import emit
 
+from .. import live
 from ..models import Gpu, GpuSample, GpuSampleMinute, Node
 from .access import check_is_agent, may_report
 
@@ -66,7 +66,7 @@ def gpu_samples_ingest(*, agent_user, samples: list[dict], dropped: int | None =
     rows = _new_rows(gpus, samples)
     # ignore_conflicts still: a concurrent upload of the same samples may commit first.
     GpuSample.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
-    emit.gpus_changed({row.gpu_id for row in rows})  # once per GPU with a new sample, however many; none on a resend
+    live.gpus_changed({row.gpu_id for row in rows})  # once per GPU with a new sample, however many; none on a resend
     if dropped is not None:  # written only when it changed (the nodes came with the GPUs): most batches drop nothing
         changed = {gpu.node_id for gpu in gpus.values() if gpu.node.samples_dropped != dropped}
         if changed:
@@ -131,7 +131,7 @@ def gpu_samples_downsample(*, retention_s: float, now=None) -> int:
     folded, _ = old.delete()
     # Pages show each GPU's newest raw sample: it changed only for GPUs that have none left.
     gpu_ids = {group["gpu_id"] for group in groups}
-    emit.gpus_changed(gpu_ids - set(GpuSample.objects.filter(gpu_id__in=gpu_ids).values_list("gpu_id", flat=True)))
+    live.gpus_changed(gpu_ids - set(GpuSample.objects.filter(gpu_id__in=gpu_ids).values_list("gpu_id", flat=True)))
     return folded
 
 

@@ -18,8 +18,8 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from catalog.models import Measurement
-from gogh_web.events import emit
 from gogh_web.dashboard.tradeoff import sweep_grid
+from scheduler.live import job_changed
 from scheduler.models import Job, SolverConfigChange
 from telemetry.models import Gpu, GpuSample, Node
 from telemetry.services.nodes import node_register
@@ -268,7 +268,7 @@ def test_trade_off_plot_renders_in_webgl_and_preview_updates_it(stack, chromium,
 
     def progress():
         Job.objects.filter(pk=job_id).update(steps_done=100)
-        emit.job_changed(Job.objects.get(pk=job_id))
+        job_changed(Job.objects.get(pk=job_id))
 
     off_the_loop(progress)
     page.wait_for_function(f"() => Number(document.getElementById('tradeoff-plot').dataset.events || 0) > {events}", timeout=WAIT_MS)

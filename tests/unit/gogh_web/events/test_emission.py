@@ -86,14 +86,13 @@ def test_a_round_emits_a_pending_job_only_when_its_reason_changed(measured, alic
 
 
 def test_jobs_changed_in_bulk_are_one_batch_of_events(measured, alice, bob, resnet50, committed, django_capture_on_commit_callbacks):
-    from gogh_web.events import emit
-    from scheduler import services
+    from scheduler import live, services
 
     with committed():
         jobs = [services.job_submit(owner=owner, workload=resnet50, min_throughput=1, max_gpus=1).job for owner in (alice, bob, alice)]
     Event.objects.all().delete()
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        emit.jobs_changed(job.pk for job in jobs)
+        live.jobs_changed(job.pk for job in jobs)
     assert len(callbacks) == 1  # one lock, one read, one insert
     assert list(Event.objects.values_list("key", "tenant_id")) == [(str(job.pk), job.tenant_id) for job in jobs]
 

@@ -1,11 +1,12 @@
-"""State builders: the one shape of each kind, shared by snapshots and events (no database)."""
+"""State builders of the scheduler's live kinds: the one shape of each kind, shared by snapshots
+and events (no database)."""
 import math
 from datetime import UTC, datetime
 
-from catalog.models import GpuType, PredictorVersion, Workload
-from gogh_web.events import state
+from catalog.models import GpuType, Workload
+from scheduler import live
 from scheduler.models import Allocation, Job, SolveRun, SolverConfig, Tenant
-from telemetry.models import Gpu, GpuSample, Node
+from telemetry.models import Gpu, Node
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
@@ -28,7 +29,7 @@ def _allocation(gpu_id, host, gpu_type="v100", predicted=12.0):
 
 def test_job_state_has_placement_predictions_slo_and_progress():
     allocations = [_allocation(12, "b"), _allocation(11, "a")]
-    data = state.job_state(_job(), allocations=allocations, observed_throughput=7.5, partner_job_ids={9, 4})
+    data = live.job_state(_job(), allocations=allocations, observed_throughput=7.5, partner_job_ids={9, 4})
     assert data["placement"] == {"gpu_type": "v100", "num_gpus": 2, "partner_job_ids": [4, 9], "nodes": ["a", "b"],
                                  "gpu_ids": [11, 12]}
     assert data["predicted_throughput"] == 12.0 and data["observed_throughput"] == 7.5
@@ -40,42 +41,25 @@ def test_job_state_has_placement_predictions_slo_and_progress():
 
 
 def test_job_without_placement_or_observation_is_unknown():
-    data = state.job_state(_job(state="pending", total_steps=None), allocations=[], observed_throughput=None)
+    data = live.job_state(_job(state="pending", total_steps=None), allocations=[], observed_throughput=None)
     assert data["placement"] is None and data["predicted_throughput"] is None
     assert data["slo"] == "unknown" and data["progress"]["fraction"] is None
 
 
 def test_slo_met_at_exactly_t_min_and_mixed_gpu_types_named_together():
-    assert state.slo_status(8.0, 8.0) == "met"
-    placement = state.placement_state([_allocation(1, "a", "v100"), _allocation(2, "b", "k80")])
+    assert live.slo_status(8.0, 8.0) == "met"
+    placement = live.placement_state([_allocation(1, "a", "v100"), _allocation(2, "b", "k80")])
     assert placement["gpu_type"] == "k80+v100"
-
-
-def test_gpu_state_carries_the_newest_sample():
-    gpu = Gpu(pk=3, node_id=1, node=Node(pk=1, hostname="a"), index=0, uuid="GPU-0", gpu_type=GpuType(name="v100"),
-              state="healthy")
-    sample = GpuSample(ts=T0, power_w=250.0, utilization=0.9, temperature_c=70.0, memory_used_mb=None)
-    data = state.gpu_state(gpu, sample=sample)
-    assert (data["power_w"], data["utilization"], data["temperature_c"], data["sampled_at"]) == (250.0, 0.9, 70.0, T0.isoformat())
-    assert state.gpu_state(gpu, sample=None)["power_w"] is None
 
 
 def test_non_finite_numbers_become_null_so_any_json_column_takes_them():
     run = SolveRun(pk=1, solver="ilp", status="optimal", objective=math.inf, gap=math.nan, duration_s=0.5, started_at=T0)
-    data = state.solve_run_state(run)
+    data = live.solve_run_state(run)
     assert data["objective"] is None and data["gap"] is None and data["duration_s"] == 0.5
     assert data["started_at"] == T0.isoformat() and "decision" not in data
 
 
 def test_solver_config_state_has_every_setting():
-    data = state.solver_config_state(SolverConfig(pk=1, base_energy_weight=2.5, adaptive_weight=False))
+    data = live.solver_config_state(SolverConfig(pk=1, base_energy_weight=2.5, adaptive_weight=False))
     assert data["base_energy_weight"] == 2.5 and data["adaptive_weight"] is False and data["load_window"] == 20
     assert {field.attname for field in SolverConfig._meta.concrete_fields} - {"updated_at"} == set(data)
-
-
-def test_predictor_version_state_keeps_numeric_metrics_only():
-    version = PredictorVersion(pk=4, name="p1", architecture="feedforward", status="active", created_at=T0,
-                               metrics={"val_mae": 0.1, "validation_workloads": ["a"], "flag": True},
-                               training_data={"records": 120})
-    data = state.predictor_version_state(version)
-    assert data["metrics"] == {"val_mae": 0.1} and data["val_mae"] == 0.1 and data["training_records"] == 120

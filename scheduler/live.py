@@ -1,0 +1,311 @@
+"""The scheduler's live kinds (docs/live-updates.md): `job` (seen by its tenant and staff),
+`solve_run` and `solver_config`; the windows that keep snapshots bounded (the newest ended jobs
+and solve runs); and the tenancy rule of who sees what. For each kind: the dict that both the
+snapshot and the events carry, the snapshot's part (settings.GOGH_LIVE_KINDS), and what
+services call when objects change, inside their transaction.
+"""
+from functools import partial
+
+from django.conf import settings
+from django.db.models import Q
+from django.db.models.signals import post_delete, post_save
+
+from catalog.models import Measurement, MeasurementSource
+from gogh_web.events.sending import Change, send_changes, send_event
+from gogh_web.events.signals import recheck_user
+from gogh_web.events.state import iso, number, plain
+from gogh_web.events.windows import window_changes
+
+from .lifecycle import TERMINAL
+from .models import Allocation, Job, Membership, SolveRun, SolverConfig
+from .selectors import tenant_of
+
+ENDED_STATES = [s.value for s in TERMINAL]
+MET, VIOLATED, UNKNOWN = "met", "violated", "unknown"
+#: Fields of a SolveRun that pages show; the full decision stays in the admin and the API.
+SOLVE_RUN_FIELDS = (
+    "id", "trigger", "solver", "status", "dry_run", "shadow", "objective", "gap", "duration_s", "num_jobs", "num_gpus",
+    "num_variables", "num_constraints", "fallback_reason", "power_w", "num_placed", "load", "energy_weight",
+    "started_at", "finished_at",
+)
+#: The names of the windows' EventWindow rows.
+ENDED_JOBS, SOLVE_RUNS = "ended_jobs", "solve_runs"
+
+# --- Tenancy: a job's events are its tenant's (and staff's); every other kind is cluster-wide
+
+
+def tenant_id_of(user) -> int | None:
+    """The tenant whose events the user sees (settings.GOGH_LIVE_TENANT_OF); None: none."""
+    tenant = tenant_of(user)
+    return tenant.pk if tenant else None
+
+
+def jobs_seen_by(viewer):
+    """The jobs a viewer (gogh_web.events.selectors.Viewer) may see: staff all, others their tenant's."""
+    jobs = Job.objects.all()
+    if viewer.staff:
+        return jobs
+    return jobs.filter(tenant_id=viewer.tenant_id) if viewer.tenant_id else jobs.none()
+
+
+def _membership_changed(sender, instance, **kwargs):
+    recheck_user(instance.user_id)
+
+
+def connect() -> None:
+    """Called once by the app config's ready(): a user moved to another tenant (or out of one)
+    has their live sockets check what they may see now."""
+    post_save.connect(_membership_changed, sender=Membership, dispatch_uid="live-membership-saved")
+    post_delete.connect(_membership_changed, sender=Membership, dispatch_uid="live-membership-deleted")
+
+
+# --- State (pure: callers fetch the instances and their related rows)
+
+
+def slo_status(min_throughput: float, observed: float | None) -> str:
+    """Whether the job gets its T_min, by what telemetry observed; unknown until it observed something."""
+    if observed is None:
+        return UNKNOWN
+    return MET if observed >= min_throughput else VIOLATED
+
+
+def placement_state(allocations, partner_job_ids=()) -> dict | None:
+    """Where a job runs, from its open allocations (each with gpu, gpu.node, gpu.gpu_type) and
+    the ids of the jobs sharing its GPUs (read by the caller in one query for all jobs); None if
+    nowhere. Mixed GPU types (rare) are named together, sorted, joined by '+'."""
+    if not allocations:
+        return None
+    allocations = sorted(allocations, key=lambda a: a.gpu_id)
+    return {
+        "gpu_type": "+".join(sorted({a.gpu.gpu_type.name for a in allocations})),
+        "num_gpus": len(allocations),
+        "partner_job_ids": sorted(set(partner_job_ids)),
+        "nodes": sorted({a.gpu.node.hostname for a in allocations}),
+        "gpu_ids": [a.gpu_id for a in allocations],
+    }
+
+
+def job_state(job, *, allocations, observed_throughput: float | None, partner_job_ids=()) -> dict:
+    """A job (workload, tenant and owner loaded) with its open allocations, the ids of the jobs
+    sharing its GPUs and the newest throughput telemetry observed for it."""
+    predicted = next((a.predicted_throughput for a in allocations if a.predicted_throughput is not None), None)
+    observed = number(observed_throughput)
+    total = job.total_steps
+    return {
+        "id": job.pk,
+        "name": job.name,
+        "workload": job.workload.name,
+        "tenant": job.tenant.slug,
+        "owner": job.owner.get_username(),
+        "state": job.state,
+        "state_reason": job.state_reason,
+        "pending_reason": job.pending_reason,
+        "priority": job.priority,
+        "min_throughput": number(job.min_throughput),
+        "max_gpus": job.max_gpus,
+        "placement": placement_state(allocations, partner_job_ids),
+        "predicted_throughput": number(predicted),
+        "observed_throughput": observed,
+        "slo": slo_status(job.min_throughput, observed),
+        "submitted_at": iso(job.submitted_at),
+        "placed_at": iso(job.placed_at),
+        "started_at": iso(job.started_at),
+        "finished_at": iso(job.finished_at),
+        "deadline": iso(job.deadline),
+        "progress": {
+            "steps_done": job.steps_done,
+            "total_steps": total,
+            "fraction": min(1.0, job.steps_done / total) if total else None,
+        },
+    }
+
+
+def solve_run_state(run) -> dict:
+    return {field: plain(getattr(run, field, None)) for field in SOLVE_RUN_FIELDS}
+
+
+def solver_config_state(config) -> dict:
+    """Every setting of the singleton, whatever fields it grows; not its save time, so the unsaved
+    defaults (before anything created the row) look exactly like the row created with them."""
+    return {
+        field.attname: plain(getattr(config, field.attname))
+        for field in config._meta.concrete_fields
+        if field.attname != "updated_at"
+    }
+
+
+# --- Windows: every active job plus the newest GOGH_LIVE_ENDED_JOBS_KEPT ended ones, and the
+# newest GOGH_LIVE_SOLVE_RUNS_KEPT solve runs; whatever leaves one gets a delete event
+
+
+def ended_jobs_kept() -> int:
+    return settings.GOGH_LIVE_ENDED_JOBS_KEPT
+
+
+def solve_runs_kept() -> int:
+    return settings.GOGH_LIVE_SOLVE_RUNS_KEPT
+
+
+def _ended_jobs():
+    return Job.objects.filter(state__in=ENDED_STATES).order_by("-finished_at", "-id")
+
+
+def newest_ended_job_ids(count: int) -> list[str]:
+    """The `count` most recently ended jobs, newest first (the window is the first ended_jobs_kept())."""
+    return [str(pk) for pk in _ended_jobs().values_list("pk", flat=True)[:count]]
+
+
+def newest_solve_run_ids(count: int) -> list[str]:
+    return [str(pk) for pk in SolveRun.objects.order_by("-id").values_list("pk", flat=True)[:count]]
+
+
+def job_tenants(keys) -> dict[str, int]:
+    """{job key: tenant id} of the jobs that still exist."""
+    return {str(pk): tenant_id for pk, tenant_id in Job.objects.filter(pk__in=[int(k) for k in keys]).values_list("pk", "tenant_id")}
+
+
+def jobs_in_window(jobs):
+    """The jobs of `jobs` that snapshots hold: the active ones and the newest ended ones."""
+    ended_kept = list(_ended_jobs().values_list("pk", flat=True)[: ended_jobs_kept()])
+    return jobs.filter(Q(pk__in=ended_kept) | ~Q(state__in=ENDED_STATES))
+
+
+def _solve_runs_in_window():
+    return SolveRun.objects.order_by("-id")[: solve_runs_kept()]
+
+
+def ended_jobs_changes(*, emitted) -> list[Change]:
+    """Deletes (and upserts) for the ended jobs that left (entered) the window since pages were
+    last told; `emitted`: keys whose events the same batch already carries."""
+    kept = ended_jobs_kept()
+    return window_changes(
+        ENDED_JOBS, kind="job", members=newest_ended_job_ids(kept), unknown=lambda: newest_ended_job_ids(2 * kept + 1),
+        emitted=emitted, data=jobs_data_by_key, tenants=job_tenants,
+    )
+
+
+def solve_runs_changes(*, emitted) -> list[Change]:
+    """Like ended_jobs_changes, for the newest solve runs."""
+    kept = solve_runs_kept()
+    return window_changes(
+        SOLVE_RUNS, kind="solve_run", members=newest_solve_run_ids(kept), unknown=lambda: newest_solve_run_ids(2 * kept + 1),
+        emitted=emitted, data=solve_runs_data_by_key,
+    )
+
+
+# --- Current data (what the snapshot and the events carry; None: gone, or out of its window)
+
+
+def jobs_data(jobs) -> dict[str, dict]:
+    jobs = list(jobs.select_related("workload", "tenant", "owner"))
+    allocations: dict[int, list] = {}
+    for allocation in Allocation.objects.filter(job__in=jobs, end__isnull=True).select_related("gpu__node", "gpu__gpu_type"):
+        allocations.setdefault(allocation.job_id, []).append(allocation)
+    partners: dict[int, set[int]] = {}
+    for job_id, partner_id in Allocation.partners.through.objects.filter(
+        allocation__job__in=jobs, allocation__end__isnull=True
+    ).values_list("allocation__job_id", "job_id"):
+        partners.setdefault(job_id, set()).add(partner_id)
+    observed = _observed_throughputs([job.pk for job in jobs])
+    return {
+        str(job.pk): job_state(
+            job, allocations=allocations.get(job.pk, []), observed_throughput=observed.get(job.pk),
+            partner_job_ids=partners.get(job.pk, ()),
+        )
+        for job in jobs
+    }
+
+
+def _observed_throughputs(job_ids: list[int]) -> dict[int, float]:
+    """{job id: the throughput of its newest telemetry measurement}, for the jobs that have one."""
+    # Imported here: telemetry's services import the scheduler's, which emit events through this module.
+    from telemetry.services.job_progress import measurement_reference
+
+    references = {measurement_reference(job_id): job_id for job_id in job_ids}
+    rows = Measurement.objects.filter(source=MeasurementSource.TELEMETRY, reference__in=references).order_by("observed_at", "id")
+    observed = {}
+    for reference, throughput in rows.values_list("reference", "throughput"):
+        observed[references[reference]] = throughput  # the newest wins
+    return observed
+
+
+def jobs_data_by_key(keys: list[str]) -> dict[str, dict]:
+    """What the events of these jobs carry; a job gone or outside the window is left out (a delete)."""
+    return jobs_data(jobs_in_window(Job.objects.filter(pk__in=[int(key) for key in keys])))
+
+
+def solve_runs_data_by_key(keys: list[str]) -> dict[str, dict]:
+    """What the events of these solve runs carry; one gone or outside the window is left out."""
+    window = list(_solve_runs_in_window().values_list("pk", flat=True))
+    runs = SolveRun.objects.filter(pk__in=[int(key) for key in keys]).filter(pk__in=window)
+    return {str(run.pk): solve_run_state(run) for run in runs}
+
+
+def solver_config() -> SolverConfig:
+    """The settings row, or the defaults it will be created with: SolverConfig.load() creates it
+    on first use, from any process, without a service (and so without an event)."""
+    return SolverConfig.objects.filter(pk=SolverConfig.SINGLETON_PK).first() or SolverConfig(pk=SolverConfig.SINGLETON_PK)
+
+
+def solver_config_data(config_id: int) -> dict | None:
+    config = SolverConfig.objects.filter(pk=config_id).first()
+    return solver_config_state(config) if config else None
+
+
+# --- Snapshot parts (settings.GOGH_LIVE_KINDS)
+
+
+def jobs_snapshot(viewer) -> dict[str, dict]:
+    return jobs_data(jobs_in_window(jobs_seen_by(viewer)))
+
+
+def solve_runs_snapshot(viewer) -> dict[str, dict]:
+    return {str(run.pk): solve_run_state(run) for run in _solve_runs_in_window()}
+
+
+def solver_config_snapshot(viewer) -> dict[str, dict]:
+    return {str(SolverConfig.SINGLETON_PK): solver_config_state(solver_config())}
+
+
+# --- Events: one batch per call, its data built after the commit, so it always shows the
+# committed truth and an object that is gone (or left its window) becomes a delete
+
+
+def job_changed(job) -> None:
+    """A job changed (submitted, moved, placed, progressed, ended)."""
+    _send_jobs({str(job.pk): job.tenant_id}, ended=job.is_terminal)
+
+
+def jobs_changed(job_ids) -> None:
+    """Jobs changed by a bulk update (their pending reasons after a round): one batch of events,
+    built in one read and stored in one insert."""
+    jobs = list(Job.objects.filter(pk__in=list(job_ids)).only("pk", "tenant_id", "state"))
+    _send_jobs({str(job.pk): job.tenant_id for job in sorted(jobs, key=lambda j: j.pk)},
+               ended=any(job.is_terminal for job in jobs))
+
+
+def _send_jobs(tenants: dict[str, int], *, ended: bool) -> None:
+    """When a job ended, the ended jobs its end pushed out of the window are deleted from pages:
+    worked out after the commit, under the event lock (gogh_web/events/windows.py)."""
+    if tenants:
+        send_changes(partial(_job_changes, tenants, ended))
+
+
+def _job_changes(tenants: dict[str, int], ended: bool) -> list[Change]:
+    data = jobs_data_by_key(list(tenants))
+    changes = [Change("job", key, data.get(key), tenant_id) for key, tenant_id in tenants.items()]
+    return changes + (ended_jobs_changes(emitted=tenants) if ended else [])
+
+
+def solve_run_changed(run) -> None:
+    """A new solve run; the oldest ones of the window leave it."""
+    send_changes(partial(_solve_run_changes, str(run.pk)))
+
+
+def _solve_run_changes(key: str) -> list[Change]:
+    data = solve_runs_data_by_key([key]).get(key)
+    return [Change("solve_run", key, data, None), *solve_runs_changes(emitted=[key])]
+
+
+def solver_config_changed(config) -> None:
+    send_event(kind="solver_config", key=config.pk, data=partial(solver_config_data, config.pk))
