@@ -4,6 +4,8 @@ from datetime import timedelta
 
 from django.utils import timezone
 
+from catalog.models import PredictorVersion
+from catalog.services.predictors import predictor_promote, predictor_rollback
 from gogh_web.events.models import Event
 from gogh_web.events.selectors import events_after, snapshot, viewer_for
 from scheduler import services
@@ -13,10 +15,18 @@ from telemetry.services import gpu_samples_ingest, node_set_state
 
 from .conftest import apply_events, plain
 
+KINDS = {"job", "node", "gpu", "solve_run", "solver_config", "predictor_version"}
+
+
+def _version(status, mae):
+    return PredictorVersion.objects.create(name="p1", architecture="feedforward", status=status,
+                                           metrics={"val_mae": mae}, weights_file="x.pt", weights_sha256="0" * 64)
+
 
 def test_state_after_applying_events_equals_a_fresh_snapshot(measured, alice, bob, staff, resnet50, lm, committed, settings):
     settings.GOGH_LIVE_ENDED_JOBS_KEPT = 1  # so that jobs and solve runs also leave their windows
     settings.GOGH_LIVE_SOLVE_RUNS_KEPT = 2
+    active, candidate = _version("active", 0.2), _version("candidate", 0.1)
     viewers = {user.username: viewer_for(user) for user in (alice, bob, staff)}
     starts = {name: plain(snapshot(viewer)) for name, viewer in viewers.items()}
 
@@ -43,6 +53,10 @@ def test_state_after_applying_events_equals_a_fresh_snapshot(measured, alice, bo
     with committed():
         services.solver_config_update(by=staff, values={"base_energy_weight": 2.0})
     with committed():
+        predictor_promote(version=candidate)  # the active version retires
+    with committed():
+        predictor_rollback(version=active)
+    with committed():
         services.scheduling_round_run(trigger="manual")
         services.scheduling_round_run(trigger="manual")  # the first round leaves the window of two
 
@@ -53,9 +67,11 @@ def test_state_after_applying_events_equals_a_fresh_snapshot(measured, alice, bo
 
     alice_keys = {(e["kind"], e["key"]) for e in events_after(viewers["alice"], 0, limit=10_000)}
     assert ("job", str(mine.pk)) in alice_keys and ("job", str(theirs.pk)) not in alice_keys
-    assert {"job", "node", "gpu", "solve_run", "solver_config"} <= {kind for kind, _ in alice_keys}
+    assert {kind for kind, _ in alice_keys} == KINDS  # every kind went through the replay
     assert Event.objects.filter(kind="job", key=str(early.pk), op="delete").exists()
     assert Event.objects.filter(kind="solve_run", op="delete").exists()
     final = snapshot(viewers["alice"])["state"]
     assert final["job"][str(mine.pk)]["state"] == "pending"  # its V100 node went down; a K80 is too slow
     assert final["node"][str(node.pk)]["state"] == "down"
+    assert set(final) == KINDS
+    assert {key: v["status"] for key, v in final["predictor_version"].items()} == {str(active.pk): "active", str(candidate.pk): "retired"}
