@@ -4,3 +4,8 @@ from django.apps import AppConfig
 class SchedulerConfig(AppConfig):
     name = "scheduler"
     verbose_name = "Scheduler"
+
+    def ready(self):
+        from .dispatch import receivers
+
+        receivers.connect()

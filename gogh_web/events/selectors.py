@@ -13,10 +13,10 @@ from django.conf import settings
 from django.contrib import auth
 from django.db.models import OuterRef, Q, Subquery
 
-from catalog.models import Measurement, MeasurementSource, PredictorVersion
+from catalog.models import PredictorVersion
 from scheduler.lifecycle import TERMINAL
 from scheduler.models import Allocation, Job, SolveRun, SolverConfig
-from scheduler.selectors import tenant_of
+from scheduler.selectors import observed_throughputs, tenant_of
 from telemetry.models import Gpu, GpuSample, GpuState, Node
 
 from . import state
@@ -126,9 +126,6 @@ def jobs_in_window(jobs):
 
 
 def jobs_data(jobs) -> dict[str, dict]:
-    # Imported here: telemetry's services import the scheduler's, which emit events through this app.
-    from telemetry.services.job_progress import measurement_reference
-
     jobs = list(jobs.select_related("workload", "tenant", "owner"))
     allocations: dict[int, list] = {}
     for allocation in Allocation.objects.filter(job__in=jobs, end__isnull=True).select_related("gpu__node", "gpu__gpu_type"):
@@ -138,11 +135,7 @@ def jobs_data(jobs) -> dict[str, dict]:
         allocation__job__in=jobs, allocation__end__isnull=True
     ).values_list("allocation__job_id", "job_id"):
         partners.setdefault(job_id, set()).add(partner_id)
-    observed = {}
-    references = {measurement_reference(job.pk): job.pk for job in jobs}
-    rows = Measurement.objects.filter(source=MeasurementSource.TELEMETRY, reference__in=references).order_by("observed_at", "id")
-    for reference, throughput in rows.values_list("reference", "throughput"):
-        observed[references[reference]] = throughput  # the newest wins
+    observed = observed_throughputs([job.pk for job in jobs])
     return {
         str(job.pk): state.job_state(
             job, allocations=allocations.get(job.pk, []), observed_throughput=observed.get(job.pk),

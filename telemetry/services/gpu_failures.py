@@ -10,9 +10,9 @@ from django.db import transaction
 
 from gogh_web.events import emit
 
+from .. import signals
 from ..models import Gpu, GpuState, Node
 from .access import check_may_report
-from .requeue import jobs_requeue_from_gpus
 
 REASON_LENGTH = 200
 
@@ -40,5 +40,5 @@ def gpus_report_failed(*, node: Node, agent_user, failures: list[dict]) -> list[
     if newly:
         emit.gpus_changed(gpu.pk for gpu in newly)
         names = ", ".join(f"{node.hostname} GPU {gpu.index}" for gpu in newly)
-        jobs_requeue_from_gpus(gpu_ids=[gpu.pk for gpu in newly], reason=f"{names} failed")
+        signals.gpus_lost.send(sender=Gpu, gpu_ids=[gpu.pk for gpu in newly], reason=f"{names} failed")
     return sorted(by_uuid.values(), key=lambda gpu: gpu.index)
