@@ -2,7 +2,7 @@
 
 Retraining runs nightly and when enough new records arrived (settings.CELERY_BEAT_SCHEDULE,
 GOGH_PREDICTOR_*); inference for a new job is scheduler.tasks.job_predict (sent on submit); P2 refinement
-is sent by telemetry.services.job_progress when it stores a measurement of a running job.
+is sent by scheduler.dispatch.progress when it stores a measurement of a running job.
 """
 import logging
 

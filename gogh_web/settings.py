@@ -220,9 +220,9 @@ GOGH_NODE_SILENCE_CHECK_S = max(5.0, GOGH_NODE_HEARTBEAT_TIMEOUT_S / 4)
 # nodes are approved as their agent registers them. A trust decision: any agent token may
 # register a new node under a matching name, and that node receives tenants' jobs and secrets.
 GOGH_AUTO_APPROVE_NODES = env.csv_list("GOGH_AUTO_APPROVE_NODES", "")
-# Which catalog measurements an agent account may write is a rule of the inventory (the jobs
-# open on its nodes); the catalog, below telemetry, finds it here.
-GOGH_AGENT_MEASUREMENT_RULE = "telemetry.services.access.check_may_measure"
+# Which catalog measurements an agent account may write is a rule of the scheduler (the jobs
+# open on its nodes); the catalog, below it, finds it here.
+GOGH_AGENT_MEASUREMENT_RULE = "scheduler.dispatch.measurement_rule.check_may_measure"
 # Telemetry (docs/telemetry.md): raw GPU samples older than the retention are folded into
 # per-minute aggregates every GOGH_TELEMETRY_DOWNSAMPLE_EVERY_S; a job's observed throughput
 # becomes a catalog measurement at most once per GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S;

@@ -3,10 +3,9 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from telemetry.api.telemetry_views import MetricsView
-
 from .api.tokens import TokenRotateView
 from .dashboard.accounts import LimitedAdminAuthenticationForm
+from .metrics import MetricsView
 from .views import landing
 
 api_patterns = [

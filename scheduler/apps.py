@@ -6,6 +6,10 @@ class SchedulerConfig(AppConfig):
     verbose_name = "Scheduler"
 
     def ready(self):
+        """The scheduler listens to what lower layers announce: telemetry's node and GPU losses
+        (dispatch.receivers) and membership changes for the live layer (live.connect)."""
         from . import live
+        from .dispatch import receivers
 
         live.connect()
+        receivers.connect()

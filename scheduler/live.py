@@ -10,7 +10,6 @@ from django.conf import settings
 from django.db.models import Q
 from django.db.models.signals import post_delete, post_save
 
-from catalog.models import Measurement, MeasurementSource
 from gogh_web.events.sending import Change, send_changes, send_event
 from gogh_web.events.signals import recheck_user
 from gogh_web.events.state import iso, number, plain
@@ -18,7 +17,7 @@ from gogh_web.events.windows import window_changes
 
 from .lifecycle import TERMINAL
 from .models import Allocation, Job, Membership, SolveRun, SolverConfig
-from .selectors import tenant_of
+from .selectors import observed_throughputs, tenant_of
 
 ENDED_STATES = [s.value for s in TERMINAL]
 MET, VIOLATED, UNKNOWN = "met", "violated", "unknown"
@@ -206,7 +205,7 @@ def jobs_data(jobs) -> dict[str, dict]:
         allocation__job__in=jobs, allocation__end__isnull=True
     ).values_list("allocation__job_id", "job_id"):
         partners.setdefault(job_id, set()).add(partner_id)
-    observed = _observed_throughputs([job.pk for job in jobs])
+    observed = observed_throughputs([job.pk for job in jobs])
     return {
         str(job.pk): job_state(
             job, allocations=allocations.get(job.pk, []), observed_throughput=observed.get(job.pk),
@@ -214,19 +213,6 @@ def jobs_data(jobs) -> dict[str, dict]:
         )
         for job in jobs
     }
-
-
-def _observed_throughputs(job_ids: list[int]) -> dict[int, float]:
-    """{job id: the throughput of its newest telemetry measurement}, for the jobs that have one."""
-    # Imported here: telemetry's services import the scheduler's, which emit events through this module.
-    from telemetry.services.job_progress import measurement_reference
-
-    references = {measurement_reference(job_id): job_id for job_id in job_ids}
-    rows = Measurement.objects.filter(source=MeasurementSource.TELEMETRY, reference__in=references).order_by("observed_at", "id")
-    observed = {}
-    for reference, throughput in rows.values_list("reference", "throughput"):
-        observed[references[reference]] = throughput  # the newest wins
-    return observed
 
 
 def jobs_data_by_key(keys: list[str]) -> dict[str, dict]:

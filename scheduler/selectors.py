@@ -3,7 +3,7 @@ from django.db.models import Max, QuerySet
 
 from telemetry.models import Gpu, GpuState
 
-from .models import Job, Tenant
+from .models import Job, JobMeasurement, Tenant
 
 
 def tenant_of(user) -> Tenant | None:
@@ -30,3 +30,16 @@ def largest_gpu_memory_gb() -> float | None:
     """Memory of the largest GPU type among the GPUs counted above; None with no GPUs."""
     gpus = Gpu.objects.exclude(state__in=[GpuState.DISABLED, GpuState.MISSING])
     return gpus.aggregate(largest=Max("gpu_type__memory_gb"))["largest"]
+
+
+def observed_throughputs(job_ids) -> dict[int, float]:
+    """{job id: the throughput its agent observed last} of the jobs of `job_ids` that yielded a
+    measurement (their JobMeasurement links), in one query."""
+    observed = {}
+    for job_id, throughput in (
+        JobMeasurement.objects.filter(job_id__in=job_ids)
+        .order_by("measurement__observed_at", "measurement_id")
+        .values_list("job_id", "measurement__throughput")
+    ):
+        observed[job_id] = throughput  # the newest wins
+    return observed

@@ -4,7 +4,7 @@ The API, the management commands and (later) Celery tasks call them; none of the
 the catalog's models directly. The admin is the one exception, as an operator's raw tool.
 """
 from .gpu_types import gpu_type_create, gpu_type_delete, gpu_type_update
-from .measurements import measurements_create, measurements_import
+from .measurements import measurement_record, measurements_create, measurements_import
 from .reference import LoadCounts, ReferenceLoadResult, catalog_load_reference
 from .workloads import workload_create, workload_delete, workload_update
 
@@ -15,6 +15,7 @@ __all__ = [
     "gpu_type_create",
     "gpu_type_delete",
     "gpu_type_update",
+    "measurement_record",
     "measurements_create",
     "measurements_import",
     "workload_create",

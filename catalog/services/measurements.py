@@ -24,7 +24,7 @@ def measurements_create(*, measurements: Iterable[dict], by=None) -> list[Measur
     already validated (by the API serializer or the CSV reader); the database's check
     constraints stay as the last guard. observed_at defaults to now.
     `by`: the account reporting them through the API. What an agent account may write is the
-    inventory's rule (settings.GOGH_AGENT_MEASUREMENT_RULE: only what runs on its nodes); it
+    scheduler's rule (settings.GOGH_AGENT_MEASUREMENT_RULE: only what runs on its nodes); it
     raises PermissionDenied, and then nothing is stored.
     """
     measurements = list(measurements)
@@ -33,6 +33,12 @@ def measurements_create(*, measurements: Iterable[dict], by=None) -> list[Measur
     now = timezone.now()
     rows = [Measurement(**{"observed_at": now, **fields}) for fields in measurements]
     return Measurement.objects.bulk_create(rows, batch_size=BULK_BATCH_SIZE)
+
+
+def measurement_record(**fields) -> Measurement:
+    """Store one observation that another app made (a running job's throughput, from its agent):
+    Measurement fields, already within the catalog's limits (measurement_limits)."""
+    return Measurement.objects.create(**fields)
 
 
 @transaction.atomic

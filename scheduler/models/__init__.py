@@ -1,7 +1,8 @@
 from .allocations import Allocation
+from .job_measurements import JobMeasurement
 from .jobs import Job
 from .solve_runs import SolveRun, SolveStatus, SolveTrigger
 from .solver_config import SolverConfig, SolverConfigChange
 from .tenancy import Membership, Tenant
 
-__all__ = ["Allocation", "Job", "Membership", "SolveRun", "SolveStatus", "SolveTrigger", "SolverConfig", "SolverConfigChange", "Tenant"]
+__all__ = ["Allocation", "Job", "JobMeasurement", "Membership", "SolveRun", "SolveStatus", "SolveTrigger", "SolverConfig", "SolverConfigChange", "Tenant"]

@@ -1,19 +1,15 @@
-"""Agents' telemetry reports on the wire: sample batches and job progress. Strict (unknown
-fields are errors); the rules that need the database (whose GPU, whose job) are the services'."""
+"""Agents' telemetry reports on the wire: sample batches. Strict (unknown fields are errors);
+the rules that need the database (whose GPU) are the services'."""
 from rest_framework import serializers
 from rest_framework.settings import api_settings
 
-from catalog.measurement_limits import MAX_THROUGHPUT
 from gogh_web.api.fields import AwareDateTimeField, FiniteFloatField, column_max
 from gogh_web.api.strict import StrictFieldsMixin
-from scheduler.models import Job
 
 from ..models import Gpu, GpuSample, Node
-from ..services.job_progress import REPORT_STATUSES
 from ..services.samples import MAX_CLOCK_AHEAD_S, MAX_SAMPLE_AGE_S
 
 MAX_SAMPLES_PER_BATCH = 1000
-MAX_REPORTS_PER_BATCH = 1000  # a node runs at most a few jobs per GPU
 
 
 def _reading(**limits) -> FiniteFloatField:
@@ -54,68 +50,6 @@ class SampleBatchResultSerializer(serializers.Serializer):
     accepted = serializers.IntegerField(
         help_text="Samples stored: one already stored (same GPU and instant), or repeated in the batch, is not "
         "counted, so a resent batch answers 0."
-    )
-
-
-class JobProgressSerializer(StrictFieldsMixin, serializers.Serializer):
-    job = serializers.IntegerField(min_value=1, max_value=column_max(Job, "id"))
-    status = serializers.ChoiceField(choices=REPORT_STATUSES)
-    steps = serializers.IntegerField(min_value=0, max_value=column_max(Job, "steps_done"))
-    total_steps = serializers.IntegerField(
-        required=False, default=None, allow_null=True, min_value=1, max_value=column_max(Job, "total_steps")
-    )
-    steps_per_s = FiniteFloatField(  # becomes a catalog measurement: the catalog's limit
-        required=False, default=None, allow_null=True, min_value=0, max_value=MAX_THROUGHPUT
-    )
-    exit_code = serializers.IntegerField(required=False, default=None, allow_null=True, min_value=-255, max_value=255)
-    message = serializers.CharField(required=False, default="", allow_blank=True, max_length=300)
-
-
-class JobProgressBatchSerializer(StrictFieldsMixin, serializers.Serializer):
-    """The reports of a node's jobs in one request (one per turn of the agent's loop). Each item
-    is checked and answered on its own, so one bad or refused report does not refuse the rest."""
-
-    reports = serializers.ListField(
-        child=serializers.DictField(), allow_empty=False, max_length=MAX_REPORTS_PER_BATCH,
-        help_text="Reports as POST /api/telemetry/job-progress/ takes them (job, status, steps, ...).",
-    )
-
-
-class JobProgressAnswerSerializer(serializers.Serializer):
-    """One report's answer, in the order of the reports: what the single-report endpoint would
-    have answered (status 200 with the job's state, 400 with errors, 403 or 409 with detail)."""
-
-    job = serializers.IntegerField(allow_null=True, help_text="The report's job, null when it named none.")
-    status = serializers.IntegerField(help_text="200, 400, 403 or 409.")
-    state = serializers.CharField(required=False)
-    steps_done = serializers.IntegerField(required=False)
-    detail = serializers.CharField(required=False)
-    errors = serializers.DictField(child=serializers.ListField(child=serializers.CharField()), required=False)
-
-
-class JobProgressBatchResultSerializer(serializers.Serializer):
-    results = JobProgressAnswerSerializer(many=True)
-
-
-class AssignmentSerializer(serializers.Serializer):
-    """A job the node's agent must run on the listed GPUs (its open allocations there)."""
-
-    job = serializers.IntegerField()
-    state = serializers.CharField()
-    allocations = serializers.ListField(child=serializers.IntegerField())
-    gpu_indexes = serializers.ListField(child=serializers.IntegerField())
-    gpu_type = serializers.CharField()
-    workload = serializers.CharField()
-    partners = serializers.ListField(
-        child=serializers.CharField(), help_text="Workloads of the jobs sharing these GPUs, sorted ([] alone)."
-    )
-    command = serializers.CharField()
-    environment = serializers.DictField(child=serializers.CharField())
-    total_steps = serializers.IntegerField(allow_null=True)
-    steps_done = serializers.IntegerField()
-    placed_at = serializers.CharField(
-        allow_null=True,
-        help_text="When the job was placed (ISO 8601): changes when it is placed anew, not when only its partners change.",
     )
 
 

@@ -1,8 +1,9 @@
-"""REST API of the telemetry app: /api/nodes/, /api/gpus/ and the agents' /api/telemetry/."""
+"""REST API of the telemetry app: /api/nodes/, /api/gpus/ and the agents' /api/telemetry/samples/
+(their job endpoints are the scheduler's: scheduler.dispatch.api)."""
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from .telemetry_views import JobProgressBatchView, JobProgressView, SampleUploadView
+from .telemetry_views import SampleUploadView
 from .views import GpuViewSet, NodeViewSet
 
 router = SimpleRouter()
@@ -12,6 +13,4 @@ router.register("gpus", GpuViewSet, basename="gpu")
 urlpatterns = [
     *router.urls,
     path("telemetry/samples/", SampleUploadView.as_view(), name="telemetry-samples"),
-    path("telemetry/job-progress/", JobProgressView.as_view(), name="telemetry-job-progress"),
-    path("telemetry/job-progress/batch/", JobProgressBatchView.as_view(), name="telemetry-job-progress-batch"),
 ]

@@ -13,7 +13,6 @@ from gogh_web.api.permissions import IsAgentOrStaff
 from .. import selectors, services
 from ..lifecycle import IllegalTransition, fence_after_s
 from ..models import NodeState
-from ..services.access import check_may_report
 from ..services.admission import node_approve, node_revoke
 from .filters import GpuFilter, NodeFilter
 from .serializers import (
@@ -26,12 +25,13 @@ from .serializers import (
     NodeSerializer,
     NodeStateChangeSerializer,
 )
-from .telemetry_serializers import AssignmentSerializer
 
 
 class NodeViewSet(viewsets.ReadOnlyModelViewSet):
     """Nodes with their GPUs, for every signed-in user; agents register, heartbeat, read their
     assignments and leave; staff drain, approve and revoke."""
+
+    # The assignments (GET nodes/{id}/assignments/) are the scheduler's: scheduler.dispatch.api.
 
     serializer_class = NodeSerializer
     filterset_class = NodeFilter
@@ -82,16 +82,6 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
             node=self.get_object(), agent_user=request.user, failures=report.validated_data["gpus"]
         )
         return Response(NodeGpuSerializer(gpus, many=True).data)
-
-    @extend_schema(responses={200: AssignmentSerializer(many=True)})
-    @action(detail=True, methods=["get"], permission_classes=[IsAgentOrStaff], pagination_class=None,
-            filterset_class=None, filter_backends=[])
-    def assignments(self, request, pk=None):
-        """The jobs the node's agent must run (only that agent, or staff, may read them)."""
-        node = self.get_object()
-        check_may_report(node, request.user)
-        assignments = selectors.node_assignments(node, for_its_agent=node.agent_id == request.user.pk)
-        return Response(AssignmentSerializer(assignments, many=True).data)
 
     @extend_schema(request=None, responses={200: NodeSerializer})
     @action(detail=True, methods=["post"], permission_classes=[IsAdminUser])

@@ -1,9 +1,8 @@
 """Every write of the telemetry app goes through these functions (keyword-only, atomic):
-the inventory (nodes.py), GPUs that die (gpu_failures.py), the requeue of jobs on down nodes
-and failed GPUs (requeue.py), GPU samples
-(samples.py) and agents' job reports (job_progress.py). Who may report for what: access.py."""
+the inventory (nodes.py), GPUs that die (gpu_failures.py) and GPU samples (samples.py). Who
+may report for what: access.py. What a lost node or GPU means for its jobs is the scheduler's
+(telemetry.signals, received by scheduler.dispatch)."""
 from .gpu_failures import gpus_report_failed
-from .job_progress import NotAssigned, job_progress_report
 from .nodes import (
     agent_account_ensure,
     agent_token_ensure,
@@ -14,11 +13,9 @@ from .nodes import (
     node_set_state,
     nodes_mark_silent_down,
 )
-from .requeue import jobs_requeue_from_gpus, jobs_requeue_from_nodes
 from .samples import gpu_sample_minutes_prune, gpu_samples_downsample, gpu_samples_ingest
 
 __all__ = [
-    "NotAssigned",
     "agent_account_ensure",
     "agent_token_ensure",
     "gpu_sample_minutes_prune",
@@ -26,9 +23,6 @@ __all__ = [
     "gpu_samples_ingest",
     "gpu_set_state",
     "gpus_report_failed",
-    "job_progress_report",
-    "jobs_requeue_from_gpus",
-    "jobs_requeue_from_nodes",
     "node_heartbeat",
     "node_leave",
     "node_register",

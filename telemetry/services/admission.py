@@ -21,12 +21,8 @@ from django.contrib.admin.models import CHANGE, LogEntry
 from django.db import transaction
 from django.utils import timezone
 
-from scheduler.models import SolveTrigger
-from scheduler.services import scheduling_round_request
-
-from .. import live
+from .. import live, signals
 from ..models import Node
-from .requeue import jobs_requeue_from_nodes
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +64,7 @@ def node_approve(*, node: Node, by=None) -> Node:
     node.save(update_fields=["approved_at", "approved_by", "updated_at"])
     _audit(node, by, "Approved: the node receives jobs.")
     live.node_changed(node.pk)
-    scheduling_round_request(trigger=SolveTrigger.NODE)  # new capacity
+    signals.capacity_changed.send(sender=Node)  # new capacity
     return node
 
 
@@ -85,7 +81,7 @@ def node_revoke(*, node: Node, by, reason: str = "") -> Node:
     who = by.get_username() if by is not None else "an operator"
     _audit(node, by, f"Approval revoked{': ' + reason if reason else ''}.")
     live.node_changed(node.pk)
-    jobs_requeue_from_nodes(node_ids=[node.pk], reason=reason or f"approval revoked by {who}")
+    signals.nodes_lost.send(sender=Node, node_ids=[node.pk], reason=reason or f"approval revoked by {who}")
     return node
 
 

@@ -8,10 +8,9 @@ happens exactly once.
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from .. import live
+from .. import live, signals
 from ..models import Gpu, GpuState, Node
 from .access import check_may_report
-from .requeue import jobs_requeue_from_gpus
 
 REASON_LENGTH = 200
 
@@ -39,5 +38,5 @@ def gpus_report_failed(*, node: Node, agent_user, failures: list[dict]) -> list[
     if newly:
         live.gpus_changed(gpu.pk for gpu in newly)
         names = ", ".join(f"{node.hostname} GPU {gpu.index}" for gpu in newly)
-        jobs_requeue_from_gpus(gpu_ids=[gpu.pk for gpu in newly], reason=f"{names} failed")
+        signals.gpus_lost.send(sender=Gpu, gpu_ids=[gpu.pk for gpu in newly], reason=f"{names} failed")
     return sorted(by_uuid.values(), key=lambda gpu: gpu.index)

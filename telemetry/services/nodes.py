@@ -18,16 +18,13 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from gogh_web.api.permissions import AGENT_PERMISSION
-from scheduler.models import Membership, SolveTrigger
-from scheduler.services import scheduling_round_request
 
-from .. import lifecycle, live, selectors
+from .. import lifecycle, live, selectors, signals
 from ..models import Gpu, GpuState, Node, NodeState, SilenceWatch
 from ..product_names import AmbiguousProductName, gpu_type_for_product
 from ..registration_rules import normalize_hostname, registration_errors
 from .access import check_is_agent, check_may_report
 from .admission import admission_at_registration
-from .requeue import jobs_requeue_from_nodes
 
 REASON_LENGTH = 200
 
@@ -78,10 +75,12 @@ def node_register(
     node.save()
     _gpus_sync(node=node, gpus=gpus, gpu_types=gpu_types, rows=rows, now=now)
     if approval_lost:
-        jobs_requeue_from_nodes(node_ids=[node.pk], reason=f"claimed by agent account {agent_user.get_username()}")
+        signals.nodes_lost.send(
+            sender=Node, node_ids=[node.pk], reason=f"claimed by agent account {agent_user.get_username()}"
+        )
     live.node_changed(node.pk)
     live.gpus_changed([*Gpu.objects.filter(node=node).values_list("pk", flat=True), *(row.pk for row in rows.values())])
-    scheduling_round_request(trigger=SolveTrigger.NODE)  # new or changed capacity
+    signals.capacity_changed.send(sender=Node)  # new or changed capacity
     return node, created
 
 
@@ -203,11 +202,7 @@ def agent_account_ensure(*, username: str):
         raise ValidationError(
             f"{username!r} is a person's account (staff, superuser or with a password); agents get accounts of their own"
         )
-    membership = Membership.objects.filter(user=user).select_related("tenant").first()
-    if membership:
-        raise ValidationError(
-            f"{username!r} is an account of tenant {membership.tenant.slug!r}; agents get accounts of their own"
-        )
+    signals.agent_account_claimed.send(sender=Node, user=user)  # e.g. refused: a tenant's account
     if not Permission.objects.filter(Q(user=user) | Q(group__user=user), pk=permission.pk).exists():
         raise ValidationError(
             f"{username!r} is an existing account without the agent permission ({AGENT_PERMISSION}); agents get "
@@ -226,8 +221,8 @@ def agent_token_ensure(*, username: str) -> str:
 
 def _nodes_go_down(*, node_ids: list[int], reason: str) -> int:
     """The one place where nodes go down, for the silence detector, operators and agents that
-    leave. Their placed and running jobs go back to pending in the same transaction (see
-    services.requeue), so a node is never down while the scheduler believes work runs on it.
+    leave. Their placed and running jobs go back to pending in the same transaction (signals.nodes_lost,
+    received by scheduler.dispatch), so a node is never down while the scheduler believes work runs on it.
     Nodes already down are left alone, which keeps the requeue to exactly once."""
     going = list(Node.objects.filter(pk__in=node_ids).exclude(state=NodeState.DOWN).values_list("pk", flat=True))
     count = Node.objects.filter(pk__in=going).update(
@@ -235,7 +230,7 @@ def _nodes_go_down(*, node_ids: list[int], reason: str) -> int:
     )
     for node_id in going:
         live.node_changed(node_id)
-    jobs_requeue_from_nodes(node_ids=going, reason=reason)
+    signals.nodes_lost.send(sender=Node, node_ids=going, reason=reason)
     return count
 
 

@@ -56,7 +56,7 @@ def test_a_simulated_agent_registers_reports_runs_a_job_and_leaves(daphne, spawn
     wait_until(lambda: Job.objects.get(pk=job.pk).state == "succeeded", "the job's success", log)
     job.refresh_from_db()
     assert job.steps_done == 150 and job.started_at is not None
-    observed = Measurement.objects.filter(source="telemetry", reference=f"telemetry: job {job.pk}")
+    observed = Measurement.objects.filter(source="telemetry", job_link__job=job)
     assert 1 <= observed.count() <= 2  # while running (at most once per interval) and at the end
     for measurement in observed:  # 4.39 steps/s x a per-workload factor around 1: the real-time
         # rate, though the simulated job ran 25 times faster (the catalog must learn the GPU's truth)

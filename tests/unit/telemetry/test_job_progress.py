@@ -6,11 +6,11 @@ import pytest
 from django.utils import timezone
 
 from catalog.models import Measurement
+from scheduler.dispatch.progress import SAMPLE_WINDOW_S
 from scheduler.models import Allocation, Job
 from scheduler.services import job_cancel
 from telemetry.models import GpuSample
 from telemetry.services import node_register
-from telemetry.services.job_progress import SAMPLE_WINDOW_S
 
 from .jobs import placed_job
 from .reports import node_report
@@ -78,7 +78,7 @@ def test_progress_moves_the_job_to_running_then_succeeded_and_records_throughput
     assert measurement.throughput == 4.2 and measurement.consolidated and measurement.partner is None
     assert measurement.power_w == pytest.approx(210) and measurement.utilization == pytest.approx(0.9)
     assert measurement.memory_gb == pytest.approx(11)  # the busier of its two GPUs
-    assert measurement.reference == f"telemetry: job {job.pk}"
+    assert measurement.reference == f"telemetry: job {job.pk}" and measurement.job_link.job == job
 
     report({"job": job.pk, "status": "running", "steps": 200, "steps_per_s": 4.4})  # within the interval
     assert Measurement.objects.filter(source="telemetry").count() == 1

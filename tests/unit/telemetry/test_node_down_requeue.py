@@ -6,6 +6,7 @@ import pytest
 from django.utils import timezone
 
 from scheduler.models import Allocation, Job
+from scheduler.dispatch import requeue
 from scheduler.services import job_transition
 from telemetry.models import Gpu, Node
 from telemetry.services import (
@@ -91,3 +92,20 @@ def test_a_job_a_round_moved_off_the_node_meanwhile_is_left_alone(jobs, node1, m
     assert states(jobs) == {
         "placed": "placed", "running": "pending", "done": "succeeded", "spread": "pending", "elsewhere": "placed",
     }
+
+
+def test_a_node_goes_down_only_with_its_jobs_requeued_in_the_same_transaction(jobs, node1, monkeypatch):
+    """telemetry tells the scheduler through a signal; the requeue runs inside telemetry's
+    transaction, so when it fails the node does not go down either (no down node that the
+    scheduler believes runs work), and the next attempt requeues them."""
+    def broken(*args, **kwargs):
+        raise RuntimeError("requeue failed")
+
+    monkeypatch.setattr(requeue, "job_transition", broken)
+    with pytest.raises(RuntimeError):
+        node_set_state(node=node1, state="down", reason="maintenance")
+    assert Node.objects.get(pk=node1.pk).state == "ready"
+    assert states(jobs)["running"] == "running"
+    monkeypatch.undo()
+    node_set_state(node=node1, state="down", reason="maintenance")
+    assert Node.objects.get(pk=node1.pk).state == "down" and states(jobs)["running"] == "pending"

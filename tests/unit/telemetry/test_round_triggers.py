@@ -7,8 +7,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from scheduler import services as scheduler_services
+from scheduler.dispatch.progress import job_progress_report
 from telemetry.models import Gpu
-from telemetry.services import job_progress_report, node_register, nodes_mark_silent_down
+from telemetry.services import node_register, nodes_mark_silent_down
 
 from .jobs import placed_job
 from .reports import node_report

@@ -6,9 +6,8 @@ from django.utils import timezone
 
 from catalog.models import Measurement, PredictionRecord, PredictorVersion
 from gogh_web.dashboard import selectors
-from scheduler.models import Allocation, Job, SolveRun
+from scheduler.models import Allocation, Job, JobMeasurement, SolveRun
 from telemetry.models import Gpu, GpuSample, GpuSampleMinute, Node
-from telemetry.services.job_progress import measurement_reference
 
 
 def test_energy_today_adds_raw_spans_and_minute_aggregates(cluster):
@@ -108,8 +107,9 @@ def test_live_prediction_error_of_a_running_job(alice, cluster, submit, resnet50
     job = submit(alice)
     Job.objects.filter(pk=job.pk).update(state="running", pending_reason="")
     Allocation.objects.create(job=job, gpu=cluster[0], start=timezone.now(), predicted_throughput=4.0, predicted_power_w=250)
-    Measurement.objects.create(workload=resnet50, gpu_type=v100, throughput=3.0, source="telemetry",
-                               reference=measurement_reference(job.pk), observed_at=timezone.now())
+    measurement = Measurement.objects.create(workload=resnet50, gpu_type=v100, throughput=3.0, source="telemetry",
+                                             reference=f"telemetry: job {job.pk}", observed_at=timezone.now())
+    JobMeasurement.objects.create(job=job, measurement=measurement)
     (row,) = selectors.live_prediction_errors(alice)
     assert (row["id"], row["predicted"], row["observed"], row["confidence"]) == (job.pk, 4.0, 3.0, "catalog")
     assert row["error"] == pytest.approx(-0.25)

@@ -1,5 +1,6 @@
-"""Jobs on nodes that went down, or on GPUs that failed, go back to pending, through the
-scheduler's job_transition.
+"""Jobs on nodes that went down (or lost their approval), or on GPUs that failed, go back to
+pending, through the scheduler's job_transition. telemetry says what was lost (its signals,
+see receivers.py), in its own transaction, which the requeue joins.
 
 A job on a down node makes no progress (or nobody can tell), so it is placed again in the next
 round. Exactly once: the job's open allocations are closed by the same transition, so a second
@@ -9,9 +10,9 @@ matter (a job that ended had them closed when it ended).
 from django.db import transaction
 from django.db.models import Q
 
-from scheduler.lifecycle import JobState
-from scheduler.models import Allocation, Job, SolveTrigger
-from scheduler.services import job_transition, scheduling_round_request
+from ..lifecycle import JobState
+from ..models import Allocation, Job, SolveTrigger
+from ..services import job_transition, scheduling_round_request
 
 _ON_A_GPU = [JobState.PLACED.value, JobState.RUNNING.value]
 

@@ -2,7 +2,8 @@
 
 The job's state moves only through scheduler.services.job_transition (placed -> running on
 the first report, running -> succeeded / failed at the end). Observed throughput becomes a
-catalog Measurement (source telemetry) at most once per GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S
+catalog Measurement (source telemetry, written by catalog.services.measurement_record and
+linked to the job by a JobMeasurement) at most once per GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S
 per job and once at its end (unless the last is younger than its window), so one long job
 cannot flood the catalog's sliding window; each
 one is sent on to P2 (catalog.tasks.prediction_refine), which refines the job's predictions.
@@ -16,15 +17,16 @@ from django.db.models import Avg, Max, Prefetch
 from django.utils import timezone
 
 from catalog.measurement_limits import limit_problems
-from catalog.models import Measurement, MeasurementSource
+from catalog.models import MeasurementSource
+from catalog.services.measurements import measurement_record
 from gogh_web.outbox.services import outbox_enqueue
-from scheduler.lifecycle import TERMINAL, JobState
-from scheduler.live import job_changed
-from scheduler.models import Allocation, Job, SolveTrigger
-from scheduler.services import job_transition, scheduling_round_request
+from telemetry.models import GpuSample
+from telemetry.services.access import check_is_agent, may_report
 
-from ..models import GpuSample
-from .access import check_is_agent, may_report
+from ..lifecycle import TERMINAL, JobState
+from ..live import job_changed
+from ..models import Allocation, Job, JobMeasurement, SolveTrigger
+from ..services import job_transition, scheduling_round_request
 
 RUNNING, SUCCEEDED, FAILED = "running", "succeeded", "failed"
 REPORT_STATUSES = (RUNNING, SUCCEEDED, FAILED)
@@ -122,7 +124,8 @@ def _late_end(job: Job, *, status: str, steps: int, message: str, now) -> Job:
 
 
 def measurement_reference(job_id: int) -> str:
-    """The provenance of a job's telemetry measurements, which also finds them again."""
+    """The provenance of a job's telemetry measurements, for people reading the catalog (the
+    job's JobMeasurement links find them)."""
     return f"telemetry: job {job_id}"
 
 
@@ -132,9 +135,7 @@ def _measurement_due(job: Job, now, *, final: bool) -> bool:
     twice (seen on a real H200: two identical measurements a second apart)."""
     seconds = SAMPLE_WINDOW_S if final else settings.GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S
     interval = timedelta(seconds=seconds)
-    return not Measurement.objects.filter(
-        source=MeasurementSource.TELEMETRY, reference=measurement_reference(job.pk), observed_at__gt=now - interval
-    ).exists()
+    return not JobMeasurement.objects.filter(job=job, measurement__observed_at__gt=now - interval).exists()
 
 
 def _record_measurement(job: Job, allocations: list[Allocation], steps_per_s: float, now) -> None:
@@ -185,7 +186,7 @@ def _record_measurement(job: Job, allocations: list[Allocation], steps_per_s: fl
     for field in limit_problems(now=now, num_gpus=len(allocations), gpu_memory_gb=gpu_type.memory_gb,
                                 power_w=readings["power_w"], memory_gb=readings["memory_gb"]):
         readings[field] = None
-    measurement = Measurement.objects.create(
+    measurement = measurement_record(
         workload=job.workload,
         gpu_type=gpu_type,
         num_gpus=len(allocations),
@@ -197,6 +198,7 @@ def _record_measurement(job: Job, allocations: list[Allocation], steps_per_s: fl
         reference=measurement_reference(job.pk),
         observed_at=now,
     )
+    JobMeasurement.objects.create(job=job, measurement=measurement)
     _send_refinement(measurement.pk, job.pk)
 
 

@@ -1,0 +1,59 @@
+"""The scheduler's metric families for /metrics (composed with the other apps' by
+gogh_web.metrics): the queue, the solver's rounds, and how far running jobs' observed
+throughput is from what was predicted. docs/telemetry.md lists them all."""
+from django.db.models import Count, Sum
+from prometheus_client.core import GaugeMetricFamily, SummaryMetricFamily
+
+from .lifecycle import JobState
+from .models import Allocation, Job, SolveRun
+from .selectors import observed_throughputs
+
+
+def job_families():
+    """Jobs by state."""
+    counts = dict(Job.objects.values_list("state").annotate(n=Count("id")).order_by())
+    family = GaugeMetricFamily("gogh_jobs", "Jobs by state (pending: the queue length).", labels=["state"])
+    for state in JobState:
+        family.add_metric([state.value], counts.get(state.value, 0))
+    yield family
+
+
+def solve_families():
+    """Rounds' wall time: all of them, and the latest."""
+    finished = SolveRun.objects.filter(duration_s__isnull=False)
+    totals = finished.aggregate(n=Count("id"), total=Sum("duration_s"))
+    yield SummaryMetricFamily(
+        "gogh_solve_duration_seconds", "Wall time of scheduling rounds (solve runs).",
+        count_value=totals["n"], sum_value=totals["total"] or 0.0,
+    )
+    last = finished.order_by("-started_at", "-id").first()
+    if last is not None:
+        gauge = GaugeMetricFamily(
+            "gogh_solve_last_duration_seconds", "Wall time of the latest solve run.", labels=["solver", "status"]
+        )
+        gauge.add_metric([last.solver, last.status], last.duration_s)
+        yield gauge
+
+
+def prediction_families():
+    """For running jobs with a predicted throughput (their allocations') and an observed
+    one (their latest telemetry measurement): the mean absolute relative prediction error,
+    and how many run below their T_min (SLO violations now)."""
+    running = {job.pk: job for job in Job.objects.filter(state=JobState.RUNNING.value)}
+    predicted = dict(
+        Allocation.objects.filter(job_id__in=running, end__isnull=True, predicted_throughput__gt=0)
+        .values_list("job_id", "predicted_throughput")
+    )
+    observed = observed_throughputs(running)
+    errors = [abs(observed[pk] - predicted[pk]) / predicted[pk] for pk in observed if pk in predicted]
+    error = GaugeMetricFamily(
+        "gogh_prediction_abs_error_ratio",
+        "Mean |observed - predicted| / predicted throughput over running jobs with both.",
+    )
+    if errors:
+        error.add_metric([], sum(errors) / len(errors))
+    yield error
+    yield GaugeMetricFamily(
+        "gogh_jobs_below_min_throughput", "Running jobs whose latest observed throughput is below their T_min.",
+        value=sum(1 for pk, value in observed.items() if value < running[pk].min_throughput),
+    )
