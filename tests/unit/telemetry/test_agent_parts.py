@@ -152,7 +152,7 @@ def test_a_simulated_job_next_to_two_partners_runs_at_group_fraction_of_its_pair
     """Gavel measured pairs only: next to two jobs, the alone rate x group_fraction of the two
     pair fractions; next to one, the pair's reference x the factor exactly, as before groups."""
     import telemetry.agent.simjob as simjob
-    from catalog.colocation import group_fraction
+    from telemetry.agent.colocation import group_fraction
 
     workload, first, second = "ResNet-50 (batch size 64)", "ResNet-18 (batch size 64)", "ResNet-18 (batch size 32)"
     reference = {p: simjob.reference_throughput(workload, "v100", 1, p) for p in (None, first, second)}
