@@ -92,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
             backend = _nvml_backend()
     except ValueError as exc:
         return _fail(str(exc), EXIT_USAGE)
+    except NoGpuDriver as exc:
+        return _fail(str(exc), EXIT_NO_DRIVER)
     agent = Agent(backend=backend, client=client, config=config)
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: agent.stop())
@@ -136,9 +138,14 @@ def _usage_problem(args) -> str | None:
 
 
 def _nvml_backend():
+    """The NVML backend; NoGpuDriver where nvidia-ml-py, the agent's one dependency, is missing."""
     from .nvml import NvmlBackend
 
-    return NvmlBackend()
+    try:
+        return NvmlBackend()
+    except ImportError as exc:
+        raise NoGpuDriver(f"nvidia-ml-py is not installed ({exc}): pip install nvidia-ml-py, or run with --simulate "
+                          "for simulated GPUs.") from exc
 
 
 def _simulated_backend(args, client: ControlPlane):

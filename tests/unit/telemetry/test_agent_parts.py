@@ -1,5 +1,6 @@
 """The agent's plain parts: the buffer, the progress protocol, the simulated GPUs and jobs."""
 import io
+import json
 import random
 import subprocess
 import sys
@@ -101,6 +102,27 @@ def test_reference_throughput_comes_from_gavels_data():
     assert reference_throughput("ResNet-50 (batch size 64)", "v100", 1, None) == pytest.approx(4.3948, rel=1e-3)
     with pytest.raises(ValueError):
         reference_throughput("ResNet-50 (batch size 64)", "h100", 1, None)
+
+
+def test_a_simulated_job_reads_gavels_throughputs_from_the_file_it_is_given(tmp_path):
+    """A node that installed the agent alone passes Gavel's file (--throughputs); without one
+    the job says which file it could not read, in one line."""
+    table = tmp_path / "gavel.json"
+    table.write_text(json.dumps({"v100": {"('ResNet-50 (batch size 64)', 1)": {
+        "null": 2.0, "('ResNet-18 (batch size 64)', 1)": [1.5, 3.0], "('A3C', 1)": [0.0, 0.0]}}}))
+    assert reference_throughput("ResNet-50 (batch size 64)", "v100", 1, None, table) == 2.0
+    assert reference_throughput("ResNet-50 (batch size 64)", "v100", 1, "ResNet-18 (batch size 64)", table) == 1.5
+    with pytest.raises(ValueError, match="does not fit"):
+        reference_throughput("ResNet-50 (batch size 64)", "v100", 1, "A3C", table)
+    with pytest.raises(ValueError, match="no reference throughput"):
+        reference_throughput("ResNet-50 (batch size 64)", "v100", 2, None, table)
+    missing = subprocess.run(
+        [sys.executable, "-m", "telemetry.agent.simjob", "--workload", "ResNet-50 (batch size 64)",
+         "--gpu-type", "v100", "--steps", "10", "--throughputs", str(tmp_path / "none.json")],
+        capture_output=True, text=True,
+    )
+    assert missing.returncode == 2 and "cannot read Gavel's throughputs" in missing.stderr
+    assert "Traceback" not in missing.stderr
 
 
 def test_a_simulated_job_progresses_at_its_rate(capsys):
