@@ -104,6 +104,13 @@ def test_reference_throughput_comes_from_gavels_data():
         reference_throughput("ResNet-50 (batch size 64)", "h100", 1, None)
 
 
+def test_from_a_checkout_a_simulated_job_reads_the_file_the_catalog_reads():
+    from catalog.gavel import GAVEL_THROUGHPUTS
+    from telemetry.agent.simjob import GAVEL_THROUGHPUTS as simulated_default
+
+    assert simulated_default == GAVEL_THROUGHPUTS and simulated_default.is_file()
+
+
 def test_a_simulated_job_reads_gavels_throughputs_from_the_file_it_is_given(tmp_path):
     """A node that installed the agent alone passes Gavel's file (--throughputs); without one
     the job says which file it could not read, in one line."""
