@@ -3,15 +3,16 @@
 `manage.py load_demo_cluster` registers it; the cluster simulator reuses it, so both describe
 the same machines. Layout follows common dual-socket servers: the GPUs split evenly across two
 PCIe switches, each switch under one CPU socket (NUMA node). A K80 board carries two GPUs, so
-an 8-GPU K80 machine holds four boards. UUIDs are uuid5 of host name and index: the same on
-every load, so loading twice changes nothing.
+an 8-GPU K80 machine holds four boards. UUIDs are the simulated agent's (uuid5 of host name and
+index, telemetry.agent.simulated.gpu_uuid): the same on every load, so loading twice changes
+nothing, and a simulated agent for a demo node reports the GPUs registered here.
 """
-import uuid
 from dataclasses import dataclass, field
+
+from .agent.simulated import gpu_uuid
 
 DEMO_AGENT_USERNAME = "demo-agent"
 DEMO_AGENT_VERSION = "demo"
-_UUID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_DNS, "demo.gogh.invalid")
 
 # PCI bus ids of 8 slots: the first four behind socket 0, the last four behind socket 1.
 _BUS_IDS = ["04", "05", "08", "09", "84", "85", "88", "89"]
@@ -47,10 +48,6 @@ class DemoNode:
         }
 
 
-def demo_gpu_uuid(hostname: str, index: int) -> str:
-    return f"GPU-{uuid.uuid5(_UUID_NAMESPACE, f'{hostname}/{index}')}"
-
-
 def _node(
     hostname: str, cell: str, rack: str, zone: str, gpu_type: str, product_name: str, memory_gb: float, count: int
 ) -> DemoNode:
@@ -60,7 +57,7 @@ def _node(
     gpus = tuple(
         DemoGpu(
             index=index,
-            uuid=demo_gpu_uuid(hostname, index),
+            uuid=gpu_uuid(hostname, index),
             gpu_type=gpu_type,
             product_name=product_name,
             pci_bus_id=f"00000000:{bus_ids[index]}:00.0",

@@ -24,7 +24,7 @@ from dataclasses import replace
 
 import pulp
 
-from catalog.colocation import group_fraction
+from telemetry.agent.colocation import group_fraction
 
 from .catalog_predictions import CatalogPredictions
 from .cpu_clock import cpu_now
@@ -90,7 +90,7 @@ def lp_bound(inst, admit_floors: dict[int, float]) -> float | None:
 
 def slo_met(problem: Problem, allocation) -> set[str]:
     """Placed jobs whose throughput by the catalog's numbers reaches T_min (in a group of three
-    or more, the catalog's pairs combined as the optimiser does: catalog/colocation.py)."""
+    or more, the catalog's pairs combined as the optimiser does: telemetry/agent/colocation.py)."""
     jobs = {j.id: j for j in problem.jobs}
     met = set()
     for placement in allocation.placements.values():
@@ -139,7 +139,7 @@ def cpu_burners(count: int):
 def run(sizes=DEFAULT_SIZES, *, seed: int = 7, time_limit_s: float = 10.0, ilp_limit_s: float = GLOBAL_ILP_LIMIT_S,
         theta: int = 2, contention: int = 0, log=print) -> dict:
     """theta: jobs per GPU at most (2: pairs, as the catalog measures them; 3-4: groups,
-    estimated from pairs; see catalog/colocation.py). contention: CPU-burning processes beside
+    estimated from pairs; see telemetry/agent/colocation.py). contention: CPU-burning processes beside
     a second run of every size (see the module's text); 0: one run, alone."""
     from catalog.gavel import read_throughputs  # plain reader, no Django
 

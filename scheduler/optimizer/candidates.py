@@ -2,7 +2,7 @@
 say are worth it: every member keeps its T_min while sharing, and the shared GPU costs less
 than the members' cheapest configurations alone. A pair is a group of two; with theta >= 3
 a matched pair grows, one member at a time, while a further job saves power and the
-estimate of the group (catalog/colocation.py: additive slowdown from the measured pairs, as
+estimate of the group (telemetry/agent/colocation.py: additive slowdown from the measured pairs, as
 no group of three was ever measured) keeps every member at its T_min. Its candidates are
 then nested: the pair, the pair and the third, ... up to theta jobs, so a solver can use the
 pair when the group does not fit or pay.

@@ -1,11 +1,11 @@
 """What a group of workloads does on one shared GPU: each member's throughput and the GPU's
-power, from the predictions' pairwise fractions (catalog/colocation.py: the measured pair
+power, from the predictions' pairwise fractions (telemetry/agent/colocation.py: the measured pair
 for two, the additive-slowdown estimate for three or more).
 
 A round asks for the same few workload combinations many times (thousands of jobs, 26
 workloads), so lookups and estimates are made once per round and kept.
 """
-from catalog.colocation import group_fraction
+from telemetry.agent.colocation import group_fraction
 
 from .problem import Problem
 

@@ -13,10 +13,10 @@ cannot be folded in; it is counted and otherwise ignored, as the model would ref
 `observe` says whether the observed cell's estimate moved by more than `tolerance` (the
 simulator re-solves only then).
 """
-from catalog.colocation import group_fraction
 from catalog.predictors import Observation, PerformancePredictor, UnknownGpuType, UnknownWorkload
 from scheduler.optimizer.catalog_predictions import CatalogPredictions
 from scheduler.predictions import LearnedPredictions, WorkloadEstimates
+from telemetry.agent.colocation import group_fraction
 
 TOLERANCE = 0.01
 

@@ -12,7 +12,7 @@ placement style (consolidated or spread); a pair it does not list does not run (
 make no progress), as does a configuration measured at 0 (does not fit).
 
 A group of three or more on one GPU (theta > 2) was never measured: a member's true fraction
-is catalog.colocation.group_fraction of its true pair fractions with each other member (the
+is telemetry.agent.colocation.group_fraction of its true pair fractions with each other member (the
 estimate the optimiser plans with; for one partner, the pair's value exactly). So the
 simulator cannot show that estimate wrong, only what planning with it does; a group with an
 unlisted pair does not run, as the pair would not.
@@ -25,9 +25,9 @@ where it has one, otherwise the GPU type's power curve at that utilisation.
 import random
 from collections.abc import Sequence
 
-from catalog.colocation import group_fraction
 from scheduler.optimizer.catalog_predictions import CatalogPredictions, MeasurementRow
 from scheduler.optimizer.problem import GpuTypeSpec
+from telemetry.agent.colocation import group_fraction
 from telemetry.agent.simjob import true_factor
 
 BUSY_UTILISATION = 0.9

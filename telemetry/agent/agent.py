@@ -373,7 +373,7 @@ class Agent:
         if self.config.simulate_seed is not None:
             command, extra = simulated_command(
                 assignment, seed=self.config.simulate_seed, speedup=self.config.simulate_speedup,
-                partner_path=self._write_partner(assignment),
+                partner_path=self._write_partner(assignment), throughputs=self.config.simulate_throughputs,
             )
             environment = {**environment, **extra}
         process = JobProcess(

@@ -1,7 +1,8 @@
 """Command line of the agent, shared by `python -m telemetry.agent` and `manage.py run_agent`.
 
 Failures a person must act on (no driver, refused registration, bad flags) end with one line
-on stderr and a non-zero status, never a traceback.
+on stderr and a non-zero status, never a traceback. The simulated backend and jobs are imported
+only under --simulate, and the NVML backend only without it: a node imports what it runs.
 """
 import argparse
 import logging
@@ -16,7 +17,6 @@ from .agent import Agent, RegistrationRefused
 from .client import ControlPlane, Refused, Unreachable
 from .config import AgentConfig
 from .gpus import NoGpuDriver
-from .simulated import SimulatedBackend, SimulatedType, parse_failures, parse_gpu_spec
 
 EXIT_NO_DRIVER, EXIT_USAGE, EXIT_REFUSED = 2, 3, 4
 #: The control plane's default GOGH_NODE_HEARTBEAT_TIMEOUT_S. The agent cannot read the control
@@ -44,6 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--speedup", type=float, default=1.0, help="With --simulate: simulated jobs run this much faster.")
     parser.add_argument("--fail-gpu", action="append", default=[], metavar="INDEX@SECONDS",
                         help="With --simulate: GPU INDEX fails SECONDS after start; repeatable.")
+    parser.add_argument("--throughputs", default=None, metavar="FILE",
+                        help="With --simulate: Gavel's simulation_throughputs.json, the simulated jobs' true rates "
+                        "(default: the repository's copy, catalog/reference/gavel/).")
     parser.add_argument("--log-dir", default=env("GOGH_AGENT_LOG_DIR", "gogh-agent-logs"), help="Per-job logs.")
     parser.add_argument("--sample-interval", type=float, default=1.0, help="Seconds between GPU samples (<= 1).")
     parser.add_argument("--upload-interval", type=float, default=5.0)
@@ -82,9 +85,15 @@ def run(args: argparse.Namespace) -> int:
         simulate_speedup=args.speedup,
     )
     try:
-        backend = _simulated_backend(args, client) if args.simulate else _nvml_backend()
+        if args.simulate:
+            config.simulate_throughputs = _simulated_throughputs(args)
+            backend = _simulated_backend(args, client)
+        else:
+            backend = _nvml_backend()
     except ValueError as exc:
         return _fail(str(exc), EXIT_USAGE)
+    except NoGpuDriver as exc:
+        return _fail(str(exc), EXIT_NO_DRIVER)
     agent = Agent(backend=backend, client=client, config=config)
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: agent.stop())
@@ -123,17 +132,26 @@ def _usage_problem(args) -> str | None:
                 "stopped between heartbeats")
     if args.fail_gpu and not args.simulate:
         return "--fail-gpu needs --simulate: real GPUs fail on their own"
+    if args.throughputs and not args.simulate:
+        return "--throughputs needs --simulate: real jobs run at their own rate"
     return None
 
 
 def _nvml_backend():
+    """The NVML backend; NoGpuDriver where nvidia-ml-py, the agent's one dependency, is missing."""
     from .nvml import NvmlBackend
 
-    return NvmlBackend()
+    try:
+        return NvmlBackend()
+    except ImportError as exc:
+        raise NoGpuDriver(f"nvidia-ml-py is not installed ({exc}): pip install nvidia-ml-py, or run with --simulate "
+                          "for simulated GPUs.") from exc
 
 
-def _simulated_backend(args, client: ControlPlane) -> SimulatedBackend:
+def _simulated_backend(args, client: ControlPlane):
     """Simulated GPUs whose power curves are the control plane's GPU types' (GET /api/gpu-types/)."""
+    from .simulated import SimulatedBackend, SimulatedType, parse_failures, parse_gpu_spec
+
     layout = parse_gpu_spec(args.gpus)
     try:
         rows = client.gpu_types()
@@ -148,6 +166,18 @@ def _simulated_backend(args, client: ControlPlane) -> SimulatedBackend:
     }
     return SimulatedBackend(hostname=args.hostname, layout=layout, types=types, seed=args.seed,
                             fail_after=parse_failures(args.fail_gpu))
+
+
+def _simulated_throughputs(args) -> Path:
+    """Gavel's throughputs for the simulated jobs, checked here so that a node installed without
+    them stops at once rather than failing every job it is given."""
+    from .simjob import GAVEL_THROUGHPUTS
+
+    path = Path(args.throughputs) if args.throughputs else GAVEL_THROUGHPUTS
+    if not path.is_file():
+        raise ValueError(f"no file {path}: give Gavel's simulation_throughputs.json with --throughputs "
+                         "(the simulated jobs' true rates)")
+    return path.resolve()
 
 
 def _fail(message: str, code: int) -> int:

@@ -25,3 +25,4 @@ class AgentConfig:
     fence_after_s: float = 60.0
     simulate_seed: int | None = None  # set: run every job as a simulated job (simjob) with this seed
     simulate_speedup: float = 1.0
+    simulate_throughputs: Path | None = None  # Gavel's file, the simulated jobs' truth (None: simjob's default)

@@ -57,9 +57,11 @@ def partner_file(log_dir: Path, job_id: int) -> Path:
     return log_dir / f"job-{job_id}.partner"
 
 
-def simulated_command(assignment: Assignment, *, seed: int, speedup: float, partner_path: Path) -> tuple[str, dict]:
+def simulated_command(assignment: Assignment, *, seed: int, speedup: float, partner_path: Path,
+                      throughputs: Path | None = None) -> tuple[str, dict]:
     """(command, extra environment) running the assignment as a simulated job (simjob), which
-    reads its partners from `partner_path` as it runs."""
+    reads its partners from `partner_path` as it runs and its true rates from `throughputs`
+    (Gavel's file; None: simjob's default)."""
     argv = [
         sys.executable, "-m", "telemetry.agent.simjob", "--workload", assignment.workload,
         "--gpu-type", assignment.gpu_type, "--num-gpus", str(len(assignment.gpu_indexes)),
@@ -67,4 +69,6 @@ def simulated_command(assignment: Assignment, *, seed: int, speedup: float, part
         "--speedup", str(speedup),
     ]
     argv += ["--partner-file", str(partner_path)]
+    if throughputs is not None:
+        argv += ["--throughputs", str(throughputs)]
     return shlex.join(argv), {"PYTHONPATH": str(_SOURCE_ROOT)}

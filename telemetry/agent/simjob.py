@@ -1,15 +1,17 @@
 """A simulated job: a real process that makes progress at the rate a real job would.
 
     python -m telemetry.agent.simjob --workload 'ResNet-50 (batch size 64)' --gpu-type v100 \
-        --num-gpus 1 --steps 500 [--partner NAME ... | --partner-file PATH] [--seed 0] [--deviation 0.15] [--noise 0.05]
+        --num-gpus 1 --steps 500 [--partner NAME ... | --partner-file PATH] [--seed 0] [--deviation 0.15] [--noise 0.05] \
+        [--throughputs simulation_throughputs.json]
 
-True throughput = the reference throughput (Gavel's measurements, catalog/gavel.py) of the
+True throughput = the reference throughput (Gavel's measurements, read from --throughputs: the
+repository's copy, catalog/reference/gavel/simulation_throughputs.json, by default) of the
 workload on the GPU type (with the partner, when sharing with one job) x a fixed per-workload
 factor exp(N(0, deviation)) drawn from the seed, so the catalog is not exactly right and the
 predictors have something to learn; every interval adds noise N(0, noise) on top. Next to
 several partners (theta > 2), which Gavel never measured, the rate is the alone rate x
-catalog.colocation.group_fraction of the pair fractions (each: the reference pair throughput /
-the reference alone throughput), the estimate the optimiser plans with. It prints the progress
+telemetry.agent.colocation.group_fraction of the pair fractions (each: the reference pair
+throughput / the reference alone throughput), the estimate the optimiser plans with. It prints the progress
 protocol (telemetry.agent.progress) and exits 0 after --steps steps. --speedup multiplies the
 rate, for demos that should not take hours. --partner may be repeated. With --partner-file the
 partners are read from that file (one workload name per line; empty: alone) every interval:
@@ -17,20 +19,23 @@ the agent rewrites it when the job's partners on the GPU change without the job 
 the rate follows, as a real job's would.
 """
 import argparse
+import functools
+import json
 import math
 import random
 import sys
 import time
-
-from catalog.colocation import group_fraction
-from catalog.gavel import read_throughputs
-
 from collections.abc import Callable
 from pathlib import Path
 
 from . import progress
+from .colocation import group_fraction
 
 TICK_S = 0.25
+#: Gavel's measured throughputs where a checkout of the repository has them (the catalog reads the
+#: same file, catalog/gavel.py). A node that installed the agent alone has no such copy and
+#: passes the file with --throughputs.
+GAVEL_THROUGHPUTS = Path(__file__).resolve().parents[2] / "catalog/reference/gavel/simulation_throughputs.json"
 
 
 def true_factor(workload: str, seed: int, deviation: float) -> float:
@@ -38,35 +43,55 @@ def true_factor(workload: str, seed: int, deviation: float) -> float:
     return math.exp(random.Random(f"{seed}:{workload}").gauss(0.0, deviation))
 
 
-def reference_throughput(workload: str, gpu_type: str, num_gpus: int, partner: str | None) -> float:
+@functools.cache  # 1.2 MB of JSON, looked up for every partner set a job meets
+def _gavel_data(path: Path) -> dict:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read Gavel's throughputs from {path} ({exc}); pass the file with --throughputs") \
+            from None
+
+
+def reference_throughput(workload: str, gpu_type: str, num_gpus: int, partner: str | None,
+                         throughputs: Path = GAVEL_THROUGHPUTS) -> float:
     """Steps/s of `workload` on `num_gpus` GPUs of `gpu_type` (consolidated) in Gavel's data;
-    ValueError when the data has no such record or the configuration does not fit (0)."""
-    for record in read_throughputs():
-        if (
-            record.workload.name == workload and record.gpu_type == gpu_type and record.num_gpus == num_gpus
-            and record.consolidated and (record.partner.name if record.partner else None) == partner
-        ):
-            if record.throughput <= 0:
-                raise ValueError(f"{workload} does not fit on {num_gpus} x {gpu_type} (reference throughput 0)")
-            return record.throughput
-    raise ValueError(f"no reference throughput for {workload} on {num_gpus} x {gpu_type} with partner {partner}")
+    ValueError when the data has no such record or the configuration does not fit (0).
+
+    Only a lookup: the file maps worker type (the GPU type; `<type>_unconsolidated` for spread
+    GPUs) -> job key -> partner key -> throughput, where the keys are the Python literals of
+    (workload, GPUs), "null" holds the job alone and a pair holds [this job, partner]. The
+    catalog parses the whole file into records (catalog/gavel.py); the agent cannot import it."""
+    partners = _gavel_data(Path(throughputs)).get(gpu_type, {}).get(repr((workload, num_gpus)), {})
+    value = partners.get("null" if partner is None else repr((partner, num_gpus)))
+    if value is None:
+        raise ValueError(f"no reference throughput for {workload} on {num_gpus} x {gpu_type} with partner {partner}")
+    throughput = value if partner is None else value[0]
+    if throughput <= 0:
+        raise ValueError(f"{workload} does not fit on {num_gpus} x {gpu_type} (reference throughput 0)")
+    return float(throughput)
 
 
-def reference_group_throughput(workload: str, gpu_type: str, num_gpus: int, partners: tuple[str, ...]) -> float:
+def reference_group_throughput(workload: str, gpu_type: str, num_gpus: int, partners: tuple[str, ...],
+                               throughputs: Path = GAVEL_THROUGHPUTS) -> float:
     """Steps/s of `workload` next to `partners` in Gavel's data: alone or with one partner,
     the record; next to several, the alone record x group_fraction of the pair fractions (pair
     record / alone record). ValueError where a record is missing or does not fit."""
     if len(partners) < 2:
-        return reference_throughput(workload, gpu_type, num_gpus, partners[0] if partners else None)
-    alone = reference_throughput(workload, gpu_type, num_gpus, None)
-    return alone * group_fraction(reference_throughput(workload, gpu_type, num_gpus, p) / alone for p in partners)
+        return reference_throughput(workload, gpu_type, num_gpus, partners[0] if partners else None, throughputs)
+    alone = reference_throughput(workload, gpu_type, num_gpus, None, throughputs)
+    return alone * group_fraction(
+        reference_throughput(workload, gpu_type, num_gpus, p, throughputs) / alone for p in partners
+    )
 
 
 class PartnerRates:
     """A simulated job's true rate next to each set of partners it meets, looked up once per set."""
 
-    def __init__(self, workload: str, gpu_type: str, num_gpus: int, factor: float):
+    def __init__(self, workload: str, gpu_type: str, num_gpus: int, factor: float,
+                 throughputs: Path = GAVEL_THROUGHPUTS):
         self.workload, self.gpu_type, self.num_gpus, self.factor = workload, gpu_type, num_gpus, factor
+        self.throughputs = throughputs
         self._rates: dict[tuple[str, ...], float | None] = {}  # None: Gavel did not measure a pair of it
         self.current = 0.0
 
@@ -90,7 +115,8 @@ class PartnerRates:
         if partners not in self._rates:
             try:
                 self._rates[partners] = (
-                    reference_group_throughput(self.workload, self.gpu_type, self.num_gpus, partners) * self.factor
+                    reference_group_throughput(self.workload, self.gpu_type, self.num_gpus, partners, self.throughputs)
+                    * self.factor
                 )
             except ValueError:
                 self._rates[partners] = None
@@ -130,9 +156,11 @@ def main(argv=None) -> int:
     parser.add_argument("--deviation", type=float, default=0.15)
     parser.add_argument("--noise", type=float, default=0.05)
     parser.add_argument("--speedup", type=float, default=1.0)
+    parser.add_argument("--throughputs", type=Path, default=GAVEL_THROUGHPUTS,
+                        help="Gavel's simulation_throughputs.json (default: the repository's copy).")
     args = parser.parse_args(argv)
     rates = PartnerRates(args.workload, args.gpu_type, args.num_gpus,
-                         true_factor(args.workload, args.seed, args.deviation) * args.speedup)
+                         true_factor(args.workload, args.seed, args.deviation) * args.speedup, args.throughputs)
 
     def partners_now() -> tuple[str, ...]:
         if args.partner_file is not None:
@@ -143,6 +171,7 @@ def main(argv=None) -> int:
         return tuple(args.partner)
 
     try:
+        _gavel_data(args.throughputs)  # a missing file says so, not that every configuration is unmeasured
         rates.start(partners_now())
     except ValueError as exc:
         print(f"simjob: {exc}", file=sys.stderr)

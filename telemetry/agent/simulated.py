@@ -2,19 +2,27 @@
 
 Power follows the GPU type's power curve (the control plane's, piecewise linear in
 utilisation) with per-sample noise; a GPU running a job is busy (utilisation about 0.9),
-others idle. Pure Python and seeded, so a run can be repeated. UUIDs follow the demo
-inventory's (telemetry.demo_inventory), so a simulated agent for a demo node reports the very
-GPUs `load_demo_cluster` registered. GPUs fail when told to (`fail_after`), as a lost GPU
-does under NVML: no more samples, and `failures()` names it.
+others idle. Pure Python and seeded, so a run can be repeated. UUIDs are uuid5 of host name
+and index (`gpu_uuid`), the same on every start; the demo inventory (telemetry.demo_inventory)
+registers its GPUs with them, so a simulated agent for a demo node reports the very GPUs
+`load_demo_cluster` registered. GPUs fail when told to (`fail_after`), as a lost GPU does under
+NVML: no more samples, and `failures()` names it.
 """
 import random
 import time
+import uuid
 from dataclasses import dataclass
 
-from ..demo_inventory import demo_gpu_uuid
 from .gpus import GpuInfo, GpuSample
 
 BUSY_UTILIZATION = 0.9
+_UUID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_DNS, "demo.gogh.invalid")
+
+
+def gpu_uuid(hostname: str, index: int) -> str:
+    """The UUID of simulated GPU `index` of `hostname`: the same on every start, so a restarted
+    agent reports the GPUs it registered before."""
+    return f"GPU-{uuid.uuid5(_UUID_NAMESPACE, f'{hostname}/{index}')}"
 
 
 @dataclass(frozen=True)
@@ -89,7 +97,7 @@ class SimulatedBackend:
             for _ in range(count):
                 info = GpuInfo(
                     index=index,
-                    uuid=demo_gpu_uuid(self._hostname, index),  # a demo node's own GPUs, same rows
+                    uuid=gpu_uuid(self._hostname, index),  # a demo node's own GPUs, same rows
                     product_name=f"GOGH simulated {type_name.upper()}",
                     pci_bus_id=f"00000000:{index + 4:02x}:00.0",
                     numa_node=0,

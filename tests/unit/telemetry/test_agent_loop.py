@@ -260,6 +260,9 @@ def test_without_a_driver_the_command_says_so_in_one_line(monkeypatch, capsys):
         (["--url", "http://x"], "token"),
         (["--url", "http://x", "--token", "t", "--sample-interval", "2"], "1 Hz"),
         (["--url", "http://x", "--token", "t", "--label", "rack"], "KEY=VALUE"),
+        (["--url", "http://x", "--token", "t", "--throughputs", "gavel.json"], "--throughputs needs --simulate"),
+        (["--url", "http://x", "--token", "t", "--simulate", "--throughputs", "/nonexistent/gavel.json"],
+         "no file /nonexistent/gavel.json"),
     ],
 )
 def test_bad_flags_get_one_line(argv, message, capsys, monkeypatch):

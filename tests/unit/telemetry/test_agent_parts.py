@@ -1,5 +1,6 @@
 """The agent's plain parts: the buffer, the progress protocol, the simulated GPUs and jobs."""
 import io
+import json
 import random
 import subprocess
 import sys
@@ -103,6 +104,34 @@ def test_reference_throughput_comes_from_gavels_data():
         reference_throughput("ResNet-50 (batch size 64)", "h100", 1, None)
 
 
+def test_from_a_checkout_a_simulated_job_reads_the_file_the_catalog_reads():
+    from catalog.gavel import GAVEL_THROUGHPUTS
+    from telemetry.agent.simjob import GAVEL_THROUGHPUTS as simulated_default
+
+    assert simulated_default == GAVEL_THROUGHPUTS and simulated_default.is_file()
+
+
+def test_a_simulated_job_reads_gavels_throughputs_from_the_file_it_is_given(tmp_path):
+    """A node that installed the agent alone passes Gavel's file (--throughputs); without one
+    the job says which file it could not read, in one line."""
+    table = tmp_path / "gavel.json"
+    table.write_text(json.dumps({"v100": {"('ResNet-50 (batch size 64)', 1)": {
+        "null": 2.0, "('ResNet-18 (batch size 64)', 1)": [1.5, 3.0], "('A3C', 1)": [0.0, 0.0]}}}))
+    assert reference_throughput("ResNet-50 (batch size 64)", "v100", 1, None, table) == 2.0
+    assert reference_throughput("ResNet-50 (batch size 64)", "v100", 1, "ResNet-18 (batch size 64)", table) == 1.5
+    with pytest.raises(ValueError, match="does not fit"):
+        reference_throughput("ResNet-50 (batch size 64)", "v100", 1, "A3C", table)
+    with pytest.raises(ValueError, match="no reference throughput"):
+        reference_throughput("ResNet-50 (batch size 64)", "v100", 2, None, table)
+    missing = subprocess.run(
+        [sys.executable, "-m", "telemetry.agent.simjob", "--workload", "ResNet-50 (batch size 64)",
+         "--gpu-type", "v100", "--steps", "10", "--throughputs", str(tmp_path / "none.json")],
+        capture_output=True, text=True,
+    )
+    assert missing.returncode == 2 and "cannot read Gavel's throughputs" in missing.stderr
+    assert "Traceback" not in missing.stderr
+
+
 def test_a_simulated_job_progresses_at_its_rate(capsys):
     clock = iter(x * 0.25 for x in range(1000))
     run(rate=8.0, steps=20, noise=0.0, rng=random.Random(0), clock=lambda: next(clock), sleep=lambda s: None)
@@ -152,7 +181,7 @@ def test_a_simulated_job_next_to_two_partners_runs_at_group_fraction_of_its_pair
     """Gavel measured pairs only: next to two jobs, the alone rate x group_fraction of the two
     pair fractions; next to one, the pair's reference x the factor exactly, as before groups."""
     import telemetry.agent.simjob as simjob
-    from catalog.colocation import group_fraction
+    from telemetry.agent.colocation import group_fraction
 
     workload, first, second = "ResNet-50 (batch size 64)", "ResNet-18 (batch size 64)", "ResNet-18 (batch size 32)"
     reference = {p: simjob.reference_throughput(workload, "v100", 1, p) for p in (None, first, second)}

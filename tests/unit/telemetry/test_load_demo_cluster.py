@@ -4,7 +4,8 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from telemetry.demo_inventory import DEMO_AGENT_USERNAME, DEMO_NODES, demo_gpu_uuid
+from telemetry.agent.simulated import gpu_uuid
+from telemetry.demo_inventory import DEMO_AGENT_USERNAME, DEMO_NODES
 from telemetry.models import Gpu, Node
 
 pytestmark = pytest.mark.django_db
@@ -45,7 +46,7 @@ def test_layout_is_two_switches_over_two_numa_nodes(gpu_types):
     load()
     v100s = Gpu.objects.filter(node__hostname="demo-v100-01").order_by("index")
     assert [(g.pcie_switch, g.numa_node) for g in v100s] == [("pcie-sw0", 0)] * 4 + [("pcie-sw1", 1)] * 4
-    assert v100s[5].uuid == demo_gpu_uuid("demo-v100-01", 5)
+    assert v100s[5].uuid == gpu_uuid("demo-v100-01", 5)
 
 
 def test_inventory_data_is_consistent():

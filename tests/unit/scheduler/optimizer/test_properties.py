@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from catalog.colocation import group_fraction
 from scheduler.optimizer import SOLVERS, get_solver
 from scheduler.optimizer.problem import MAX_THETA, THETA_LIMIT, CurrentPlacement
+from telemetry.agent.colocation import group_fraction
 
 from .factory import TablePredictions, gpu_type, job, node, problem
 

@@ -1,5 +1,5 @@
 """Groups of three or more jobs on one GPU (theta > 2) in the simulated cluster: the true
-rate from the pairs (catalog.colocation.group_fraction), the power of the shared GPU, a
+rate from the pairs (telemetry.agent.colocation.group_fraction), the power of the shared GPU, a
 finishing member leaving its group, and no group observation fed to the predictors."""
 import pytest
 

@@ -1,7 +1,7 @@
 """The group estimate: a job's fraction next to several partners from its pairwise ones."""
 import pytest
 
-from catalog.colocation import group_fraction
+from telemetry.agent.colocation import group_fraction
 
 
 def test_one_partner_is_the_measured_pair_exactly():

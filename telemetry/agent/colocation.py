@@ -12,7 +12,9 @@ GPU's time. For one partner it is the measured pair exactly, so pairs keep their
 It is an estimate, not a measurement: it ignores memory-bandwidth and cache contention that
 grows faster than additively, so it errs optimistic for dense groups; docs/optimization.md
 says so and the telemetry never records a group's throughput as a pair's. Pure Python: the
-optimiser, the simulated cluster and simulated jobs on the agent all use it.
+optimiser, the simulated cluster and simulated jobs on the agent all use it. It lives in the
+agent package because a node installs only that package (docs/agent.md) and its simulated jobs
+need it; the scheduler, which stacks above telemetry, imports it from here.
 """
 from collections.abc import Iterable
 
