@@ -26,7 +26,8 @@ import random
 from collections.abc import Sequence
 
 from catalog.colocation import group_fraction
-from scheduler.optimizer.catalog_predictions import CatalogPredictions, MeasurementRow
+from catalog.measurement_record import MeasurementRecord
+from scheduler.optimizer.catalog_predictions import CatalogPredictions
 from scheduler.optimizer.problem import GpuTypeSpec
 from telemetry.agent.simjob import true_factor
 
@@ -34,7 +35,7 @@ BUSY_UTILISATION = 0.9
 
 
 class Truth:
-    def __init__(self, rows: list[MeasurementRow], *, seed: int = 0, deviation: float = 0.15, noise: float = 0.05,
+    def __init__(self, rows: list[MeasurementRecord], *, seed: int = 0, deviation: float = 0.15, noise: float = 0.05,
                  busy_utilisation: float = BUSY_UTILISATION):
         self.measured = CatalogPredictions(rows)
         self.gpu_types = sorted({r.gpu_type for r in rows})
