@@ -6,14 +6,14 @@ what they learn; everything here can be trained, tested and benchmarked without 
 from .data import CatalogData, CatalogPolicy, build_catalog, records_from_gavel
 from .errors import UnknownGpuType, UnknownWorkload
 from .estimator import ARCHITECTURES, NET_ARCHITECTURES, Observation, PerformancePredictor
-from .gpu_specs import GPU_SPECS, GpuSpec, UnmeasuredEstimate, estimate_unmeasured
+from .gpu_specs import GPU_DATASHEETS, GpuDatasheet, UnmeasuredEstimate, estimate_unmeasured
 
 __all__ = [
     "ARCHITECTURES",
     "CatalogData",
     "CatalogPolicy",
-    "GPU_SPECS",
-    "GpuSpec",
+    "GPU_DATASHEETS",
+    "GpuDatasheet",
     "NET_ARCHITECTURES",
     "Observation",
     "PerformancePredictor",
