@@ -41,7 +41,7 @@ class CatalogData:
     tau: np.ndarray
     rho: np.ndarray
     samples: np.ndarray  # records behind each rho cell (after the policy)
-    power: dict = field(default_factory=dict)  # (workload, gpu_type) -> (mean W, mean utilisation)
+    power: dict = field(default_factory=dict)  # (workload, gpu_type) -> (mean W, mean utilization)
 
     @property
     def families(self) -> list[str]:

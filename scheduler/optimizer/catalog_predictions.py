@@ -51,7 +51,7 @@ class CatalogPredictions:
         shared = self._pair.get((workload, partner, gpu_type))
         return min(1.0, shared / alone) if alone and shared else None
 
-    def utilisation(self, workload, gpu_type):
+    def utilization(self, workload, gpu_type):
         return self._util.get((workload, gpu_type))
 
     def power_w(self, workload, gpu_type):

@@ -34,8 +34,8 @@ def test_a_member_of_a_group_of_three_runs_at_group_fraction_of_its_pairs():
     assert t.shared_throughput("A", ("B",), "v100") == 5.0 and t.shared_throughput("A", ("C",), "v100") == 2.5
 
 
-def test_a_shared_gpu_draws_power_at_its_members_summed_scaled_utilisation():
-    """Busy utilisation 0.9 each. Pair A+B: 0.9 x 0.5 + 0.9 x 0.5, as the pair formula always
+def test_a_shared_gpu_draws_power_at_its_members_summed_scaled_utilization():
+    """Busy utilization 0.9 each. Pair A+B: 0.9 x 0.5 + 0.9 x 0.5, as the pair formula always
     gave. Group A+B+C: A 0.9 x 0.2, B 0.9 x 1/3, C 0.9 x 1/(1 + 1 + 3) = 0.2: 0.66 in all."""
     t, spec = truth(ASYMMETRIC), gpu_types(["v100"])["v100"]
     assert t.gpu_power_shared(spec, ("A", "B")) == spec.power_curve(0.9 * 0.5 + 0.9 * 0.5)
