@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .measurement_record import MeasurementRecord
+
 #: The copy shipped with the project (see catalog/reference/ATTRIBUTION.md).
 GAVEL_THROUGHPUTS = Path(__file__).resolve().parent / "reference" / "gavel" / "simulation_throughputs.json"
 
@@ -64,6 +66,19 @@ class GavelRecord:
     def reference(self) -> str:
         """Where in the file the value sits: gavel:<worker_type>:<job key>:<partner key>."""
         return f"gavel:{self.worker_type}:{self.job_key}:{self.partner_key}"
+
+    def measurement(self) -> MeasurementRecord:
+        """The record's measurement as the predictors and the optimiser read it (source reference)."""
+        return MeasurementRecord(
+            workload=self.workload.name,
+            gpu_type=self.gpu_type,
+            throughput=self.throughput,
+            num_gpus=self.num_gpus,
+            consolidated=self.consolidated,
+            partner=self.partner.name if self.partner else None,
+            partner_throughput=self.partner_throughput,
+            source="reference",
+        )
 
 
 class GavelFormatError(ValueError):

@@ -34,8 +34,8 @@ _IDLE_FROM_SHARE = (
     "and V100; vendors publish no idle power; replace with an NVML idle measurement"
 )
 _POWER_CURVE = (
-    "assumption: linear from idle_w at utilisation 0 to tdp_w at utilisation 1; replace with "
-    "an NVML profile of power against utilisation on this GPU type"
+    "assumption: linear from idle_w at utilization 0 to tdp_w at utilization 1; replace with "
+    "an NVML profile of power against utilization on this GPU type"
 )
 _PRODUCT_NAMES = "substrings of the NVML product name (nvmlDeviceGetName) of this GPU type"
 

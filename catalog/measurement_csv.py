@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .measurement_limits import MAX_NUM_GPUS, limit_problems
+from .measurement_record import MeasurementRecord
 
 COLUMNS = (
     "workload",
@@ -38,26 +39,6 @@ DEFAULT_SOURCE = "profiling"
 #: Limit of the reference column, checked here so a bad file fails with a line number (the
 #: physical limits of the values are measurement_limits').
 MAX_REFERENCE_LENGTH = 200
-
-
-@dataclass(frozen=True, slots=True)
-class MeasurementRow:
-    """One valid data row; `line` is where it starts in the file (the header is line 1)."""
-
-    line: int
-    workload: str
-    gpu_type: str
-    throughput: float
-    num_gpus: int = 1
-    consolidated: bool = True
-    partner: str | None = None
-    partner_throughput: float | None = None
-    power_w: float | None = None
-    utilization: float | None = None
-    memory_gb: float | None = None
-    source: str = DEFAULT_SOURCE
-    observed_at: datetime | None = None
-    reference: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +65,10 @@ class RowNames:
 
 @dataclass
 class ParsedFile:
-    """What parse_measurements found: rows that passed, every problem, and all rows' names."""
+    """What parse_measurements found: the records of the rows that passed, by the line each starts
+    at (the header is line 1), every problem, and all rows' names."""
 
-    rows: list[MeasurementRow] = field(default_factory=list)
+    records: dict[int, MeasurementRecord] = field(default_factory=dict)
     errors: list[RowError] = field(default_factory=list)
     names: list[RowNames] = field(default_factory=list)
 
@@ -103,12 +85,12 @@ class _BadValue(ValueError):
     pass
 
 
-def read_measurements(path: Path | str) -> list[MeasurementRow]:
-    """All rows of a valid file, or MeasurementFileError listing every problem."""
+def read_measurements(path: Path | str) -> list[MeasurementRecord]:
+    """The records of a valid file, in file order, or MeasurementFileError listing every problem."""
     parsed = parse_measurements(path)
     if parsed.errors:
         raise MeasurementFileError(parsed.errors)
-    return parsed.rows
+    return list(parsed.records.values())
 
 
 def parse_measurements(path: Path | str) -> ParsedFile:
@@ -145,10 +127,10 @@ def parse_measurements(path: Path | str) -> ParsedFile:
                 continue
             raw = {column: value.strip() for column, value in zip(header, fields)}
             parsed.names.append(RowNames(line, raw["workload"], raw["gpu_type"], raw.get("partner", "")))
-            row, reasons = _parse_row(line, raw)
+            record, reasons = _parse_row(raw)
             parsed.errors.extend(RowError(name, line, reason) for reason in reasons)
-            if row is not None:
-                parsed.rows.append(row)
+            if record is not None:
+                parsed.records[line] = record
     except csv.Error as exc:
         # The record that starts at `line` broke the syntax. An opening quote never closed swallows
         # every later line into one field: say so, rather than count the fields of the jumble.
@@ -158,7 +140,7 @@ def parse_measurements(path: Path | str) -> ParsedFile:
         parsed.errors.append(RowError(name, line, reason))
     if header is None and not parsed.errors:
         parsed.errors.append(RowError(name, 1, "empty file: expected a header row"))
-    elif header is not None and not parsed.rows and not parsed.errors:
+    elif header is not None and not parsed.records and not parsed.errors:
         parsed.errors.append(RowError(name, header_line, "no measurements after the header"))
     return parsed
 
@@ -195,7 +177,7 @@ def _check_header(header: list[str]) -> list[str]:
     return reasons
 
 
-def _parse_row(line: int, raw: dict[str, str]) -> tuple[MeasurementRow | None, list[str]]:
+def _parse_row(raw: dict[str, str]) -> tuple[MeasurementRecord | None, list[str]]:
     values, reasons = {}, []
     for column, text in raw.items():
         if text == "":
@@ -215,7 +197,7 @@ def _parse_row(line: int, raw: dict[str, str]) -> tuple[MeasurementRow | None, l
         reasons += [f"{column}: {reason}" for column, reason in problems.items()]
     if reasons:
         return None, reasons
-    return MeasurementRow(line=line, **values), []
+    return MeasurementRecord(**{"source": DEFAULT_SOURCE, **values}), []
 
 
 def _text(text: str) -> str:

@@ -72,8 +72,8 @@ class LearnedPredictions:
             return measured
         return min(1.0, max(0.0, estimate.rho[(partner, gpu_type)]))
 
-    def utilisation(self, workload, gpu_type):
-        return self._measured.utilisation(workload, gpu_type)
+    def utilization(self, workload, gpu_type):
+        return self._measured.utilization(workload, gpu_type)
 
     def power_w(self, workload, gpu_type):
         return self._measured.power_w(workload, gpu_type)

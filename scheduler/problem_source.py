@@ -2,7 +2,8 @@
 functional core): the jobs still to run, the GPUs that can take work, the catalog's GPU types
 and measurements, the solver settings and the load history of earlier rounds."""
 from catalog.models import GpuType
-from catalog.predictors.data import Record, apply_policy, cell_is_known, peak_memory
+from catalog.measurement_record import MeasurementRecord
+from catalog.predictors.data import apply_policy, cell_is_known, peak_memory
 from catalog.services.predictors_store import catalog_policy, catalog_window_records
 from catalog.selectors import latest_estimates_by_workload
 from telemetry.models import Gpu, GpuState, NodeState
@@ -10,7 +11,7 @@ from telemetry.models import Gpu, GpuState, NodeState
 from .lifecycle import JobState
 from .models import Allocation, Job, SolveRun, SolverConfig
 from .optimizer import CurrentPlacement, GpuSpec, GpuTypeSpec, JobSpec, PowerCurve, Problem, SolverSettings
-from .optimizer.catalog_predictions import CatalogPredictions, MeasurementRow
+from .optimizer.catalog_predictions import CatalogPredictions
 from .predictions import LearnedPredictions, WorkloadEstimates
 
 ACTIVE_STATES = (JobState.PENDING.value, JobState.PLACED.value, JobState.RUNNING.value)
@@ -36,7 +37,7 @@ def solver_settings(config: SolverConfig, *, solver: str | None = None) -> Solve
     )
 
 
-def policy_groups() -> dict[tuple, list[Record]]:
+def policy_groups() -> dict[tuple, list[MeasurementRecord]]:
     """The catalog's records per configuration under the predictors' catalog policy
     (catalog.predictors.data): the newest GOGH_PREDICTOR_WINDOW records, telemetry outliers
     dropped. Only the windows are read, not the history behind them."""
@@ -44,16 +45,16 @@ def policy_groups() -> dict[tuple, list[Record]]:
     return apply_policy(catalog_window_records(policy.window), policy)
 
 
-def catalog_predictions(groups: dict[tuple, list[Record]] | None = None) -> CatalogPredictions:
+def catalog_predictions(groups: dict[tuple, list[MeasurementRecord]] | None = None) -> CatalogPredictions:
     """What the catalog measured, per configuration, under the catalog policy, a configuration
     that only telemetry has seen fewer than GOGH_PREDICTOR_MIN_SAMPLES times left unknown, for
     the predictions to fill."""
     policy = catalog_policy()
     return CatalogPredictions(
-        MeasurementRow(r.workload, r.gpu_type, r.num_gpus, r.consolidated, r.partner, r.throughput, r.power_w, r.utilization)
+        record
         for group in (policy_groups() if groups is None else groups).values()
         if cell_is_known(group, policy)
-        for r in group
+        for record in group
     )
 
 

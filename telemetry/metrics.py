@@ -16,7 +16,7 @@ from .models import Gpu, GpuSample, Node, NodeState
 DCGM_LABELS = ["gpu", "UUID", "device", "modelName", "Hostname", "gpu_type"]
 _GPU_GAUGES = [
     ("gogh_gpu_power_watts", "Power draw of the GPU in W (DCGM_FI_DEV_POWER_USAGE).", "power_w"),
-    ("gogh_gpu_utilization_ratio", "GPU utilisation 0..1 (DCGM_FI_DEV_GPU_UTIL / 100).", "utilization"),
+    ("gogh_gpu_utilization_ratio", "GPU utilization 0..1 (DCGM_FI_DEV_GPU_UTIL / 100).", "utilization"),
     ("gogh_gpu_temperature_celsius", "GPU temperature in C (DCGM_FI_DEV_GPU_TEMP).", "temperature_c"),
     ("gogh_gpu_sm_clock_mhz", "SM clock in MHz (DCGM_FI_DEV_SM_CLOCK).", "sm_clock_mhz"),
     ("gogh_gpu_memory_used_mib", "Frame buffer used in MiB (DCGM_FI_DEV_FB_USED).", "memory_used_mb"),

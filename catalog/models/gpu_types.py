@@ -11,29 +11,29 @@ lower_case_name = RegexValidator(r"^[a-z0-9_-]+$", "Use lower-case letters, digi
 
 
 def validate_power_curve(points):
-    """A power curve is [[utilisation 0..1, watts >= 0], ...], strictly increasing in utilisation."""
+    """A power curve is [[utilization 0..1, watts >= 0], ...], strictly increasing in utilization."""
     if not isinstance(points, list):
-        raise ValidationError("The power curve must be a list of [utilisation, watts] points.")
+        raise ValidationError("The power curve must be a list of [utilization, watts] points.")
     last = -1.0
     for point in points:
         if not (isinstance(point, (list, tuple)) and len(point) == 2):
-            raise ValidationError(f"Point {point!r} is not a [utilisation, watts] pair.")
+            raise ValidationError(f"Point {point!r} is not a [utilization, watts] pair.")
         util, watts = point
         if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (util, watts)):
             raise ValidationError(f"Point {point!r} must hold two numbers.")
         if not 0.0 <= util <= 1.0 or not 0 <= watts <= MAX_POWER_PER_GPU_W:
             raise ValidationError(
-                f"Point {point!r}: utilisation must lie in [0, 1] and watts in [0, {MAX_POWER_PER_GPU_W:g}]."
+                f"Point {point!r}: utilization must lie in [0, 1] and watts in [0, {MAX_POWER_PER_GPU_W:g}]."
             )
         if util <= last:
-            raise ValidationError("Power-curve utilisations must be strictly increasing.")
+            raise ValidationError("Power-curve utilizations must be strictly increasing.")
         last = util
 
 
 class GpuType(models.Model):
     """One kind of GPU (k80, p100, v100, t4, a100, h100, h200, ...), per GPU, not per board.
 
-    The power curve gamma(u) maps utilisation to watts; it starts from datasheet facts and is
+    The power curve gamma(u) maps utilization to watts; it starts from datasheet facts and is
     replaced by profiling (NVML) as measurements come in, so every value carries provenance.
     """
 
@@ -46,7 +46,7 @@ class GpuType(models.Model):
         default=list,
         blank=True,
         validators=[validate_power_curve],
-        help_text="[[utilisation 0..1, watts], ...] points of a piecewise-linear curve.",
+        help_text="[[utilization 0..1, watts], ...] points of a piecewise-linear curve.",
     )
     provenance = models.JSONField(
         default=dict, blank=True, help_text="Where each value comes from: {field: source}."

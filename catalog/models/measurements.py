@@ -36,7 +36,7 @@ class Measurement(models.Model):
         null=True, blank=True, help_text="Steps per second of the partner in the same run, when known."
     )
     power_w = models.FloatField(null=True, blank=True, help_text="Average power of the GPU(s) in W.")
-    utilization = models.FloatField(null=True, blank=True, help_text="Average GPU utilisation, 0..1.")
+    utilization = models.FloatField(null=True, blank=True, help_text="Average GPU utilization, 0..1.")
     memory_gb = models.FloatField(
         null=True, blank=True, help_text="Peak GPU memory used per GPU in GB (telemetry: the busiest GPU of the job)."
     )
@@ -86,7 +86,7 @@ class Measurement(models.Model):
             models.CheckConstraint(
                 condition=models.Q(utilization__isnull=True) | models.Q(utilization__gte=0, utilization__lte=1),
                 name="measurement_utilization_unit",
-                violation_error_message="Utilisation must lie within 0..1.",
+                violation_error_message="Utilization must lie within 0..1.",
             ),
         ]
 

@@ -3,26 +3,24 @@
 The catalog's Django shell (catalog.services.predictors) feeds these plain records and stores
 what they learn; everything here can be trained, tested and benchmarked without a database.
 """
-from .data import CatalogData, CatalogPolicy, Record, build_catalog, records_from_csv, records_from_gavel
+from .data import CatalogData, CatalogPolicy, build_catalog, records_from_gavel
 from .errors import UnknownGpuType, UnknownWorkload
 from .estimator import ARCHITECTURES, NET_ARCHITECTURES, Observation, PerformancePredictor
-from .gpu_specs import GPU_SPECS, GpuSpec, UnmeasuredEstimate, estimate_unmeasured
+from .gpu_specs import GPU_DATASHEETS, GpuDatasheet, UnmeasuredEstimate, estimate_unmeasured
 
 __all__ = [
     "ARCHITECTURES",
     "CatalogData",
     "CatalogPolicy",
-    "GPU_SPECS",
-    "GpuSpec",
+    "GPU_DATASHEETS",
+    "GpuDatasheet",
     "NET_ARCHITECTURES",
     "Observation",
     "PerformancePredictor",
-    "Record",
     "UnknownGpuType",
     "UnknownWorkload",
     "UnmeasuredEstimate",
     "build_catalog",
     "estimate_unmeasured",
-    "records_from_csv",
     "records_from_gavel",
 ]

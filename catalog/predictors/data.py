@@ -1,4 +1,4 @@
-"""From plain measurement records to the matrices the predictors learn from.
+"""From plain measurement records (catalog.measurement_record) to the matrices the predictors learn from.
 
 tau[w, c]    isolated throughput (steps/s) of workload w in configuration c = (GPU type,
              GPUs, consolidated); 0 = does not fit; NaN = unknown.
@@ -13,36 +13,16 @@ unknown, so predictions there fall back to the model and are flagged low-confide
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
-from catalog import gavel, measurement_csv
+from catalog import gavel
+from catalog.measurement_record import MeasurementRecord
 
 from .features import WorkloadFeatures, reference_features
 
 TRUSTED_SOURCES = ("reference", "profiling")
-
-
-class Record(NamedTuple):
-    """One measurement, as the Django shell, the Gavel reader or a CSV file gives it. A named
-    tuple: a round builds one per measurement of the policy's windows (some 100,000), and a
-    frozen dataclass took three times as long to make."""
-
-    workload: str
-    gpu_type: str
-    throughput: float
-    num_gpus: int = 1
-    consolidated: bool = True
-    partner: str | None = None
-    partner_throughput: float | None = None
-    power_w: float | None = None
-    utilization: float | None = None
-    source: str = "reference"
-    observed_at: datetime | None = None
-    memory_gb: float | None = None  # peak GPU memory per GPU during the measurement
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +41,7 @@ class CatalogData:
     tau: np.ndarray
     rho: np.ndarray
     samples: np.ndarray  # records behind each rho cell (after the policy)
-    power: dict = field(default_factory=dict)  # (workload, gpu_type) -> (mean W, mean utilisation)
+    power: dict = field(default_factory=dict)  # (workload, gpu_type) -> (mean W, mean utilization)
 
     @property
     def families(self) -> list[str]:
@@ -104,43 +84,13 @@ class CatalogData:
         )
 
 
-def records_from_gavel(path: Path | str = gavel.GAVEL_THROUGHPUTS) -> list[Record]:
-    return [
-        Record(
-            workload=r.workload.name,
-            gpu_type=r.gpu_type,
-            throughput=r.throughput,
-            num_gpus=r.num_gpus,
-            consolidated=r.consolidated,
-            partner=r.partner.name if r.partner else None,
-            partner_throughput=r.partner_throughput,
-        )
-        for r in gavel.read_throughputs(path)
-    ]
+def records_from_gavel(path: Path | str = gavel.GAVEL_THROUGHPUTS) -> list[MeasurementRecord]:
+    return [r.measurement() for r in gavel.read_throughputs(path)]
 
 
-def records_from_csv(path: Path | str) -> list[Record]:
-    return [
-        Record(
-            workload=r.workload,
-            gpu_type=r.gpu_type,
-            throughput=r.throughput,
-            num_gpus=r.num_gpus,
-            consolidated=r.consolidated,
-            partner=r.partner,
-            partner_throughput=r.partner_throughput,
-            power_w=r.power_w,
-            utilization=r.utilization,
-            source=r.source,
-            observed_at=r.observed_at,
-        )
-        for r in measurement_csv.read_measurements(path)
-    ]
-
-
-def apply_policy(records: list[Record], policy: CatalogPolicy) -> dict[tuple, list[Record]]:
+def apply_policy(records: list[MeasurementRecord], policy: CatalogPolicy) -> dict[tuple, list[MeasurementRecord]]:
     """Records per (workload, gpu, GPUs, consolidated, partner) after window and outlier rejection."""
-    groups: dict[tuple, list[Record]] = defaultdict(list)
+    groups: dict[tuple, list[MeasurementRecord]] = defaultdict(list)
     for record in records:
         groups[(record.workload, record.gpu_type, record.num_gpus, record.consolidated, record.partner)].append(record)
     kept = {}
@@ -150,7 +100,7 @@ def apply_policy(records: list[Record], policy: CatalogPolicy) -> dict[tuple, li
     return kept
 
 
-def reject_outliers(group: list[Record], mads: float) -> list[Record]:
+def reject_outliers(group: list[MeasurementRecord], mads: float) -> list[MeasurementRecord]:
     """Drop telemetry records further than `mads` scaled MADs from the group median."""
     telemetry = np.array([r.throughput for r in group if r.source == "telemetry"])
     if len(telemetry) < 5:
@@ -162,7 +112,7 @@ def reject_outliers(group: list[Record], mads: float) -> list[Record]:
     return [r for r in group if r.source != "telemetry" or abs(r.throughput - median) <= mads * mad]
 
 
-def peak_memory(groups: dict[tuple, list[Record]]) -> dict[str, float]:
+def peak_memory(groups: dict[tuple, list[MeasurementRecord]]) -> dict[str, float]:
     """GB per GPU each workload used at its peak while running alone, over the records the
     policy keeps (`apply_policy`'s groups: the window and the outlier rejection apply, not the
     minimum-sample threshold, since one reading of a need is enough to respect it). A shared
@@ -176,12 +126,12 @@ def peak_memory(groups: dict[tuple, list[Record]]) -> dict[str, float]:
     return peaks
 
 
-def cell_is_known(group: list[Record], policy: CatalogPolicy) -> bool:
+def cell_is_known(group: list[MeasurementRecord], policy: CatalogPolicy) -> bool:
     """A cell counts once a trusted record (reference, profiling) or `min_samples` records back it."""
     return bool(group) and (any(r.source in TRUSTED_SOURCES for r in group) or len(group) >= policy.min_samples)
 
 
-def _cell_value(group: list[Record], policy: CatalogPolicy) -> tuple[float, int]:
+def _cell_value(group: list[MeasurementRecord], policy: CatalogPolicy) -> tuple[float, int]:
     """Median throughput of a cell and how many records back it; NaN when below the threshold."""
     if not cell_is_known(group, policy):
         return math.nan, len(group)
@@ -189,7 +139,7 @@ def _cell_value(group: list[Record], policy: CatalogPolicy) -> tuple[float, int]
 
 
 def build_catalog(
-    records: list[Record],
+    records: list[MeasurementRecord],
     policy: CatalogPolicy = CatalogPolicy(),
     features: dict[str, WorkloadFeatures] | None = None,
 ) -> CatalogData:

@@ -26,7 +26,9 @@ UNMEASURED_LOG_SD = 0.5
 
 
 @dataclass(frozen=True, slots=True)
-class GpuSpec:
+class GpuDatasheet:
+    """A GPU type's datasheet facts, per GPU: what carries a throughput over to a type nobody measured."""
+
     fp32_tflops: float
     memory_bandwidth_gbs: float
     memory_gb: float
@@ -34,14 +36,14 @@ class GpuSpec:
 
 
 #: Per GPU (not per board), boost clocks, the variants catalog/gpu_type_defaults.py describes.
-GPU_SPECS: dict[str, GpuSpec] = {
-    "k80": GpuSpec(4.37, 240.0, 12, "NVIDIA Tesla K80 datasheet: 8.73 TFLOPS FP32 and 480 GB/s per board of two GPUs"),
-    "p100": GpuSpec(9.3, 732.0, 16, "NVIDIA Tesla P100 datasheet, PCIe 16 GB: 9.3 TFLOPS FP32, 732 GB/s"),
-    "v100": GpuSpec(15.7, 900.0, 16, "NVIDIA Tesla V100 datasheet, SXM2: 15.7 TFLOPS FP32, 900 GB/s"),
-    "t4": GpuSpec(8.1, 320.0, 16, "NVIDIA T4 datasheet: 8.1 TFLOPS FP32, 320 GB/s"),
-    "a100": GpuSpec(19.5, 1555.0, 40, "NVIDIA A100 datasheet, SXM4 40 GB: 19.5 TFLOPS FP32, 1,555 GB/s"),
-    "h100": GpuSpec(67.0, 3350.0, 80, "NVIDIA H100 datasheet, SXM5 80 GB: 67 TFLOPS FP32, 3.35 TB/s"),
-    "h200": GpuSpec(67.0, 4800.0, 141, "NVIDIA H200 datasheet, SXM 141 GB: 67 TFLOPS FP32, 4.8 TB/s"),
+GPU_DATASHEETS: dict[str, GpuDatasheet] = {
+    "k80": GpuDatasheet(4.37, 240.0, 12, "NVIDIA Tesla K80 datasheet: 8.73 TFLOPS FP32 and 480 GB/s per board of two GPUs"),
+    "p100": GpuDatasheet(9.3, 732.0, 16, "NVIDIA Tesla P100 datasheet, PCIe 16 GB: 9.3 TFLOPS FP32, 732 GB/s"),
+    "v100": GpuDatasheet(15.7, 900.0, 16, "NVIDIA Tesla V100 datasheet, SXM2: 15.7 TFLOPS FP32, 900 GB/s"),
+    "t4": GpuDatasheet(8.1, 320.0, 16, "NVIDIA T4 datasheet: 8.1 TFLOPS FP32, 320 GB/s"),
+    "a100": GpuDatasheet(19.5, 1555.0, 40, "NVIDIA A100 datasheet, SXM4 40 GB: 19.5 TFLOPS FP32, 1,555 GB/s"),
+    "h100": GpuDatasheet(67.0, 3350.0, 80, "NVIDIA H100 datasheet, SXM5 80 GB: 67 TFLOPS FP32, 3.35 TB/s"),
+    "h200": GpuDatasheet(67.0, 4800.0, 141, "NVIDIA H200 datasheet, SXM 141 GB: 67 TFLOPS FP32, 4.8 TB/s"),
 }
 
 
@@ -58,15 +60,15 @@ class UnmeasuredEstimate:
     low_confidence: bool = True
 
 
-def carry_over(log_tau: float, compute_density: float, source: GpuSpec, target: GpuSpec) -> float:
+def carry_over(log_tau: float, compute_density: float, source: GpuDatasheet, target: GpuDatasheet) -> float:
     """log steps/s on `target` from log steps/s on `source` (the module docstring's mix)."""
     c = min(max(compute_density, 0.0), 1.0)
     return (log_tau + c * math.log(target.fp32_tflops / source.fp32_tflops)
             + (1 - c) * math.log(target.memory_bandwidth_gbs / source.memory_bandwidth_gbs))
 
 
-def estimate_unmeasured(prediction, features, gpu_type: str, spec: GpuSpec | None = None,
-                        specs: dict[str, GpuSpec] = GPU_SPECS) -> UnmeasuredEstimate:
+def estimate_unmeasured(prediction, features, gpu_type: str, spec: GpuDatasheet | None = None,
+                        specs: dict[str, GpuDatasheet] = GPU_DATASHEETS) -> UnmeasuredEstimate:
     """The job's estimates on `gpu_type`, absent from `prediction` (a P1 or P2 Prediction),
     from the measured types' estimates and the specs (`spec` for a type not in `specs`)."""
     target = spec or specs.get(gpu_type)

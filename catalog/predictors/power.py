@@ -1,13 +1,13 @@
-"""Power draw of a job: measured (Zeus) where it applies, else power curve x predicted utilisation.
+"""Power draw of a job: measured (Zeus) where it applies, else power curve x predicted utilization.
 
 Zeus (You et al., NSDI 2023; catalog/reference/zeus) measured average power of a few networks
 at each power limit. Where a workload's family matches a Zeus network on the same GPU type,
 the prediction is Zeus's power at the highest limit measured (the default limit), at the
 nearest batch size, with the spread across the optimisers as its uncertainty. Elsewhere the
-GPU type's power curve (utilisation -> W, piecewise linear) is read at the predicted
-utilisation: a job alone uses u = 0.5 + 0.5 x compute density (an assumption until NVML
+GPU type's power curve (utilization -> W, piecewise linear) is read at the predicted
+utilization: a job alone uses u = 0.5 + 0.5 x compute density (an assumption until NVML
 profiles replace it), two co-located jobs their summed shares rho_w u_w + rho_p u_p (capped at
-1); the uncertainty is the curve's change over +-0.15 utilisation.
+1); the uncertainty is the curve's change over +-0.15 utilization.
 """
 import csv
 import math

@@ -8,8 +8,9 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from ..measurement_csv import MeasurementFileError, MeasurementRow, RowError, RowNames, parse_measurements
+from ..measurement_csv import MeasurementFileError, RowError, RowNames, parse_measurements
 from ..measurement_limits import limit_problems
+from ..measurement_record import MeasurementRecord
 from ..models import GpuType, Measurement, Workload
 from ..selectors import gpu_type_list, gpu_types_by_name, workload_list, workloads_by_name
 
@@ -51,7 +52,7 @@ def measurements_import(*, path: Path | str) -> list[Measurement]:
     gets `<file name>:<line>` so that every imported value can be traced to its file.
     """
     parsed = parse_measurements(path)
-    rows, names = parsed.rows, parsed.names
+    rows, names = parsed.records, parsed.names
     gpu_types = gpu_types_by_name(names=(n.gpu_type for n in names))
     workloads = workloads_by_name(names=[n.workload for n in names] + [n.partner for n in names if n.partner])
     errors = parsed.errors + _unknown_name_errors(path, names, gpu_types, workloads) + _memory_errors(
@@ -74,20 +75,21 @@ def measurements_import(*, path: Path | str) -> list[Measurement]:
                 "utilization": row.utilization,
                 "memory_gb": row.memory_gb,
                 "source": row.source,
-                "reference": row.reference or f"{file_name}:{row.line}",
+                "reference": row.reference or f"{file_name}:{line}",
                 **({"observed_at": row.observed_at} if row.observed_at else {}),
             }
-            for row in rows
+            for line, row in rows.items()
         ]
     )
 
 
-def _memory_errors(path: Path | str, rows: list[MeasurementRow], gpu_types: dict[str, GpuType]) -> list[RowError]:
-    """Rows whose peak memory per GPU exceeds their (known) GPU type's memory."""
+def _memory_errors(path: Path | str, rows: dict[int, MeasurementRecord],
+                   gpu_types: dict[str, GpuType]) -> list[RowError]:
+    """Rows (records by line) whose peak memory per GPU exceeds their (known) GPU type's memory."""
     now = timezone.now()
     return [
-        RowError(str(path), row.line, f"memory_gb: {reason}")
-        for row in rows
+        RowError(str(path), line, f"memory_gb: {reason}")
+        for line, row in rows.items()
         if row.memory_gb is not None and row.gpu_type in gpu_types
         for reason in limit_problems(now=now, memory_gb=row.memory_gb,
                                      gpu_memory_gb=gpu_types[row.gpu_type].memory_gb).values()

@@ -15,7 +15,8 @@ from django.db import connection, transaction
 from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 
-from catalog.predictors import CatalogPolicy, PerformancePredictor, Record, build_catalog
+from catalog.measurement_record import MeasurementRecord
+from catalog.predictors import CatalogPolicy, PerformancePredictor, build_catalog
 from catalog.predictors.features import REFERENCE_FAMILIES, WorkloadFeatures, reference_features
 
 from ..models import GpuType, Measurement, PredictorVersion, Workload
@@ -44,13 +45,13 @@ def workload_features(workload: Workload) -> WorkloadFeatures:
     return WorkloadFeatures(workload.name, workload.family, workload.batch_size, *own)
 
 
-def catalog_records() -> list[Record]:
+def catalog_records() -> list[MeasurementRecord]:
     """Every measurement, newest first (training reads the whole catalog)."""
     rows = Measurement.objects.values_list(*RECORD_FIELDS)
-    return [Record(*row) for row in rows.iterator(chunk_size=5000)]
+    return [_record(*row) for row in rows.iterator(chunk_size=5000)]
 
 
-def catalog_window_records(window: int) -> list[Record]:
+def catalog_window_records(window: int) -> list[MeasurementRecord]:
     """The newest `window` measurements of each configuration (workload, GPU type, GPUs,
     consolidated, partner), newest first: all that the catalog policy keeps of catalog_records()
     (apply_policy gives the same groups), so a round reads as much however long the history.
@@ -76,18 +77,30 @@ def catalog_window_records(window: int) -> list[Record]:
             cursor.execute("SET LOCAL enable_bitmapscan TO DEFAULT")
         # observed_at comes as microseconds since the epoch: Django's time zone loader, called
         # once per timestamp, took longer than the query itself.
-        return [Record(*row[:-2], _EPOCH + timedelta(microseconds=row[-2]), row[-1]) for row in rows]
+        return [_record(*row[:-2], _EPOCH + timedelta(microseconds=row[-2]), row[-1]) for row in rows]
     ranked = Measurement.objects.annotate(rank=Window(
         RowNumber(), partition_by=[F("workload"), F("gpu_type"), F("num_gpus"), F("consolidated"), F("partner")],
         order_by=[F("observed_at").desc(), F("id").asc()],
     )).filter(rank__lte=window)
-    return [Record(*row) for row in ranked.order_by("-observed_at", "-id").values_list(*RECORD_FIELDS)]
+    return [_record(*row) for row in ranked.order_by("-observed_at", "-id").values_list(*RECORD_FIELDS)]
 
 
+#: The columns every read here selects, in the order _record takes them (_WINDOW_SQL's too).
 RECORD_FIELDS = (
     "workload__name", "gpu_type__name", "throughput", "num_gpus", "consolidated", "partner__name",
     "partner_throughput", "power_w", "utilization", "source", "observed_at", "memory_gb",
 )
+
+
+def _record(workload, gpu_type, throughput, num_gpus, consolidated, partner, partner_throughput, power_w,
+            utilization, source, observed_at, memory_gb) -> MeasurementRecord:
+    """The record of one row of RECORD_FIELDS. Named parameters rather than a dict per row: the
+    round reads some 100,000 rows, and zipping each into a dict took twice as long."""
+    return MeasurementRecord(
+        workload=workload, gpu_type=gpu_type, throughput=throughput, num_gpus=num_gpus, consolidated=consolidated,
+        partner=partner, partner_throughput=partner_throughput, power_w=power_w, utilization=utilization,
+        source=source, observed_at=observed_at, memory_gb=memory_gb,
+    )
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _CONFIGURATION = "m.workload_id, m.gpu_type_id, m.num_gpus, m.consolidated, COALESCE(m.partner_id, 0)"
 # The configurations in index order, each found from the one before by one index probe (a

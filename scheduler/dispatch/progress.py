@@ -30,9 +30,9 @@ from ..services import job_transition, scheduling_round_request
 
 RUNNING, SUCCEEDED, FAILED = "running", "succeeded", "failed"
 REPORT_STATUSES = (RUNNING, SUCCEEDED, FAILED)
-#: Power and utilisation of a measurement: the mean of the job's GPUs over this last stretch,
+#: Power and utilization of a measurement: the mean of the job's GPUs over this last stretch,
 #: the agent's throughput window (telemetry.agent.runner.RATE_WINDOW_S), and never from before
-#: the job started (on a real H200 a 60 s window put the idle GPU's 80 W at 0.4% utilisation
+#: the job started (on a real H200 a 60 s window put the idle GPU's 80 W at 0.4% utilization
 #: beside the job's 30 steps/s in its first measurement; see _record_measurement).
 SAMPLE_WINDOW_S = 30
 #: The newest sample may be this much older than the report (the agent uploads every 5 s by
@@ -140,16 +140,16 @@ def _measurement_due(job: Job, now, *, final: bool) -> bool:
 
 def _record_measurement(job: Job, allocations: list[Allocation], steps_per_s: float, now) -> None:
     """The observed throughput of the whole job on its GPUs, with their mean power and
-    utilisation over the last SAMPLE_WINDOW_S. Skipped for a job spread over several GPU types
+    utilization over the last SAMPLE_WINDOW_S. Skipped for a job spread over several GPU types
     (a catalog record has one), for a job sharing its GPU with more than one job (a catalog
     record is alone or a pair: Gavel measured pairs only, and a group's rate recorded as a
     pair's would teach the predictors a wrong pair), while a partner change is younger than the
     window (the agent's rate mixes both configurations), and when its partner has not been
     running a whole window beside it (just placed, still starting, or ended: the rate is then
     mostly its own alone).
-    Power and utilisation stay empty until the job has run a whole window in this
+    Power and utilization stay empty until the job has run a whole window in this
     configuration: before that the window holds its start-up (CUDA initialisation, cuDNN
-    autotuning: 79 W at 0.1% utilisation beside 33 steps/s on an H200), not what it draws while
+    autotuning: 79 W at 0.1% utilization beside 33 steps/s on an H200), not what it draws while
     it trains. Durations come from the server's clock and sample windows are anchored on the
     newest sample, so an agent whose clock is off does not shift them."""
     gpu_types = {allocation.gpu.gpu_type for allocation in allocations}

@@ -1,32 +1,21 @@
-"""Predictions straight from measurement rows (plain dataclasses): the mean of what was
-measured for each configuration (memory: the peak per GPU over all of a workload's
+"""Predictions straight from measurement records (catalog.measurement_record): the mean of
+what was measured for each configuration (memory: the peak per GPU over all of a workload's
 measurements, its need on any GPU). The optimiser and the benchmark run on it without the
-learned predictors; the Django shell feeds it catalog rows, the benchmark Gavel's file.
+learned predictors; the Django shell feeds it the catalog's records, the benchmark Gavel's file.
 
 A throughput of 0 means "does not fit" and is never averaged in. A single-GPU job is the
 same consolidated or not. rho(w, partner, type) is the co-located single-GPU throughput
 over the isolated one.
 """
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Iterable
 from statistics import fmean
 
-
-@dataclass(frozen=True)
-class MeasurementRow:
-    workload: str
-    gpu_type: str
-    num_gpus: int
-    consolidated: bool
-    partner: str | None
-    throughput: float
-    power_w: float | None = None
-    utilisation: float | None = None
-    memory_gb: float | None = None  # peak GPU memory per GPU during the measurement
+from catalog.measurement_record import MeasurementRecord
 
 
 class CatalogPredictions:
-    def __init__(self, rows):
+    def __init__(self, rows: Iterable[MeasurementRecord]):
         tau, pair, power, util = defaultdict(list), defaultdict(list), defaultdict(list), defaultdict(list)
         memory: dict[str, float] = {}
         for row in rows:
@@ -39,8 +28,8 @@ class CatalogPredictions:
                     tau[key].append(row.throughput)
                     if row.num_gpus == 1 and row.power_w is not None:
                         power[(row.workload, row.gpu_type)].append(row.power_w)
-                    if row.num_gpus == 1 and row.utilisation is not None:
-                        util[(row.workload, row.gpu_type)].append(row.utilisation)
+                    if row.num_gpus == 1 and row.utilization is not None:
+                        util[(row.workload, row.gpu_type)].append(row.utilization)
             elif row.num_gpus == 1 and row.throughput > 0:
                 pair[(row.workload, row.partner, row.gpu_type)].append(row.throughput)
         self._tau = {k: fmean(v) for k, v in tau.items()}
@@ -52,12 +41,7 @@ class CatalogPredictions:
     @classmethod
     def from_gavel(cls, records) -> "CatalogPredictions":
         """From catalog.gavel records (read_throughputs())."""
-        return cls(
-            MeasurementRow(
-                r.workload.name, r.gpu_type, r.num_gpus, r.consolidated, r.partner.name if r.partner else None, r.throughput
-            )
-            for r in records
-        )
+        return cls(r.measurement() for r in records)
 
     def tau(self, workload, gpu_type, num_gpus, consolidated):
         return self._tau.get((workload, gpu_type, num_gpus, consolidated or num_gpus == 1))
@@ -67,7 +51,7 @@ class CatalogPredictions:
         shared = self._pair.get((workload, partner, gpu_type))
         return min(1.0, shared / alone) if alone and shared else None
 
-    def utilisation(self, workload, gpu_type):
+    def utilization(self, workload, gpu_type):
         return self._util.get((workload, gpu_type))
 
     def power_w(self, workload, gpu_type):

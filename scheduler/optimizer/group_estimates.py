@@ -31,7 +31,7 @@ class GroupEstimates:
 
     def estimate(self, workloads: tuple[str, ...], t: str) -> Estimate | None:
         """Throughputs of the workloads (in their order) sharing one GPU of type t, and the
-        GPU's power at their summed utilisation (clipped at 1); None when some pair is
+        GPU's power at their summed utilization (clipped at 1); None when some pair is
         unknown or does not fit."""
         order = sorted(range(len(workloads)), key=workloads.__getitem__)
         key = (tuple(workloads[i] for i in order), t)
@@ -57,5 +57,5 @@ class GroupEstimates:
 
 
 def _util(pred, workload: str, gpu_type: str) -> float:
-    u = pred.utilisation(workload, gpu_type)
+    u = pred.utilization(workload, gpu_type)
     return 1.0 if u is None else u

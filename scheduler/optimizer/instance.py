@@ -195,7 +195,7 @@ def memory_need(problem: Problem, job: JobSpec) -> float | None:
 def _job_options(problem, j, job, gpu_type, cap, sizes, current, weight, idle_on) -> list[Option]:
     spec = problem.gpu_types[gpu_type]
     settings = problem.settings
-    util = problem.predictions.utilisation(job.workload, gpu_type)
+    util = problem.predictions.utilization(job.workload, gpu_type)
     measured = problem.predictions.power_w(job.workload, gpu_type)
     per_gpu = measured if measured is not None else spec.power_curve(1.0 if util is None else util)
     out = []

@@ -1,6 +1,6 @@
-"""gamma_a(u): the power a GPU type draws at utilisation u, a piecewise-linear lookup table.
+"""gamma_a(u): the power a GPU type draws at utilization u, a piecewise-linear lookup table.
 
-Profiles (NVML) give points of (utilisation, watts); between points power is interpolated,
+Profiles (NVML) give points of (utilization, watts); between points power is interpolated,
 outside them it is held at the end value, so partial load is priced as measured.
 """
 from bisect import bisect_right
@@ -17,9 +17,9 @@ class PowerCurve:
         pts = tuple(sorted((float(u), float(w)) for u, w in points)) or ((0.0, idle_w), (1.0, tdp_w))
         return cls(pts)
 
-    def __call__(self, utilisation: float) -> float:
+    def __call__(self, utilization: float) -> float:
         pts = self.points
-        u = min(1.0, max(0.0, utilisation))
+        u = min(1.0, max(0.0, utilization))
         if u <= pts[0][0]:
             return pts[0][1]
         if u >= pts[-1][0]:

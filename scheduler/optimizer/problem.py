@@ -35,7 +35,7 @@ class Predictions(Protocol):
 
     tau: steps/s of the whole job alone on `num_gpus` GPUs of a type, on one node
     (consolidated) or spread over nodes. rho: the job's throughput while it shares one GPU
-    with `partner`, as a fraction of its isolated single-GPU throughput. utilisation and
+    with `partner`, as a fraction of its isolated single-GPU throughput. utilization and
     power_w: per GPU while the job runs alone, where measured.
     """
 
@@ -43,7 +43,7 @@ class Predictions(Protocol):
 
     def rho(self, workload: str, partner: str, gpu_type: str) -> float | None: ...
 
-    def utilisation(self, workload: str, gpu_type: str) -> float | None: ...
+    def utilization(self, workload: str, gpu_type: str) -> float | None: ...
 
     def power_w(self, workload: str, gpu_type: str) -> float | None: ...
 

@@ -11,12 +11,12 @@ from .problem import Allocation, CurrentPlacement, GpuSpec, GpuTypeSpec, JobSpec
 
 class PredictionSnapshot:
     """Predictions from tables: [workload, type, k, consolidated, tau], [workload, partner,
-    type, rho], [workload, type, utilisation], [workload, type, watts], [workload, GB]."""
+    type, rho], [workload, type, utilization], [workload, type, watts], [workload, GB]."""
 
-    def __init__(self, taus, rhos, utilisations, powers, memories=()):
+    def __init__(self, taus, rhos, utilizations, powers, memories=()):
         self._tau = {(w, t, k, c): v for w, t, k, c, v in taus}
         self._rho = {(w, p, t): v for w, p, t, v in rhos}
-        self._util = {(w, t): v for w, t, v in utilisations}
+        self._util = {(w, t): v for w, t, v in utilizations}
         self._power = {(w, t): v for w, t, v in powers}
         self._memory = {w: v for w, v in memories}
 
@@ -28,7 +28,7 @@ class PredictionSnapshot:
         return cls(
             [[w, t, k, c, v] for w in ws for t in ts for k, c in configs if (v := predictions.tau(w, t, k, c)) is not None],
             [[w, p, t, v] for w in ws for p in ws for t in ts if (v := predictions.rho(w, p, t)) is not None],
-            [[w, t, v] for w in ws for t in ts if (v := predictions.utilisation(w, t)) is not None],
+            [[w, t, v] for w in ws for t in ts if (v := predictions.utilization(w, t)) is not None],
             [[w, t, v] for w in ws for t in ts if (v := predictions.power_w(w, t)) is not None],
             [[w, v] for w in ws if (v := memory(w)) is not None],
         )
@@ -37,7 +37,7 @@ class PredictionSnapshot:
         return {
             "taus": [[*k, v] for k, v in self._tau.items()],
             "rhos": [[*k, v] for k, v in self._rho.items()],
-            "utilisations": [[*k, v] for k, v in self._util.items()],
+            "utilizations": [[*k, v] for k, v in self._util.items()],
             "powers": [[*k, v] for k, v in self._power.items()],
             "memories": [[w, v] for w, v in self._memory.items()],
         }
@@ -48,7 +48,7 @@ class PredictionSnapshot:
     def rho(self, workload, partner, gpu_type):
         return self._rho.get((workload, partner, gpu_type))
 
-    def utilisation(self, workload, gpu_type):
+    def utilization(self, workload, gpu_type):
         return self._util.get((workload, gpu_type))
 
     def power_w(self, workload, gpu_type):

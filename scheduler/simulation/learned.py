@@ -77,8 +77,8 @@ class SimulatedLearning:
         self._job(workload)
         return self._planning.rho(workload, partner, gpu_type)
 
-    def utilisation(self, workload, gpu_type):
-        return self._planning.utilisation(workload, gpu_type)
+    def utilization(self, workload, gpu_type):
+        return self._planning.utilization(workload, gpu_type)
 
     def power_w(self, workload, gpu_type):
         return self._planning.power_w(workload, gpu_type)

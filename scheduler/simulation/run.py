@@ -11,7 +11,7 @@ from .cluster import DEFAULT_LAYOUT, build_gpus, gpu_types
 from .engine import LEARNING_CURVE_MAX, Simulation
 from .jobs import generate_jobs
 from .learned import SimulatedLearning
-from .measurements import to_rows
+from .measurements import without_memory
 from .metrics import learning_curve, policy_metrics
 from .policies import CATALOG, LEARNED, POLICIES, TRUTH
 from .scenario import Scenario
@@ -56,7 +56,7 @@ def fit_predictor(catalog_records, *, architecture: str = DEFAULT_ARCHITECTURE, 
 def run_all(scenario: Scenario, truth: Truth, truth_records, catalog_records, *, seed: int = 0, quick: bool = False,
             architecture: str = DEFAULT_ARCHITECTURE, policies=POLICIES, log=print) -> dict:
     started = time.perf_counter()
-    catalog = CatalogPredictions(to_rows(catalog_records))
+    catalog = CatalogPredictions(without_memory(catalog_records))
     features = {}
     model = None
     if any(p.predictions == LEARNED for p in policies):

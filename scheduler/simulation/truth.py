@@ -1,4 +1,4 @@
-"""What the simulated cluster really does: throughput, utilisation and power of every job.
+"""What the simulated cluster really does: throughput, utilization and power of every job.
 
 True throughput of a workload = the measured value in the truth file (the reference data by
 default) x a fixed per-workload factor exp(N(0, deviation)) drawn from the seed (the same
@@ -17,28 +17,29 @@ estimate the optimiser plans with; for one partner, the pair's value exactly). S
 simulator cannot show that estimate wrong, only what planning with it does; a group with an
 unlisted pair does not run, as the pair would not.
 
-Utilisation: the file's, where it has one; otherwise a busy GPU runs at `busy_utilisation`
-(0.9, as the simulated GPU backend), and a shared GPU at the sum of its jobs' utilisation
+Utilization: the file's, where it has one; otherwise a busy GPU runs at `busy_utilization`
+(0.9, as the simulated GPU backend), and a shared GPU at the sum of its jobs' utilization
 scaled by their co-located fractions, capped at 1. Power per GPU: the file's measured power
-where it has one, otherwise the GPU type's power curve at that utilisation.
+where it has one, otherwise the GPU type's power curve at that utilization.
 """
 import random
 from collections.abc import Sequence
 
-from scheduler.optimizer.catalog_predictions import CatalogPredictions, MeasurementRow
+from catalog.measurement_record import MeasurementRecord
+from scheduler.optimizer.catalog_predictions import CatalogPredictions
 from scheduler.optimizer.problem import GpuTypeSpec
 from telemetry.agent.colocation import group_fraction
 from telemetry.agent.simjob import true_factor
 
-BUSY_UTILISATION = 0.9
+BUSY_UTILIZATION = 0.9
 
 
 class Truth:
-    def __init__(self, rows: list[MeasurementRow], *, seed: int = 0, deviation: float = 0.15, noise: float = 0.05,
-                 busy_utilisation: float = BUSY_UTILISATION):
+    def __init__(self, rows: list[MeasurementRecord], *, seed: int = 0, deviation: float = 0.15, noise: float = 0.05,
+                 busy_utilization: float = BUSY_UTILIZATION):
         self.measured = CatalogPredictions(rows)
         self.gpu_types = sorted({r.gpu_type for r in rows})
-        self.seed, self.deviation, self.noise, self.busy_utilisation = seed, deviation, noise, busy_utilisation
+        self.seed, self.deviation, self.noise, self.busy_utilization = seed, deviation, noise, busy_utilization
         self._factors: dict[str, float] = {}
 
     def factor(self, workload: str) -> float:
@@ -71,22 +72,22 @@ class Truth:
     def shared_throughput(self, workload: str, partners: Sequence[str], gpu_type: str) -> float:
         return self.throughput(workload, gpu_type, 1, True) * self.group_rho(workload, partners, gpu_type)
 
-    def utilisation(self, workload: str, gpu_type: str) -> float:
-        measured = self.measured.utilisation(workload, gpu_type)
-        return self.busy_utilisation if measured is None else measured
+    def utilization(self, workload: str, gpu_type: str) -> float:
+        measured = self.measured.utilization(workload, gpu_type)
+        return self.busy_utilization if measured is None else measured
 
     def gpu_power_alone(self, spec: GpuTypeSpec, workload: str) -> float:
         measured = self.measured.power_w(workload, spec.name)
-        return measured if measured is not None else spec.power_curve(self.utilisation(workload, spec.name))
+        return measured if measured is not None else spec.power_curve(self.utilization(workload, spec.name))
 
     def gpu_power_shared(self, spec: GpuTypeSpec, members: Sequence[str]) -> float:
         """One GPU shared by `members` (their workloads, a workload once per job): the power
-        curve at the members' summed utilisation, each scaled by its fraction next to the
+        curve at the members' summed utilization, each scaled by its fraction next to the
         others, capped at 1."""
         util = 0.0
         for i, workload in enumerate(members):
             others = [*members[:i], *members[i + 1:]]
-            util += self.utilisation(workload, spec.name) * self.group_rho(workload, others, spec.name)
+            util += self.utilization(workload, spec.name) * self.group_rho(workload, others, spec.name)
         return spec.power_curve(min(1.0, util))
 
     def observe(self, rate: float, rng: random.Random) -> float:
@@ -109,8 +110,8 @@ class TruePredictions:
     def rho(self, workload, partner, gpu_type):
         return self.truth.shared_rho(workload, partner, gpu_type) or None
 
-    def utilisation(self, workload, gpu_type):
-        return self.truth.utilisation(workload, gpu_type)
+    def utilization(self, workload, gpu_type):
+        return self.truth.utilization(workload, gpu_type)
 
     def power_w(self, workload, gpu_type):
         return self.truth.measured.power_w(workload, gpu_type)

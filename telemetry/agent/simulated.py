@@ -1,7 +1,7 @@
 """The simulated GPU backend: the NVML interface over made-up devices, for demos and tests.
 
 Power follows the GPU type's power curve (the control plane's, piecewise linear in
-utilisation) with per-sample noise; a GPU running a job is busy (utilisation about 0.9),
+utilization) with per-sample noise; a GPU running a job is busy (utilization about 0.9),
 others idle. Pure Python and seeded, so a run can be repeated. UUIDs are uuid5 of host name
 and index (`gpu_uuid`), the same on every start; the demo inventory (telemetry.demo_inventory)
 registers its GPUs with them, so a simulated agent for a demo node reports the very GPUs
@@ -31,7 +31,7 @@ class SimulatedType:
 
     name: str
     memory_gb: float
-    power_curve: tuple[tuple[float, float], ...]  # (utilisation, watts), increasing utilisation
+    power_curve: tuple[tuple[float, float], ...]  # (utilization, watts), increasing utilization
     clock_mhz: float = 1380.0
 
     def power_at(self, utilization: float) -> float:

@@ -3,7 +3,7 @@
 Raw rows are kept for GOGH_TELEMETRY_RAW_RETENTION_S; the beat task
 telemetry.tasks.gpu_samples_downsample folds older ones into per-minute aggregates and deletes
 them, so the table stays bounded while the history keeps its shape (mean and peak power,
-mean utilisation, peak temperature, ECC counters for hardware-ageing analysis).
+mean utilization, peak temperature, ECC counters for hardware-ageing analysis).
 One raw row per (GPU, instant): an agent that resends a batch whose answer it never got
 (timeout) adds nothing twice.
 """

@@ -47,7 +47,7 @@ def test_a_simulated_agent_registers_reports_runs_a_job_and_leaves(daphne, spawn
     assert set(node.gpus.values_list("gpu_type__name", flat=True)) == {"v100"}
     wait_until(lambda: GpuSample.objects.filter(gpu__node=node).count() >= 6, "sample uploads", log)
     idle = GpuSample.objects.filter(gpu__node=node).first()
-    assert idle.power_w == pytest.approx(35, rel=0.2)  # the type's curve at utilisation 0
+    assert idle.power_w == pytest.approx(35, rel=0.2)  # the type's curve at utilization 0
 
     job = job_submit(owner=alice, workload=resnet50, min_throughput=1, max_gpus=1, total_steps=150).job
     job = job_transition(job=job, to="placed")

@@ -1,7 +1,7 @@
 """The Trade-off form and the Cluster chart in a real browser (the stack, Chromium and the demo
 cluster of test_dashboard_browser.py): the form sends exactly the fields the user edited, at
 any value the API accepts; an empty or invalid field is refused beside it and sends nothing;
-settings applied elsewhere reach the open form; the per-GPU power and utilisation bars stand
+settings applied elsewhere reach the open form; the per-GPU power and utilization bars stand
 side by side."""
 import json
 
@@ -130,7 +130,7 @@ def test_settings_applied_elsewhere_reach_the_open_form(stack, chromium, demo, m
     assert page.errors == []
 
 
-def test_power_and_utilisation_bars_of_a_gpu_do_not_overlap(stack, chromium, demo):
+def test_power_and_utilization_bars_of_a_gpu_do_not_overlap(stack, chromium, demo):
     base, _ = stack
     page = signed_in(chromium, base, "alice")
     page.goto(base + "/dashboard/")
@@ -145,7 +145,7 @@ def test_power_and_utilisation_bars_of_a_gpu_do_not_overlap(stack, chromium, dem
             bars.setdefault(i, {})[name] = (left, right, top, bottom)
     assert len(bars) == 2  # the demo's two GPUs: 60 W at 10 %, 210 W at 90 %
     for gpu in bars.values():
-        power, utilisation = gpu["power (W)"], gpu["utilisation"]
-        assert power[1] > power[0] and utilisation[1] > utilisation[0] and power[3] > power[2]
-        assert power[1] <= utilisation[0] + 0.5 or utilisation[1] <= power[0] + 0.5, gpu
+        power, utilization = gpu["power (W)"], gpu["utilization"]
+        assert power[1] > power[0] and utilization[1] > utilization[0] and power[3] > power[2]
+        assert power[1] <= utilization[0] + 0.5 or utilization[1] <= power[0] + 0.5, gpu
     assert page.errors == []

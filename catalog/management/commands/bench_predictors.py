@@ -3,8 +3,8 @@ import json as _json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from catalog.measurement_csv import MeasurementFileError
-from catalog.predictors import build_catalog, records_from_csv, records_from_gavel
+from catalog.measurement_csv import MeasurementFileError, read_measurements
+from catalog.predictors import build_catalog, records_from_gavel
 from catalog.predictors.bench import BenchSettings, format_table, run_benchmark
 from gogh_web.cli_args import non_negative_int, output_file
 
@@ -25,7 +25,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, json, data: str | None, quick: bool, seed: int, **options):
         try:
-            records = records_from_csv(data) if data else records_from_gavel()
+            records = read_measurements(data) if data else records_from_gavel()
         except MeasurementFileError as exc:
             for error in exc.errors:
                 self.stderr.write(str(error))

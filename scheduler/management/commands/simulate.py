@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 from catalog.measurement_csv import MeasurementFileError
 from catalog.predictors import ARCHITECTURES
 from gogh_web.cli_args import non_negative_float, output_file, positive_float, positive_int
-from scheduler.simulation.measurements import load_records, to_rows
+from scheduler.simulation.measurements import load_records, without_memory
 from scheduler.simulation.policies import POLICIES
 from scheduler.simulation.run import DEFAULT_JOBS, DEFAULT_JOBS_PER_HOUR, build_scenario, format_table, run_all, scenario_summary
 from scheduler.simulation.scenario import Failure
@@ -87,7 +87,7 @@ class Command(BaseCommand):
         truth_records = self._records(o["truth"], "--truth")
         # The catalog starts from the reference data unless --catalog names a file.
         catalog_records = self._records(o["catalog"], "--catalog") if o["catalog"] or o["truth"] else truth_records
-        truth = Truth(to_rows(truth_records), seed=o["seed"], deviation=o["deviation"], noise=o["noise"])
+        truth = Truth(without_memory(truth_records), seed=o["seed"], deviation=o["deviation"], noise=o["noise"])
         if not truth.workloads():
             raise CommandError(f"{o['truth']}: no isolated throughput measured on 1 GPU; nothing to simulate.")
         try:

@@ -1,4 +1,4 @@
-/* Cluster page: power and utilisation per GPU as Plotly bars, the GPUs-by-type counts and the
+/* Cluster page: power and utilization per GPU as Plotly bars, the GPUs-by-type counts and the
    node table, all drawn from the live layer's GPU and node dicts (the server renders the same
    dicts first), so a GPU or node that appears after load is shown too. */
 (function () {
@@ -10,10 +10,10 @@
   (initial.gpus || []).forEach(function (g) { gpus[g.id] = g; });
   (initial.nodes || []).forEach(function (n) { nodes[n.id] = n; });
   // Bars on two y-axes are drawn on top of each other even with barmode "group"; an offsetgroup
-  // per trace puts each GPU's power and utilisation bars side by side.
+  // per trace puts each GPU's power and utilization bars side by side.
   var layout = {
     margin: { t: 10, r: 50, b: 90, l: 50 }, barmode: "group", legend: { orientation: "h", y: 1.12 },
-    yaxis: { title: { text: "W" } }, yaxis2: { title: { text: "utilisation" }, overlaying: "y", side: "right", range: [0, 1] },
+    yaxis: { title: { text: "W" } }, yaxis2: { title: { text: "utilization" }, overlaying: "y", side: "right", range: [0, 1] },
   };
 
   function values(map) { return Object.keys(map).map(function (k) { return map[k]; }); }
@@ -28,7 +28,7 @@
     var names = list.map(label);
     Plotly.react("gpu-plot", [
       { type: "bar", name: "power (W)", x: names, y: list.map(function (g) { return g.power_w; }), offsetgroup: "power", marker: { color: "#2a5bd7" } },
-      { type: "bar", name: "utilisation", x: names, y: list.map(function (g) { return g.utilization; }), yaxis: "y2", offsetgroup: "utilisation", marker: { color: "#e8a33d" } },
+      { type: "bar", name: "utilization", x: names, y: list.map(function (g) { return g.utilization; }), yaxis: "y2", offsetgroup: "utilization", marker: { color: "#e8a33d" } },
     ], layout, { responsive: true, displaylogo: false });
     var types = {};
     list.forEach(function (g) {

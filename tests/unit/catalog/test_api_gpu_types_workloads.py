@@ -41,7 +41,7 @@ def test_staff_create_change_and_delete_gpu_types(client_for, staff):
         ({"memory_gb": 0}, {"memory_gb": ["Must be greater than 0."]}),
         (
             {"power_curve": [[0.5, 70], [0.2, 700]]},
-            {"power_curve": ["Power-curve utilisations must be strictly increasing."]},
+            {"power_curve": ["Power-curve utilizations must be strictly increasing."]},
         ),
         ({"tdp_w": "Infinity"}, {"tdp_w": ["A finite number is required."]}),
         (
@@ -54,7 +54,7 @@ def test_staff_create_change_and_delete_gpu_types(client_for, staff):
         ({"memory_gb": 1e300}, {"memory_gb": ["Ensure this value is less than or equal to 4096.0."]}),
         (
             {"power_curve": [[0, 70], [1, 1e308]]},
-            {"power_curve": ["Point [1, 1e+308]: utilisation must lie in [0, 1] and watts in [0, 2000]."]},
+            {"power_curve": ["Point [1, 1e+308]: utilization must lie in [0, 1] and watts in [0, 2000]."]},
         ),
     ],
     ids=["idle above tdp", "no memory", "power curve", "infinite", "product names", "unknown field",

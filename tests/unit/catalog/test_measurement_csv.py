@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from catalog.measurement_csv import COLUMNS, SOURCES, MeasurementFileError, MeasurementRow, read_measurements
+from catalog.measurement_csv import COLUMNS, SOURCES, MeasurementFileError, parse_measurements, read_measurements
+from catalog.measurement_record import MeasurementRecord
 from catalog.models import MeasurementSource
 
 
@@ -28,8 +29,8 @@ def test_every_column_is_read(tmp_path):
         '2024-05-01T12:00:00+02:00,"run 17, node a"\n',
     )
     (row,) = read_measurements(path)
-    assert row == MeasurementRow(
-        line=2,
+    assert parse_measurements(path).records == {2: row}
+    assert row == MeasurementRecord(
         workload="ResNet-50 (batch size 64)",
         gpu_type="v100",
         num_gpus=2,
@@ -55,8 +56,9 @@ def test_defaults_columns_in_any_order_bom_blank_lines_and_spaces(tmp_path):
         ",,,\r\n",
     )
     (row,) = read_measurements(path)
-    assert row == MeasurementRow(
-        line=3, workload="LM (batch size 20)", gpu_type="k80", throughput=0.0,
+    assert parse_measurements(path).records == {3: row}
+    assert row == MeasurementRecord(
+        workload="LM (batch size 20)", gpu_type="k80", throughput=0.0, source="profiling",
         observed_at=datetime(2024, 5, 1, 12, tzinfo=UTC),
     )
     assert (row.num_gpus, row.consolidated, row.partner, row.source, row.reference) == (1, True, None, "profiling", "")

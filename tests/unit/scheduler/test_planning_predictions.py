@@ -3,11 +3,12 @@ was measured; shadow mode records decisions without dispatching."""
 import pytest
 from django.utils import timezone
 
+from catalog.measurement_record import MeasurementRecord
 from catalog.models import Measurement, PredictionRecord, PredictorVersion, Workload
 from gogh_web.outbox.models import OutboxMessage
 from scheduler import services
 from scheduler.models import Allocation, Job, SolverConfig
-from scheduler.optimizer.catalog_predictions import CatalogPredictions, MeasurementRow
+from scheduler.optimizer.catalog_predictions import CatalogPredictions
 from scheduler.predictions import LearnedPredictions, WorkloadEstimates
 from scheduler.problem_source import problem_from_database
 from tests.unit.gogh_web.broker import broker  # noqa: F401 (a fixture)
@@ -21,7 +22,7 @@ ESTIMATES = {
 
 
 def test_before_any_observation_measured_numbers_win_and_p1_fills_the_gaps():
-    measured = CatalogPredictions([MeasurementRow("New", "v100", 1, True, None, 9.0)])
+    measured = CatalogPredictions([MeasurementRecord(workload="New", gpu_type="v100", throughput=9.0)])
     learned = LearnedPredictions(measured, {"New": WorkloadEstimates.from_record(ESTIMATES)})
     assert learned.tau("New", "v100", 1, True) == 9.0
     assert learned.tau("New", "k80", 1, True) == 3.0
@@ -35,8 +36,9 @@ def test_before_any_observation_measured_numbers_win_and_p1_fills_the_gaps():
 
 def test_once_observed_p2_wins_where_it_speaks_and_measurements_fill_the_rest():
     measured = CatalogPredictions([
-        MeasurementRow("New", "v100", 1, True, None, 9.0), MeasurementRow("New", "p100", 1, True, None, 6.0),
-        MeasurementRow("New", "v100", 1, True, "LM", 4.5),
+        MeasurementRecord(workload="New", gpu_type="v100", throughput=9.0),
+        MeasurementRecord(workload="New", gpu_type="p100", throughput=6.0),
+        MeasurementRecord(workload="New", gpu_type="v100", partner="LM", throughput=4.5),
     ])
     refined = WorkloadEstimates.from_record({**ESTIMATES, "observed": 2})
     learned = LearnedPredictions(measured, {"New": refined})

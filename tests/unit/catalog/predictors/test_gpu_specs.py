@@ -6,15 +6,15 @@ import pytest
 
 from catalog.gpu_type_defaults import GPU_TYPE_DEFAULTS
 from catalog.predictors import UnknownGpuType
-from catalog.predictors.gpu_specs import GPU_SPECS, GpuSpec, carry_over, estimate_unmeasured
+from catalog.predictors.gpu_specs import GPU_DATASHEETS, GpuDatasheet, carry_over, estimate_unmeasured
 
 
 def test_every_default_gpu_type_has_specs():
-    assert {d.name for d in GPU_TYPE_DEFAULTS} <= set(GPU_SPECS)
+    assert {d.name for d in GPU_TYPE_DEFAULTS} <= set(GPU_DATASHEETS)
 
 
 def test_carry_over_mixes_compute_and_bandwidth_by_compute_density():
-    source, target = GpuSpec(10.0, 100.0, 16, ""), GpuSpec(20.0, 400.0, 16, "")
+    source, target = GpuDatasheet(10.0, 100.0, 16, ""), GpuDatasheet(20.0, 400.0, 16, "")
     assert carry_over(0.0, 1.0, source, target) == pytest.approx(math.log(2))
     assert carry_over(0.0, 0.0, source, target) == pytest.approx(math.log(4))
     assert carry_over(0.0, 0.5, source, target) == pytest.approx(math.log(2) / 2 + math.log(4) / 2)
@@ -28,7 +28,7 @@ def test_unmeasured_type_is_estimated_low_confidence(model, held_out):
     assert h100.rho.shape == (len(prediction.partners),) and ((h100.rho >= 0) & (h100.rho <= 1)).all()
     fits_somewhere = (prediction.rho > 0).any(axis=1)
     assert (h100.rho[fits_somewhere] > 0).all()  # 80 GB: what fits in 16 GB fits here
-    k80_like = estimate_unmeasured(prediction, features, "small", spec=GpuSpec(4.0, 200.0, 8, "test"))
+    k80_like = estimate_unmeasured(prediction, features, "small", spec=GpuDatasheet(4.0, 200.0, 8, "test"))
     assert (k80_like.rho[~(prediction.rho > 0).all(axis=1)] == 0).all()
 
 

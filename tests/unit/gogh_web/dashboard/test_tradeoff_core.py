@@ -22,7 +22,7 @@ class EmptyPredictions:
     def tau(self, *a):
         return None
 
-    rho = utilisation = power_w = tau
+    rho = utilization = power_w = tau
 
 
 def problem(jobs, **settings):

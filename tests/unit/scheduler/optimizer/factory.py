@@ -18,7 +18,7 @@ class TablePredictions:
     def rho(self, workload, partner, gpu_type):
         return self.rhos.get((workload, partner, gpu_type))
 
-    def utilisation(self, workload, gpu_type):
+    def utilization(self, workload, gpu_type):
         return None
 
     def power_w(self, workload, gpu_type):

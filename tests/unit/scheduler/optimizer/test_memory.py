@@ -4,8 +4,9 @@ import json
 
 import pytest
 
+from catalog.measurement_record import MeasurementRecord
 from scheduler.optimizer import get_solver
-from scheduler.optimizer.catalog_predictions import CatalogPredictions, MeasurementRow
+from scheduler.optimizer.catalog_predictions import CatalogPredictions
 from scheduler.optimizer.reasons import NO_MEMORY
 from scheduler.optimizer.serialization import problem_from_dict, problem_to_dict
 
@@ -45,7 +46,8 @@ def test_a_job_goes_only_where_its_memory_fits_and_waits_with_the_reason_where_n
 
 
 def test_measured_peak_memory_comes_from_catalog_rows_and_travels_with_a_cell():
-    rows = [MeasurementRow("a", "big", 1, True, None, 10.0, memory_gb=9.5), MeasurementRow("a", "small", 1, True, None, 4.0, memory_gb=11.0)]
+    rows = [MeasurementRecord(workload="a", gpu_type="big", throughput=10.0, memory_gb=9.5),
+            MeasurementRecord(workload="a", gpu_type="small", throughput=4.0, memory_gb=11.0)]
     predictions = CatalogPredictions(rows)
     assert predictions.memory_gb("a") == 11.0 and predictions.memory_gb("b") is None
     p = problem([job(1, "a", tmin=1)], node("small", "s", 1), [SMALL], predictions)

@@ -1,13 +1,13 @@
 """Small hand-made scenarios for the simulator's tests."""
-from scheduler.optimizer.catalog_predictions import MeasurementRow
+from catalog.measurement_record import MeasurementRecord
 from scheduler.simulation.cluster import build_gpus, gpu_types
 from scheduler.simulation.jobs import SimJob
 from scheduler.simulation.scenario import Scenario
 from scheduler.simulation.truth import Truth
 
-#: One workload at 10 steps/s on one V100; V100 power at the busy utilisation 0.9 is
+#: One workload at 10 steps/s on one V100; V100 power at the busy utilization 0.9 is
 #: 35 W + 0.9 x (300 - 35) W = 273.5 W (catalog.gpu_type_defaults: idle 35 W, TDP 300 W).
-ROWS = [MeasurementRow("A", "v100", 1, True, None, 10.0)]
+ROWS = [MeasurementRecord(workload="A", gpu_type="v100", throughput=10.0)]
 V100_BUSY_W = 273.5
 
 

@@ -3,7 +3,7 @@ from catalog.predictors import build_catalog
 from scheduler.optimizer.catalog_predictions import CatalogPredictions
 from scheduler.simulation.engine import Simulation
 from scheduler.simulation.learned import SimulatedLearning
-from scheduler.simulation.measurements import to_rows
+from scheduler.simulation.measurements import without_memory
 from scheduler.simulation.metrics import policy_metrics
 from scheduler.simulation.policies import POLICIES
 from scheduler.simulation.run import build_scenario
@@ -13,9 +13,9 @@ BY_NAME = {p.name: p for p in POLICIES}
 
 
 def run_once(seed, reference_records, model):
-    truth = Truth(to_rows(reference_records), seed=seed)
+    truth = Truth(without_memory(reference_records), seed=seed)
     scenario = build_scenario(truth, jobs=6, jobs_per_hour=4.0, seed=seed)
-    catalog = CatalogPredictions(to_rows(reference_records))
+    catalog = CatalogPredictions(without_memory(reference_records))
     data = build_catalog(reference_records)
     out = {}
     for name, predictions in (("gogh", SimulatedLearning(model, catalog, dict(zip(data.workloads, data.features)))),

@@ -3,8 +3,8 @@ rate from the pairs (telemetry.agent.colocation.group_fraction), the power of th
 finishing member leaving its group, and no group observation fed to the predictors."""
 import pytest
 
+from catalog.measurement_record import MeasurementRecord
 from scheduler.optimizer import registry
-from scheduler.optimizer.catalog_predictions import MeasurementRow
 from scheduler.optimizer.problem import Allocation, Placement
 from scheduler.simulation.cluster import build_gpus, gpu_types
 from scheduler.simulation.engine import Simulation
@@ -17,11 +17,11 @@ from .factory import truth
 #: Alone: A 10, B 20, C 40 steps/s on a V100. Pairs as fractions of alone:
 #: A next to B 0.5, next to C 0.25; B next to A 0.5, next to C 0.5; C next to A 0.5, next to B 0.25.
 ASYMMETRIC = [
-    MeasurementRow("A", "v100", 1, True, None, 10.0), MeasurementRow("B", "v100", 1, True, None, 20.0),
-    MeasurementRow("C", "v100", 1, True, None, 40.0),
-    MeasurementRow("A", "v100", 1, True, "B", 5.0), MeasurementRow("A", "v100", 1, True, "C", 2.5),
-    MeasurementRow("B", "v100", 1, True, "A", 10.0), MeasurementRow("B", "v100", 1, True, "C", 10.0),
-    MeasurementRow("C", "v100", 1, True, "A", 20.0), MeasurementRow("C", "v100", 1, True, "B", 10.0),
+    MeasurementRecord(workload=workload, gpu_type="v100", partner=partner, throughput=throughput)
+    for workload, partner, throughput in (
+        ("A", None, 10.0), ("B", None, 20.0), ("C", None, 40.0),
+        ("A", "B", 5.0), ("A", "C", 2.5), ("B", "A", 10.0), ("B", "C", 10.0), ("C", "A", 20.0), ("C", "B", 10.0),
+    )
 ]
 
 
@@ -34,13 +34,14 @@ def test_a_member_of_a_group_of_three_runs_at_group_fraction_of_its_pairs():
     assert t.shared_throughput("A", ("B",), "v100") == 5.0 and t.shared_throughput("A", ("C",), "v100") == 2.5
 
 
-def test_a_shared_gpu_draws_power_at_its_members_summed_scaled_utilisation():
-    """Busy utilisation 0.9 each. Pair A+B: 0.9 x 0.5 + 0.9 x 0.5, as the pair formula always
+def test_a_shared_gpu_draws_power_at_its_members_summed_scaled_utilization():
+    """Busy utilization 0.9 each. Pair A+B: 0.9 x 0.5 + 0.9 x 0.5, as the pair formula always
     gave. Group A+B+C: A 0.9 x 0.2, B 0.9 x 1/3, C 0.9 x 1/(1 + 1 + 3) = 0.2: 0.66 in all."""
     t, spec = truth(ASYMMETRIC), gpu_types(["v100"])["v100"]
     assert t.gpu_power_shared(spec, ("A", "B")) == spec.power_curve(0.9 * 0.5 + 0.9 * 0.5)
     assert t.gpu_power_shared(spec, ("A", "B", "C")) == pytest.approx(spec.power_curve(0.66))
-    no_slowdown = [MeasurementRow(w, "v100", 1, True, p, 10.0) for w in "AB" for p in (None, "A", "B")]
+    no_slowdown = [MeasurementRecord(workload=w, gpu_type="v100", partner=p, throughput=10.0)
+                   for w in "AB" for p in (None, "A", "B")]
     assert truth(no_slowdown).gpu_power_shared(spec, ("A", "B", "B")) == spec.tdp_w  # 2.7, capped at 1
 
 
@@ -79,8 +80,9 @@ def test_a_finished_member_leaves_its_group_and_only_pair_observations_reach_the
     group. a (1000 steps) ends at 300 s, when b and c have 1000 steps left; as a pair they run
     at 5 steps/s and end at 500 s (at 10/3, had a stayed in their partners, 600 s). The group's
     300 s are no observation; the pair's are, at the pair's rate."""
-    rows = [MeasurementRow(w, "v100", 1, True, None, 10.0) for w in "ABC"]
-    rows += [MeasurementRow(w, "v100", 1, True, p, 5.0) for w in "ABC" for p in "ABC" if p != w]
+    rows = [MeasurementRecord(workload=w, gpu_type="v100", throughput=10.0) for w in "ABC"]
+    rows += [MeasurementRecord(workload=w, gpu_type="v100", partner=p, throughput=5.0)
+             for w in "ABC" for p in "ABC" if p != w]
     monkeypatch.setitem(registry.SOLVERS, "one_group", OneGroupSolver)
     jobs = [SimJob("a", "A", 0.0, 1, 1000.0, 1.0), SimJob("b", "B", 0.0, 1, 2000.0, 1.0),
             SimJob("c", "C", 0.0, 1, 2000.0, 1.0)]

@@ -6,13 +6,13 @@ import statistics
 import pytest
 
 from scheduler.simulation.jobs import best_measured, draw_gpu_count, gavel_duration_s, generate_jobs
-from scheduler.simulation.measurements import load_records, to_rows
+from scheduler.simulation.measurements import load_records, without_memory
 from scheduler.simulation.truth import Truth
 
 
 @pytest.fixture(scope="module")
 def reference_truth():
-    return Truth(to_rows(load_records(None)), seed=0)
+    return Truth(without_memory(load_records(None)), seed=0)
 
 
 def test_durations_are_80_percent_short_and_log_uniform():

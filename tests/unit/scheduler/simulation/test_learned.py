@@ -5,7 +5,7 @@ import pytest
 from catalog.predictors import build_catalog
 from scheduler.optimizer.catalog_predictions import CatalogPredictions
 from scheduler.simulation.learned import SimulatedLearning
-from scheduler.simulation.measurements import to_rows
+from scheduler.simulation.measurements import without_memory
 
 WORKLOAD = "ResNet-50 (batch size 64)"
 
@@ -13,12 +13,12 @@ WORKLOAD = "ResNet-50 (batch size 64)"
 @pytest.fixture
 def learned(quick_model, reference_records):
     catalog = build_catalog(reference_records)
-    return SimulatedLearning(quick_model, CatalogPredictions(to_rows(reference_records)),
+    return SimulatedLearning(quick_model, CatalogPredictions(without_memory(reference_records)),
                              dict(zip(catalog.workloads, catalog.features)))
 
 
 def test_before_observations_a_catalog_workload_is_predicted_from_the_catalog(learned, reference_records):
-    catalog = CatalogPredictions(to_rows(reference_records))
+    catalog = CatalogPredictions(without_memory(reference_records))
     assert learned.tau(WORKLOAD, "k80", 1, True) == pytest.approx(catalog.tau(WORKLOAD, "k80", 1, True), rel=1e-6)
     assert learned.observations(WORKLOAD) == 0
 

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.simulation.measurements import load_records, to_rows
+from scheduler.simulation.measurements import load_records, without_memory
 from scheduler.simulation.trace import TraceError, parse_trace, trace_jobs
 from scheduler.simulation.truth import Truth
 
@@ -18,7 +18,7 @@ def test_gavel_trace_gives_workload_steps_gpus_and_arrival():
 
 
 def test_trace_jobs_get_a_t_min_and_keep_arrival_order():
-    truth = Truth(to_rows(load_records(None)), seed=0)
+    truth = Truth(without_memory(load_records(None)), seed=0)
     jobs = trace_jobs(str(TRACES / "small_test.trace"), truth, seed=0)
     assert len(jobs) == 20
     assert all(j.min_throughput > 0 for j in jobs)
@@ -43,7 +43,7 @@ def test_a_workload_the_truth_cannot_run_is_an_error_at_its_line(tmp_path):
     path = tmp_path / "unknown.trace"
     path.write_text("Nonexistent\tcmd\tdir\t-n\t1\t100\t1\t1\t-1\t0\n")
     with pytest.raises(TraceError, match=r"unknown.trace:1: no measured throughput of 'Nonexistent'"):
-        trace_jobs(str(path), Truth(to_rows(load_records(None))), seed=0)
+        trace_jobs(str(path), Truth(without_memory(load_records(None))), seed=0)
 
 
 def test_a_byte_order_mark_is_not_part_of_the_first_workload(tmp_path):
