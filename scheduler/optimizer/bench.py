@@ -88,12 +88,12 @@ def lp_bound(inst, admit_floors: dict[int, float]) -> float | None:
     return pulp.value(model.lp.objective) if model.lp.status == pulp.LpStatusOptimal else None
 
 
-def slo_met(problem: Problem, allocation) -> set[str]:
+def slo_met(problem: Problem, plan) -> set[str]:
     """Placed jobs whose throughput by the catalog's numbers reaches T_min (in a group of three
     or more, the catalog's pairs combined as the optimiser does: catalog/colocation.py)."""
     jobs = {j.id: j for j in problem.jobs}
     met = set()
-    for placement in allocation.placements.values():
+    for placement in plan.placements.values():
         job = jobs[placement.job_id]
         pred = problem.predictions
         if not placement.partners:
@@ -181,32 +181,32 @@ def solve_all(problem: Problem, base: SolverSettings, time_limit_s: float, ilp_l
         limit = ilp_limit_s if name == "ilp" else time_limit_s
         settings = replace(base, **{"time_limit_s": limit, **overrides})
         started, cpu_started = time.perf_counter(), cpu_now()
-        allocation = get_solver(name).solve(replace(problem, settings=settings))
+        plan = get_solver(name).solve(replace(problem, settings=settings))
         elapsed, cpu = time.perf_counter() - started, cpu_now() - cpu_started
-        met = slo_met(problem, allocation)
+        met = slo_met(problem, plan)
         rows[key] = {
             "seconds": round(elapsed, 3),
             "cpu_seconds": round(cpu, 3),
-            "power_w": round(allocation.power_w, 1),
-            "placed": len(allocation.placements),
+            "power_w": round(plan.power_w, 1),
+            "placed": len(plan.placements),
             "slo_met": len(met),
-            "status": allocation.status,
+            "status": plan.status,
             "gap": None,
-            "fallback_reason": allocation.fallback_reason,
-            "placed_per_priority": placed_by_level(problem, allocation),
-            "_placements": allocation.placements,
+            "fallback_reason": plan.fallback_reason,
+            "placed_per_priority": placed_by_level(problem, plan),
+            "_placements": plan.placements,
             "_met": met,
         }
         if name == "ilp":
-            rows[key].update(variables=allocation.variables, constraints=allocation.constraints, solver_gap=allocation.gap)
-        log(f"  {size:>5} {key:<17} {elapsed:8.2f} s  {allocation.power_w:10.0f} W  placed {len(allocation.placements)}")
+            rows[key].update(variables=plan.variables, constraints=plan.constraints, solver_gap=plan.gap)
+        log(f"  {size:>5} {key:<17} {elapsed:8.2f} s  {plan.power_w:10.0f} W  placed {len(plan.placements)}")
     return rows
 
 
-def placed_by_level(problem: Problem, allocation) -> dict[str, int]:
+def placed_by_level(problem: Problem, plan) -> dict[str, int]:
     """Placed jobs per priority level, highest first (contention mode compares these)."""
     priority = {job.id: job.priority for job in problem.jobs}
-    got = Counter(priority[job_id] for job_id in allocation.placements)
+    got = Counter(priority[job_id] for job_id in plan.placements)
     return {str(level): got[level] for level in sorted(set(priority.values()), reverse=True)}
 
 

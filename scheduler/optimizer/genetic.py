@@ -32,7 +32,7 @@ the ILP at 6144 GPUs), or the group-first decision (greedy.group_first_choices) 
 relaxation is unavailable, each repaired, and mutants of them; the elite is kept, so the
 answer is never worse by the fitness than either.
 
-Stop criterion: a generation budget, so that the same seed gives the same allocation on any
+Stop criterion: a generation budget, so that the same seed gives the same plan on any
 machine: settings.genetic_generations, lowered for large instances so that the work
 (population x generations x jobs) stays below WORK_BUDGET gene decodes. The round's time limit
 remains a safety net only, counted in CPU seconds (cpu_clock.py): a run that reaches it stops

@@ -5,7 +5,7 @@ import pytest
 
 from scheduler.optimizer import registry
 from scheduler.optimizer.catalog_predictions import MeasurementRow
-from scheduler.optimizer.problem import Allocation, Placement
+from scheduler.optimizer.problem import Plan, Placement
 from scheduler.simulation.cluster import build_gpus, gpu_types
 from scheduler.simulation.engine import Simulation
 from scheduler.simulation.jobs import SimJob
@@ -54,7 +54,7 @@ class OneGroupSolver:
         placements = {
             i: Placement(i, "v100", (gpu,), True, tuple(p for p in ids if p != i), 1.0, 100.0) for i in ids
         }
-        return Allocation("one_group", placements, {}, 0.0, 0.0, "optimal", 1.0, 0.0)
+        return Plan("one_group", placements, {}, 0.0, 0.0, "optimal", 1.0, 0.0)
 
 
 class Observations:
