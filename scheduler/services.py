@@ -20,7 +20,6 @@ from . import optimizer
 from .cell_runner import solve_cells
 from .lifecycle import TERMINAL, IllegalTransition, JobState, check_transition
 from .models import Allocation, Job, SolveRun, SolverConfig, SolverConfigChange, SolveStatus, SolveTrigger
-from .optimizer.cells import CellsSolver
 from .optimizer.ilp import IlpSolver
 from .optimizer.serialization import plan_to_dict, problem_from_dict
 from .problem_source import problem_from_database
@@ -252,10 +251,7 @@ def scheduling_round_run(*, trigger: str, dry_run: bool = False, solver: str | N
     config = SolverConfig.load()
     snapshot_at = timezone.now()
     problem = problem_from_database(config, solver=solver)
-    if problem.settings.solver == CellsSolver.name:
-        allocation = CellsSolver(run_cells=solve_cells).solve(problem)
-    else:
-        allocation = optimizer.get_solver(problem.settings.solver).solve(problem)
+    allocation = optimizer.get_solver(problem.settings.solver, run_cells=solve_cells).solve(problem)
     now = timezone.now()
     with transaction.atomic():
         SolverConfig.objects.select_for_update().get(pk=config.pk)  # one round applies at a time
