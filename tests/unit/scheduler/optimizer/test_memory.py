@@ -6,7 +6,7 @@ import pytest
 
 from scheduler.optimizer import get_solver
 from scheduler.optimizer.catalog_predictions import CatalogPredictions, MeasurementRow
-from scheduler.optimizer.reasons import NO_MEMORY
+from scheduler.optimizer.feasibility import NO_MEMORY
 from scheduler.optimizer.serialization import problem_from_dict, problem_to_dict
 
 from .factory import TablePredictions, gpu_type, job, node, problem
