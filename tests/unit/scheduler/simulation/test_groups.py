@@ -81,7 +81,7 @@ def test_a_finished_member_leaves_its_group_and_only_pair_observations_reach_the
     300 s are no observation; the pair's are, at the pair's rate."""
     rows = [MeasurementRow(w, "v100", 1, True, None, 10.0) for w in "ABC"]
     rows += [MeasurementRow(w, "v100", 1, True, p, 5.0) for w in "ABC" for p in "ABC" if p != w]
-    monkeypatch.setitem(registry.SOLVERS, "one_group", OneGroupSolver)
+    monkeypatch.setitem(registry.ENTRIES, "one_group", registry.SolverEntry("one_group", "One group", OneGroupSolver))
     jobs = [SimJob("a", "A", 0.0, 1, 1000.0, 1.0), SimJob("b", "B", 0.0, 1, 2000.0, 1.0),
             SimJob("c", "C", 0.0, 1, 2000.0, 1.0)]
     sc = Scenario(jobs=tuple(jobs), gpus=build_gpus((("v100", 1),)), gpu_types=gpu_types(["v100"]), horizon_s=3600.0)
