@@ -25,7 +25,9 @@ import bisect
 from collections import defaultdict
 
 from .choices import Group
-from .feasibility import group_cost, group_meets_tmin, group_memory_fits, may_share, memory_fits, one_tenant, sharing_theta
+from .feasibility import (
+    group_cost, group_meets_tmin, group_memory_fits, may_share, memory_fits, one_tenant, sharing_theta,
+)
 from .group_estimates import GroupEstimates
 from .problem import JobSpec, Problem
 
@@ -68,7 +70,8 @@ class _Matcher:
         jobs, out = self.jobs, []
         for t in self.types:
             spec = self.problem.gpu_types[t]
-            if not may_share(spec, len(members), self.theta) or not group_memory_fits((self.memory[x] for x in members), spec):
+            needs = (self.memory[x] for x in members)
+            if not may_share(spec, len(members), self.theta) or not group_memory_fits(needs, spec):
                 continue
             found = self.estimates.estimate(tuple(jobs[x].workload for x in members), t)
             if found is None or not group_meets_tmin(found[0], (jobs[x] for x in members)):

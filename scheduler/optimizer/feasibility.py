@@ -116,4 +116,5 @@ def group_cost(jobs: tuple[JobSpec, ...], spec: GpuTypeSpec, settings: SolverSet
     cost of the `moving` members that move, less the value of each member's surplus throughput."""
     cost = weight * (power - (spec.idle_w if idle_on else 0.0))
     cost += sum(settings.migration_cost_w for _ in range(moving))
-    return cost - settings.throughput_value_w * sum(min(tau / job.min_throughput - 1.0, 1.0) for job, tau in zip(jobs, taus))
+    surplus = sum(min(tau / job.min_throughput - 1.0, 1.0) for job, tau in zip(jobs, taus))
+    return cost - settings.throughput_value_w * surplus

@@ -39,7 +39,8 @@ def evict(table: GeneticTable, state: State, j: int) -> list[int]:
     inst = table.inst
     value = inst.values[j]
     level = inst.jobs[j].priority
-    shared = [("g", p) for p in inst.job_groups[j] if all(state.choices[x] is None for x in inst.groups[p].partners_of(j))]
+    shared = [("g", p) for p in inst.job_groups[j]
+              if all(state.choices[x] is None for x in inst.groups[p].partners_of(j))]
     for choice in [("o", i) for i in table.opts[j]] + shared:
         victims = []
         for w in table.cheapest_first.get(inst.type_of(choice), ()):

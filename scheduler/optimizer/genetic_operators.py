@@ -93,7 +93,9 @@ def _join(table: GeneticTable, state: State, j: int, held: Choice, p: int) -> bo
     that is cheaper than what they hold and it fits; False (nothing changed) otherwise."""
     inst = table.inst
     others = inst.held_by_partners(state.choices, j, p)
-    if others is None or inst.groups[p].cost >= inst.choice_cost(held) + sum(inst.choice_cost(c) for _, c in others) - 1e-9:
+    if others is None:
+        return False
+    if inst.groups[p].cost >= inst.choice_cost(held) + sum(inst.choice_cost(c) for _, c in others) - 1e-9:
         return False
     state.drop(j)
     for x, _ in others:

@@ -65,7 +65,8 @@ class _Packer:
         first (so tenants fill their switches before they open new ones)."""
         if not self.isolate:
             return list(gpus)
-        return [g for g in gpus if self.own(g, tenant)] + [g for g in gpus if self.allowed(g, tenant) and not self.own(g, tenant)]
+        owned = [g for g in gpus if self.own(g, tenant)]
+        return owned + [g for g in gpus if self.allowed(g, tenant) and not self.own(g, tenant)]
 
     def pick(self, nodes, tenant: str, k: int) -> list:
         """k GPUs of any nodes (single GPUs, pairs, spread jobs); with isolation the free GPUs
@@ -118,7 +119,9 @@ class _Packer:
         else:
             opt = inst.all_options[choice[1]]
             tau, partners, consolidated, power = opt.tau, (), opt.consolidated, opt.power_w
-        self.placements[job.id] = Placement(job.id, gpus[0].gpu_type, tuple(g.id for g in gpus), consolidated, partners, tau, power)
+        self.placements[job.id] = Placement(
+            job.id, gpus[0].gpu_type, tuple(g.id for g in gpus), consolidated, partners, tau, power
+        )
 
     def keep(self, unit: dict) -> bool:
         """A unit that keeps its configuration stays on its GPUs, where they are still free."""
