@@ -27,7 +27,7 @@ def distributed() -> bool:
 
 
 def solve_cells(problems: list[Problem], *, app=None, parallel: bool | None = None) -> list[Plan]:
-    """Allocations of the cell problems, in order. `app`: the Celery app to send with (the
+    """Plans of the cell problems, in order. `app`: the Celery app to send with (the
     project's by default); `parallel`: force the group on or off (default: when distributed)."""
     if not (distributed() if parallel is None else parallel) or len(problems) < 2:
         return solve_in_turn(problems)

@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 from .aggregation import block_sizes
 from .power import PowerCurve
-from .problem import Plan, CurrentPlacement, GpuSpec, GpuTypeSpec, JobSpec, Placement, Problem, SolverSettings
+from .problem import CurrentPlacement, GpuSpec, GpuTypeSpec, JobSpec, Placement, Plan, Problem, SolverSettings
 
 
 class PredictionSnapshot:
