@@ -26,7 +26,7 @@ from collections import defaultdict
 
 from .choices import Group
 from .feasibility import (
-    group_cost, group_meets_tmin, group_memory_fits, may_share, memory_fits, one_tenant, sharing_theta,
+    group_cost, group_meets_tmin, group_memory_fits, keeps_tmin, may_share, memory_fits, one_tenant, sharing_theta,
 )
 from .group_estimates import GroupEstimates
 from .problem import JobSpec, Problem
@@ -150,7 +150,7 @@ class _Matcher:
                 continue
             for t in self.types:
                 found = self.estimates.pair(job.workload, v, t)
-                if found is None or not group_meets_tmin(found[0][:1], (job,)):
+                if found is None or not keeps_tmin(found[0][0], job):
                     continue
                 k = bisect.bisect_right(queue, (found[0][1], float("inf"))) - 1
                 while k >= 0 and queue[k][1] == j:

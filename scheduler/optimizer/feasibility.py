@@ -51,6 +51,12 @@ def meets_tmin(tau: float | None, job: JobSpec) -> bool:
     return bool(tau) and tau >= job.min_throughput
 
 
+def keeps_tmin(tau: float, job: JobSpec) -> bool:
+    """A job keeps its T_min at a throughput estimated while sharing (matching asks it for every
+    job x workload x GPU type, so it is the bare comparison)."""
+    return tau >= job.min_throughput
+
+
 def group_meets_tmin(taus: Iterable[float], jobs: Iterable[JobSpec]) -> bool:
     """Every member of a group keeps its T_min while sharing."""
     return all(tau >= job.min_throughput for tau, job in zip(taus, jobs))

@@ -26,6 +26,7 @@ def test_tmin_an_option_meets_it_at_or_above_and_never_when_unknown():
     j = job(1, tmin=5.0, dj=4)
     assert rules.meets_tmin(5.0, j) and not rules.meets_tmin(4.99, j) and not rules.meets_tmin(None, j)
     assert not rules.meets_tmin(0.0, job(2, tmin=0.0))  # 0 steps/s is no prediction
+    assert rules.keeps_tmin(5.0, j) and not rules.keeps_tmin(4.99, j)
     pair = (j, job(2, tmin=7.0))
     assert rules.group_meets_tmin((5.0, 7.0), pair) and not rules.group_meets_tmin((5.0, 6.9), pair)
     assert rules.why_below_tmin(j, 1.0, 1, "fast") == (
