@@ -14,8 +14,8 @@ from django.conf import settings
 from gogh_web.celery_config import EMBEDDED_BROKER
 
 from .optimizer.cells import solve_in_turn
-from .optimizer.problem import Allocation, Problem
-from .optimizer.serialization import allocation_from_dict, problem_to_dict
+from .optimizer.problem import Plan, Problem
+from .optimizer.serialization import plan_from_dict, problem_to_dict
 
 log = logging.getLogger(__name__)
 SOLVE_CELL_TASK = "scheduler.tasks.solve_cell"
@@ -26,8 +26,8 @@ def distributed() -> bool:
     return not settings.CELERY_BROKER_URL.startswith(EMBEDDED_BROKER)
 
 
-def solve_cells(problems: list[Problem], *, app=None, parallel: bool | None = None) -> list[Allocation]:
-    """Allocations of the cell problems, in order. `app`: the Celery app to send with (the
+def solve_cells(problems: list[Problem], *, app=None, parallel: bool | None = None) -> list[Plan]:
+    """Plans of the cell problems, in order. `app`: the Celery app to send with (the
     project's by default); `parallel`: force the group on or off (default: when distributed)."""
     if not (distributed() if parallel is None else parallel) or len(problems) < 2:
         return solve_in_turn(problems)
@@ -44,4 +44,4 @@ def solve_cells(problems: list[Problem], *, app=None, parallel: bool | None = No
         for allocation in allocations:
             allocation.notes.append(f"Solved in turn: the Celery group failed ({exc!r}).")
         return allocations
-    return [allocation_from_dict(r) for r in results]
+    return [plan_from_dict(r) for r in results]

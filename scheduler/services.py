@@ -19,9 +19,8 @@ from . import live, optimizer
 from .cell_runner import solve_cells
 from .lifecycle import TERMINAL, IllegalTransition, JobState, check_transition
 from .models import Allocation, Job, SolveRun, SolverConfig, SolverConfigChange, SolveStatus, SolveTrigger
-from .optimizer.cells import CellsSolver
 from .optimizer.ilp import IlpSolver
-from .optimizer.serialization import allocation_to_dict, problem_from_dict
+from .optimizer.serialization import plan_to_dict, problem_from_dict
 from .problem_source import problem_from_database
 from .selectors import tenant_of
 
@@ -239,7 +238,7 @@ def scheduling_round_started() -> None:
 @dataclass(frozen=True)
 class RoundResult:
     solve_run: SolveRun
-    allocation: optimizer.Allocation
+    allocation: optimizer.Plan
 
 
 def scheduling_round_run(*, trigger: str, dry_run: bool = False, solver: str | None = None) -> RoundResult:
@@ -251,10 +250,7 @@ def scheduling_round_run(*, trigger: str, dry_run: bool = False, solver: str | N
     config = SolverConfig.load()
     snapshot_at = timezone.now()
     problem = problem_from_database(config, solver=solver)
-    if problem.settings.solver == CellsSolver.name:
-        allocation = CellsSolver(run_cells=solve_cells).solve(problem)
-    else:
-        allocation = optimizer.get_solver(problem.settings.solver).solve(problem)
+    allocation = optimizer.get_solver(problem.settings.solver, run_cells=solve_cells).solve(problem)
     now = timezone.now()
     with transaction.atomic():
         SolverConfig.objects.select_for_update().get(pk=config.pk)  # one round applies at a time
@@ -301,7 +297,7 @@ def scheduling_round_run(*, trigger: str, dry_run: bool = False, solver: str | N
     return RoundResult(solve_run=run, allocation=allocation)
 
 
-def _decision(allocation: optimizer.Allocation) -> dict:
+def _decision(allocation: optimizer.Plan) -> dict:
     """What the solver decided, kept with its SolveRun whether applied, superseded, dry or shadow."""
     return {
         "placements": {
@@ -315,7 +311,7 @@ def _decision(allocation: optimizer.Allocation) -> dict:
     }
 
 
-def _decision_is_stale(allocation: optimizer.Allocation, snapshot_at) -> bool:
+def _decision_is_stale(allocation: optimizer.Plan, snapshot_at) -> bool:
     if Allocation.objects.filter(start__gte=snapshot_at).exists():
         return True
     gpu_ids = {int(gpu_id) for placement in allocation.placements.values() for gpu_id in placement.gpu_ids}
@@ -325,7 +321,7 @@ def _decision_is_stale(allocation: optimizer.Allocation, snapshot_at) -> bool:
     return usable != len(gpu_ids)
 
 
-def _apply(allocation: optimizer.Allocation, run: SolveRun, now) -> None:
+def _apply(allocation: optimizer.Plan, run: SolveRun, now) -> None:
     """Apply a decision inside the round's transaction in a few queries, however many jobs it
     places (one more per distinct reason it writes): its jobs locked and read in one query
     (every move is checked by scheduler.lifecycle on the locked row, so a job that ended while
@@ -468,7 +464,7 @@ def _open_allocations(openings: list[tuple[Job, object, frozenset[int]]], run: S
 def cell_solve(*, problem: dict) -> dict:
     """Solve one cell sent by scheduler.cell_runner (plain dicts in and out; no database)."""
     allocation = IlpSolver().solve(problem_from_dict(problem))
-    return allocation_to_dict(allocation)
+    return plan_to_dict(allocation)
 
 
 def solver_config_update(*, by, values: dict) -> SolverConfig:

@@ -12,7 +12,7 @@ from django.db import IntegrityError, transaction
 from gogh_web.outbox.services import outbox_enqueue
 from scheduler import optimizer
 from scheduler.models import SolverConfig
-from scheduler.optimizer import Allocation, Problem
+from scheduler.optimizer import Plan, Problem
 from scheduler.optimizer.serialization import problem_from_dict, problem_to_dict
 from scheduler.problem_source import problem_from_database
 from scheduler.services import solver_config_update
@@ -29,7 +29,7 @@ FAILED_POINT = selectors.FAILED_POINT
 PREVIEW_TIME_LIMIT_S = 2.0
 
 
-def _solve(problem: Problem) -> Allocation:
+def _solve(problem: Problem) -> Plan:
     """The configured solver in this process (`cells` solves its cells in turn here)."""
     return optimizer.get_solver(problem.settings.solver).solve(problem)
 

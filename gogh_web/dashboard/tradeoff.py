@@ -10,7 +10,7 @@ import json
 import math
 from dataclasses import dataclass, replace
 
-from scheduler.optimizer import Allocation, JobSpec, Problem
+from scheduler.optimizer import JobSpec, Plan, Problem
 from scheduler.simulation.metrics import jain
 
 # Effective energy weights of the sweep (the adaptive weight is off at each point, so a point
@@ -123,12 +123,12 @@ def _coincide(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
     return all(math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-9) for x, y in zip(a, b))
 
 
-def allocation_point(problem: Problem, allocation: Allocation) -> OperatingPoint:
+def allocation_point(problem: Problem, allocation: Plan) -> OperatingPoint:
     served = {j: (p.predicted_throughput, p.predicted_power_w) for j, p in allocation.placements.items()}
     return operating_point(problem.jobs, served)
 
 
-def job_moves(problem: Problem, allocation: Allocation) -> list[Move]:
+def job_moves(problem: Problem, allocation: Plan) -> list[Move]:
     """What applying the allocation would change, job by job (unchanged jobs are left out)."""
     moves = []
     for job in problem.jobs:

@@ -10,7 +10,7 @@ from gogh_web.api.strict import StrictFieldsMixin
 
 from .. import services
 from ..models import SolveTrigger
-from ..models.solver_config import SOLVER_CHOICES
+from ..optimizer.registry import SOLVER_CHOICES
 
 
 class SolveRequestSerializer(StrictFieldsMixin, serializers.Serializer):

@@ -5,17 +5,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from ..optimizer.problem import MAX_THETA, THETA_REFUSED
-
-SOLVER_CHOICES = [
-    ("ilp", "Integer program (ilp)"),
-    ("genetic", "Genetic algorithm"),
-    ("cells", "Hierarchical cells"),
-    ("greedy", "Greedy, least power"),
-    ("greedy_efficient", "Greedy, most throughput per watt"),
-    ("greedy_fastest", "Greedy, fastest"),
-    ("round_robin", "Round robin"),
-    ("random", "Random"),
-]
+from ..optimizer.registry import SOLVER_CHOICES
 BACKEND_CHOICES = [("highs", "HiGHS (highspy)"), ("cbc", "CBC (bundled with PuLP)")]
 # Upper bounds of the weights: far beyond any useful setting, and low enough that the
 # objective's coefficients stay in the range a MIP solver handles (fairness_weight 1e308 left

@@ -1,16 +1,16 @@
 """The optimisation core of GOGH: problem, power model, adaptive weight, aggregation,
 co-location candidates, and the solvers behind one interface (`solve(problem) ->
-Allocation`), registered by name. Pure Python: no Django import anywhere in this package
+Plan`), registered by name. Pure Python: no Django import anywhere in this package
 (tests check it), so it is tested and benchmarked alone. See docs/optimization.md.
 """
 from .power import PowerCurve
 from .problem import (
-    Allocation,
     CurrentPlacement,
     GpuSpec,
     GpuTypeSpec,
     JobSpec,
     Placement,
+    Plan,
     Predictions,
     Problem,
     SolverSettings,
@@ -18,6 +18,6 @@ from .problem import (
 from .registry import SOLVERS, get_solver
 
 __all__ = [
-    "Allocation", "CurrentPlacement", "GpuSpec", "GpuTypeSpec", "JobSpec", "Placement", "PowerCurve",
+    "CurrentPlacement", "GpuSpec", "GpuTypeSpec", "JobSpec", "Placement", "Plan", "PowerCurve",
     "Predictions", "Problem", "SOLVERS", "SolverSettings", "get_solver",
 ]

@@ -8,7 +8,7 @@ from typing import ClassVar
 from .choices import Choice
 from .instance import Instance, compile_instance
 from .placement import place
-from .problem import Allocation, Problem, theta_error
+from .problem import Plan, Problem, theta_error
 from .reasons import pending_reason
 
 
@@ -25,13 +25,13 @@ class Outcome:
 
 
 class Solver:
-    """solve(problem) -> Allocation. `optimising` solvers only pick configurations that meet
+    """solve(problem) -> Plan. `optimising` solvers only pick configurations that meet
     T_min and admit by priority; baselines follow their own rule."""
 
     name: ClassVar[str] = ""
     optimising: ClassVar[bool] = True
 
-    def solve(self, problem: Problem) -> Allocation:
+    def solve(self, problem: Problem) -> Plan:
         started = time.perf_counter()
         inst = compile_instance(problem)
         outcome = self.decide(inst)
@@ -41,7 +41,7 @@ class Solver:
         raise NotImplementedError
 
 
-def finish(inst: Instance, outcome: Outcome, name: str, optimising: bool, started: float) -> Allocation:
+def finish(inst: Instance, outcome: Outcome, name: str, optimising: bool, started: float) -> Plan:
     placements, failed, placed = place(inst, outcome.choices, retry=optimising)
     moved = sum(1 for j, c in enumerate(placed) if c != outcome.choices[j] and inst.jobs[j].id in placements)
     reasons = {}
@@ -57,7 +57,7 @@ def finish(inst: Instance, outcome: Outcome, name: str, optimising: bool, starte
         used_gpus.update(placement.gpu_ids)
     if not inst.problem.settings.idle_gpus_powered_down:
         power += sum(inst.problem.gpu_types[g.gpu_type].idle_w for g in inst.problem.gpus if g.id not in used_gpus)
-    return Allocation(
+    return Plan(
         solver=name,
         placements=placements,
         reasons=reasons,
@@ -79,6 +79,6 @@ def finish(inst: Instance, outcome: Outcome, name: str, optimising: bool, starte
 
 
 def settings_notes(problem: Problem) -> list[str]:
-    """Settings the solvers do not honour as asked, said in every allocation's notes."""
+    """Settings the solvers do not honour as asked, said in every plan's notes."""
     why = theta_error(problem.settings.theta)
     return [why] if why else []

@@ -32,7 +32,7 @@ from .ilp_model import build, level_units
 from .instance import compile_instance
 from .power import PowerCurve
 from .problem import GpuSpec, GpuTypeSpec, JobSpec, Problem, SolverSettings
-from .registry import get_solver
+from .registry import CATALOGUE, ENTRIES, get_solver
 
 DEFAULT_SIZES = (64, 256, 1024, 6144)
 GPU_TYPES = {  # per GPU, from catalog.gpu_type_defaults (datasheet TDP, idle placeholders)
@@ -43,7 +43,6 @@ GPU_TYPES = {  # per GPU, from catalog.gpu_type_defaults (datasheet TDP, idle pl
 TENANTS = ("research", "vision", "speech", "ads")
 GPU_CHOICES = (1, 1, 1, 1, 1, 2, 2, 4, 8)
 GLOBAL_ILP_LIMIT_S = 60.0
-GENETIC_LIMIT_S = 5.0  # a safety net: the genetic algorithm stops on its generation budget
 MAX_BURNERS = 64  # contention mode: CPU-burning processes at most
 BURN_CPU = "while True: pass"  # what each of them runs
 
@@ -88,12 +87,12 @@ def lp_bound(inst, admit_floors: dict[int, float]) -> float | None:
     return pulp.value(model.lp.objective) if model.lp.status == pulp.LpStatusOptimal else None
 
 
-def slo_met(problem: Problem, allocation) -> set[str]:
+def slo_met(problem: Problem, plan) -> set[str]:
     """Placed jobs whose throughput by the catalog's numbers reaches T_min (in a group of three
     or more, the catalog's pairs combined as the optimiser does: telemetry/agent/colocation.py)."""
     jobs = {j.id: j for j in problem.jobs}
     met = set()
-    for placement in allocation.placements.values():
+    for placement in plan.placements.values():
         job = jobs[placement.job_id]
         pred = problem.predictions
         if not placement.partners:
@@ -108,19 +107,13 @@ def slo_met(problem: Problem, allocation) -> set[str]:
 
 
 def solver_runs(size: int) -> list[tuple[str, str, dict]]:
-    """(report key, registry name, settings overrides) for one size."""
-    runs = [
-        ("ilp", "ilp", {"backend": "highs"}),
-        ("ilp_cbc", "ilp", {"backend": "cbc"}),
-        ("genetic", "genetic", {"time_limit_s": GENETIC_LIMIT_S}),
-        ("cells", "cells", {}),
-        ("greedy", "greedy", {}),
-        ("greedy_efficient", "greedy_efficient", {}),
-        ("greedy_fastest", "greedy_fastest", {}),
-        ("round_robin", "round_robin", {}),
-        ("random", "random", {}),
-    ]
-    return runs
+    """(report key, registry name, settings overrides) for one size: the catalogue's benchmark rows."""
+    return [(key, entry.name, overrides) for entry in CATALOGUE for key, overrides in entry.bench_rows]
+
+
+TABLE_SOLVERS = tuple(key for key, _, _ in solver_runs(0))
+REFERENCE_ROWS = {key for key, name, _ in solver_runs(0) if ENTRIES[name].reference}
+APPROXIMATE = {key for key, name, _ in solver_runs(0) if ENTRIES[name].approximate}
 
 
 @contextmanager
@@ -178,35 +171,35 @@ def solve_all(problem: Problem, base: SolverSettings, time_limit_s: float, ilp_l
     rows = {}
     size = len(problem.gpus)
     for key, name, overrides in solver_runs(size):
-        limit = ilp_limit_s if name == "ilp" else time_limit_s
+        limit = ilp_limit_s if ENTRIES[name].reference else time_limit_s
         settings = replace(base, **{"time_limit_s": limit, **overrides})
         started, cpu_started = time.perf_counter(), cpu_now()
-        allocation = get_solver(name).solve(replace(problem, settings=settings))
+        plan = get_solver(name).solve(replace(problem, settings=settings))
         elapsed, cpu = time.perf_counter() - started, cpu_now() - cpu_started
-        met = slo_met(problem, allocation)
+        met = slo_met(problem, plan)
         rows[key] = {
             "seconds": round(elapsed, 3),
             "cpu_seconds": round(cpu, 3),
-            "power_w": round(allocation.power_w, 1),
-            "placed": len(allocation.placements),
+            "power_w": round(plan.power_w, 1),
+            "placed": len(plan.placements),
             "slo_met": len(met),
-            "status": allocation.status,
+            "status": plan.status,
             "gap": None,
-            "fallback_reason": allocation.fallback_reason,
-            "placed_per_priority": placed_by_level(problem, allocation),
-            "_placements": allocation.placements,
+            "fallback_reason": plan.fallback_reason,
+            "placed_per_priority": placed_by_level(problem, plan),
+            "_placements": plan.placements,
             "_met": met,
         }
-        if name == "ilp":
-            rows[key].update(variables=allocation.variables, constraints=allocation.constraints, solver_gap=allocation.gap)
-        log(f"  {size:>5} {key:<17} {elapsed:8.2f} s  {allocation.power_w:10.0f} W  placed {len(allocation.placements)}")
+        if ENTRIES[name].reference:
+            rows[key].update(variables=plan.variables, constraints=plan.constraints, solver_gap=plan.gap)
+        log(f"  {size:>5} {key:<17} {elapsed:8.2f} s  {plan.power_w:10.0f} W  placed {len(plan.placements)}")
     return rows
 
 
-def placed_by_level(problem: Problem, allocation) -> dict[str, int]:
+def placed_by_level(problem: Problem, plan) -> dict[str, int]:
     """Placed jobs per priority level, highest first (contention mode compares these)."""
     priority = {job.id: job.priority for job in problem.jobs}
-    got = Counter(priority[job_id] for job_id in allocation.placements)
+    got = Counter(priority[job_id] for job_id in plan.placements)
     return {str(level): got[level] for level in sorted(set(priority.values()), reverse=True)}
 
 
@@ -244,7 +237,7 @@ def _add_gaps(problem: Problem, rows: dict) -> None:
         if row["same_admission"] and bound is not None and row["power_w"] > 0:
             row["gap"] = round(max(0.0, (row["power_w"] - bound) / row["power_w"]), 5)
             row["vs_ilp"] = round(row["power_w"] / rows["ilp"]["power_w"] - 1, 5)
-        if key in ("genetic", "cells") and not row["same_admission"] and row["placed"] == len(met):
+        if key in APPROXIMATE and not row["same_admission"] and row["placed"] == len(met):
             reference = global_power_at(inst, floors)
             row["global_power_same_admission_w"] = round(reference, 1) if reference else None
             if reference:
@@ -256,9 +249,6 @@ def global_power_at(inst, floors: dict[int, float], time_limit_s: float = GLOBAL
     model = build(inst, phase="power", admit_floors=floors)
     model.lp.solve(pulp.HiGHS(msg=False, timeLimit=time_limit_s, gapRel=0.001, threads=1))
     return pulp.value(model.lp.objective) if model.lp.sol_status in (1, 2) else None
-
-
-TABLE_SOLVERS = ("ilp", "ilp_cbc", "genetic", "cells", "greedy", "greedy_efficient", "greedy_fastest", "round_robin", "random")
 
 
 def format_table(report: dict) -> str:
@@ -286,7 +276,7 @@ def format_table(report: dict) -> str:
             if not row["same_admission"]:
                 ilp = block["ilp"]["admitted_per_priority"]
                 notes.append(f"admitted {_levels(row['admitted_per_priority'])} vs ilp {_levels(ilp)}: power not comparable")
-            if key.startswith("ilp"):
+            if key in REFERENCE_ROWS:
                 notes.append(f"{row['status']}, {row['variables']} vars, {row['constraints']} cons")
             elif row["status"] == "fallback":
                 notes.append("fallback")

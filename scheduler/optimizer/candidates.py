@@ -25,8 +25,11 @@ import bisect
 from collections import defaultdict
 
 from .choices import Group
+from .feasibility import (
+    group_cost, group_meets_tmin, group_memory_fits, keeps_tmin, may_share, memory_fits, one_tenant, sharing_theta,
+)
 from .group_estimates import GroupEstimates
-from .problem import MAX_THETA, JobSpec, Problem
+from .problem import JobSpec, Problem
 
 
 def group_candidates(
@@ -35,10 +38,10 @@ def group_candidates(
 ) -> list[Group]:
     """cheapest_alone[j]: objective cost of job j's cheapest option alone (inf: it has none);
     memory[j]: GB per GPU job j needs (None: unknown, counted as nothing)."""
-    theta = min(problem.settings.theta, MAX_THETA)
+    theta = sharing_theta(problem.settings)
     if theta < 2:
         return []
-    types = [t for t, cap in capacity.items() if problem.gpu_types[t].theta >= 2 and cap.gpus > 0]
+    types = [t for t, cap in capacity.items() if may_share(problem.gpu_types[t], 2, theta) and cap.gpus > 0]
     matcher = _Matcher(problem, jobs, currents, weight, idle_on, cheapest_alone, memory, types, theta)
     if problem.matching is not None:
         return matcher.fixed(problem.matching)
@@ -58,22 +61,20 @@ class _Matcher:
         self.matched: set[int] = set()  # jobs in a candidate
 
     def cost(self, members: tuple[int, ...], t: str, power: float, taus: tuple[float, ...], current: bool) -> float:
-        settings, jobs = self.problem.settings, self.jobs
-        cost = self.weight * (power - (self.problem.gpu_types[t].idle_w if self.idle_on else 0.0))
-        cost += sum(settings.migration_cost_w for x in members if self.currents[x] is not None and not current)
-        return cost - settings.throughput_value_w * sum(
-            min(tau / jobs[x].min_throughput - 1.0, 1.0) for x, tau in zip(members, taus)
-        )
+        moving = sum(1 for x in members if self.currents[x] is not None and not current)
+        return group_cost(tuple(self.jobs[x] for x in members), self.problem.gpu_types[t], self.problem.settings, taus,
+                          power, self.weight, self.idle_on, moving)
 
     def groups_of(self, members: tuple[int, ...]) -> list[Group]:
         """The group on every type where every member keeps its T_min and the memory fits."""
         jobs, out = self.jobs, []
         for t in self.types:
             spec = self.problem.gpu_types[t]
-            if spec.theta < len(members) or sum(self.memory[x] or 0.0 for x in members) > spec.memory_gb:
+            needs = (self.memory[x] for x in members)
+            if not may_share(spec, len(members), self.theta) or not group_memory_fits(needs, spec):
                 continue
             found = self.estimates.estimate(tuple(jobs[x].workload for x in members), t)
-            if found is None or any(tau < jobs[x].min_throughput for x, tau in zip(members, found[0])):
+            if found is None or not group_meets_tmin(found[0], (jobs[x] for x in members)):
                 continue
             taus, power = found
             current = _is_current(jobs, self.currents, members, t)
@@ -97,7 +98,7 @@ class _Matcher:
         out = []
         for chain in matching:
             members = tuple(by_id[x] for x in chain if x in by_id)
-            if len(members) == len(chain) and len({self.jobs[x].tenant for x in members}) == 1:
+            if len(members) == len(chain) and one_tenant(self.jobs[x] for x in members):
                 out += self.chain_of(members)
         return out
 
@@ -109,7 +110,7 @@ class _Matcher:
         running: list[list[Group]] = []
         for j, current in enumerate(self.currents):  # groups running now
             members = (j, *sorted(by_id.get(x, -1) for x in current[3])) if current and current[3] else ()
-            if len(members) > 1 and j < min(members[1:]) and len({jobs[x].tenant for x in members}) == 1:
+            if len(members) > 1 and j < min(members[1:]) and one_tenant(jobs[x] for x in members):
                 found = self.chain_of(members)
                 if found:
                     running.append(found)
@@ -149,7 +150,7 @@ class _Matcher:
                 continue
             for t in self.types:
                 found = self.estimates.pair(job.workload, v, t)
-                if found is None or found[0][0] < job.min_throughput:
+                if found is None or not keeps_tmin(found[0][0], job):
                     continue
                 k = bisect.bisect_right(queue, (found[0][1], float("inf"))) - 1
                 while k >= 0 and queue[k][1] == j:
@@ -179,16 +180,16 @@ class _Matcher:
                     continue
                 for t in self.types:
                     spec = self.problem.gpu_types[t]
-                    if spec.theta <= len(chain):
+                    if not may_share(spec, len(chain) + 1, self.theta):
                         continue
                     key = (chain_workloads, v, t)
                     if key not in self.joining:
                         self.joining[key] = self.estimates.estimate(chain_workloads + (v,), t)
                     found = self.joining[key]
-                    if found is None or any(tau < jobs[x].min_throughput for x, tau in zip(chain, found[0])):
+                    if found is None or not group_meets_tmin(found[0], (jobs[x] for x in chain)):
                         continue
                     k = bisect.bisect_right(queue, (found[0][-1], float("inf"))) - 1
-                    while k >= 0 and chain_memory + (self.memory[queue[k][1]] or 0.0) > spec.memory_gb:
+                    while k >= 0 and not memory_fits(chain_memory + (self.memory[queue[k][1]] or 0.0), spec):
                         k -= 1
                     if k < 0:
                         continue

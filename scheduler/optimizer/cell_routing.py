@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from .aggregation import aggregate, block_sizes
 from .choices import Choice
+from .feasibility import meets_tmin
 from .greedy import cheapest, greedy_choices
 from .ilp_model import level_maxima
 from .instance import Instance, compile_instance
@@ -161,7 +162,7 @@ def _cheapest_type(problem: Problem, job: JobSpec, types: list[str]) -> tuple[st
         spec = problem.gpu_types[gpu_type]
         for k in block_sizes(job.max_gpus):
             tau = problem.predictions.tau(job.workload, gpu_type, k, True)
-            if tau and tau >= job.min_throughput:
+            if meets_tmin(tau, job):
                 best = min(best, (k * spec.power_curve(1.0), gpu_type, k))
                 break
     return best[1], best[2]

@@ -13,7 +13,7 @@ group from the Django shell. Admission comes first: when the cells admit lexicog
 less than the global decision (some of its jobs fit no single cell, or a cell's solve stopped
 at its time limit), that decision is placed instead (admission_check). A cell whose solve stops
 without an answer keeps its share of the decision (the ILP falls back to its admission start),
-and the allocation says so. Time limits count CPU seconds (cpu_clock.py).
+and the plan says so. Time limits count CPU seconds (cpu_clock.py).
 """
 import math
 import time
@@ -25,14 +25,14 @@ from .base import Outcome, Solver, finish, settings_notes
 from .cell_routing import Routing, route
 from .cpu_clock import cpu_now
 from .ilp import IlpSolver
-from .problem import Allocation, Problem
+from .problem import Plan, Problem
 from .reasons import pending_reason
 from .start import rows_of
 
-CellRunner = Callable[[list[Problem]], list[Allocation]]
+CellRunner = Callable[[list[Problem]], list[Plan]]
 
 
-def solve_in_turn(problems: list[Problem]) -> list[Allocation]:
+def solve_in_turn(problems: list[Problem]) -> list[Plan]:
     return [IlpSolver().solve(p) for p in problems]
 
 
@@ -67,13 +67,13 @@ class CellsSolver(Solver):
     def __init__(self, run_cells: CellRunner = solve_in_turn):
         self.run_cells = run_cells
 
-    def solve(self, problem: Problem) -> Allocation:
+    def solve(self, problem: Problem) -> Plan:
         started, cpu_started = time.perf_counter(), cpu_now()
         cells = partition(problem)
         if len(cells) <= 1:
-            allocation = IlpSolver().solve(problem)
-            allocation.solver = self.name
-            return allocation
+            plan = IlpSolver().solve(problem)
+            plan.solver = self.name
+            return plan
         routing = route(problem, cells, cpu_started)
         routed, matching = routing.routed, routing.matching
         sub_settings = replace(problem.settings, time_limit_s=max(0.5, problem.settings.time_limit_s / len(cells)))
@@ -113,7 +113,7 @@ class CellsSolver(Solver):
         guided = admission_check(problem, routing, placements, started, cpu_started, notes + fell_back)
         if guided is not None:
             return guided
-        return Allocation(
+        return Plan(
             solver=self.name,
             placements=placements,
             reasons=reasons,
@@ -179,7 +179,7 @@ GUIDE_TAKEN = (
 
 
 def admission_check(problem: Problem, routing: Routing, placements: dict, started: float, cpu_started: float,
-                    notes: list[str]) -> Allocation | None:
+                    notes: list[str]) -> Plan | None:
     """When the global admission decision that guided the routing admits lexicographically more
     (per priority level, highest first) than the cells did, the answer that honours it; None
     otherwise. The cells admit at least what the decision routed into them (each cell's program
@@ -206,8 +206,8 @@ def admission_check(problem: Problem, routing: Routing, placements: dict, starte
             whole.solver, whole.notes = CellsSolver.name, notes + whole.notes + [GUIDE_SOLVED]
             whole.seconds = time.perf_counter() - started
             return whole
-    allocation = finish(inst, Outcome(guide, notes=notes + [GUIDE_TAKEN]), CellsSolver.name, True, started)
-    return allocation if _by_level(inst, set(allocation.placements)) > by_cells else None
+    plan = finish(inst, Outcome(guide, notes=notes + [GUIDE_TAKEN]), CellsSolver.name, True, started)
+    return plan if _by_level(inst, set(plan.placements)) > by_cells else None
 
 
 #: Seconds the whole-cluster solve needs at least to be worth trying (else the decision is placed).

@@ -6,6 +6,7 @@ from .admission import admission_values
 from .aggregation import TypeCapacity, aggregate, block_sizes, usage_levels
 from .candidates import group_candidates
 from .choices import Choice, Group, Option
+from .feasibility import layout_fits, meets_tmin, memory_fits, option_cost
 from .problem import JobSpec, Problem
 from .weights import cluster_load, energy_weight
 
@@ -120,8 +121,8 @@ def compile_instance(problem: Problem) -> Instance:
     all_options: list[Option] = []
     for j, job in enumerate(jobs):
         for gpu_type in capacity:
-            if memory[j] is not None and memory[j] > problem.gpu_types[gpu_type].memory_gb:
-                continue  # does not fit this type's memory
+            if not memory_fits(memory[j], problem.gpu_types[gpu_type]):
+                continue
             all_options.extend(_job_options(problem, j, job, gpu_type, capacity[gpu_type], sizes, currents[j], weight, idle_on))
     options_idx = _useful(all_options, settings.throughput_value_w > 0 or settings.fairness_weight > 0)
     cheapest_alone = [float("inf")] * len(jobs)
@@ -175,7 +176,7 @@ def _min_gpus(problem: Problem, job: JobSpec, capacity) -> int:
     for gpu_type in capacity:
         for k in block_sizes(job.max_gpus):
             tau = problem.predictions.tau(job.workload, gpu_type, k, True)
-            if tau and tau >= job.min_throughput:
+            if meets_tmin(tau, job):
                 best = min(best, k)
                 break
     return best
@@ -201,10 +202,8 @@ def _job_options(problem, j, job, gpu_type, cap, sizes, current, weight, idle_on
     out = []
     for k in block_sizes(min(job.max_gpus, cap.gpus)):
         for consolidated in (True, False) if k > 1 else (True,):
-            if consolidated and k > cap.largest_node:
+            if not layout_fits(k, consolidated, cap):
                 continue
-            if not consolidated and cap.nodes < 2:
-                continue  # one node of this type: its GPUs run consolidated, never at the spread throughput
             tau = problem.predictions.tau(job.workload, gpu_type, k, consolidated)
             if not tau or tau <= 0:
                 continue
@@ -212,11 +211,8 @@ def _job_options(problem, j, job, gpu_type, cap, sizes, current, weight, idle_on
                 k == 1 or current[2] == consolidated
             )
             power = k * per_gpu
-            cost = weight * (power - (k * spec.idle_w if idle_on else 0.0))
-            cost -= settings.throughput_value_w * min(tau / job.min_throughput - 1.0, 1.0) if tau >= job.min_throughput else 0.0
-            if current is not None and not is_current:
-                cost += settings.migration_cost_w
-            out.append(Option(j, gpu_type, k, consolidated, tau, power, cost, tau >= job.min_throughput, is_current))
+            cost = option_cost(job, spec, settings, k, tau, power, weight, idle_on, current is not None and not is_current)
+            out.append(Option(j, gpu_type, k, consolidated, tau, power, cost, meets_tmin(tau, job), is_current))
     return out
 
 

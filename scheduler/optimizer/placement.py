@@ -10,6 +10,7 @@ switches are not split among tenants needlessly). A job that cannot be placed st
 from collections import defaultdict
 
 from .choices import Choice
+from .feasibility import SWITCH_TAKEN, switch_allows
 from .instance import Instance
 from .problem import Placement
 
@@ -23,60 +24,94 @@ def place(
     `retry`, a job that cannot get GPUs for its chosen configuration tries its others that
     meet T_min, cheapest first, on the GPUs left (the aggregated model sees neither running
     jobs' exact GPUs nor PCIe switches)."""
-    problem = inst.problem
-    choices = list(choices)
-    isolate = problem.settings.topology_isolation
-    free: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))  # type -> node -> free GPUs
-    for gpu in problem.gpus:
-        free[gpu.gpu_type][gpu.node].append(gpu)
-    switch_tenant: dict[tuple[str, str], str] = {}
-    tenant_nodes: dict[str, set] = defaultdict(set)  # nodes where a tenant owns a switch
-    placements: dict[str, Placement] = {}
-    failed: dict[int, str] = {}
+    packer = _Packer(inst, choices)
+    rest = [unit for unit in _units(inst, packer.choices) if not packer.keep(unit)]  # 1. current GPUs
+    # 2. consolidated blocks, largest first, best fit; 3. single GPUs, pairs, spread-out jobs
+    rest.sort(key=lambda u: (not (u["consolidated"] and u["k"] > 1), -u["k"], inst.jobs[u["jobs"][0]].id))
+    for unit in rest:
+        packer.pack(unit)
+    # 4. with retry, jobs that got no GPUs try their other configurations, by priority
+    for j in [j for j in inst.admission_order() if j in packer.failed] if retry else ():
+        packer.retry(j)
+    return packer.placements, packer.failed, packer.choices
 
-    def allowed(gpu, tenant: str) -> bool:
-        if isolate and gpu.pcie_switch:
-            return switch_tenant.get((gpu.node, gpu.pcie_switch), tenant) == tenant
+
+class _Packer:
+    """The free GPUs (type -> node -> GPUs), the PCIe switches' tenants, and what was placed."""
+
+    def __init__(self, inst: Instance, choices: list[Choice]):
+        self.inst = inst
+        self.choices = list(choices)
+        self.isolate = inst.problem.settings.topology_isolation
+        self.free: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+        for gpu in inst.problem.gpus:
+            self.free[gpu.gpu_type][gpu.node].append(gpu)
+        self.gpu_by_id = {g.id: g for g in inst.problem.gpus}
+        self.switch_tenant: dict[tuple[str, str], str] = {}
+        self.tenant_nodes: dict[str, set] = defaultdict(set)  # nodes where a tenant owns a switch
+        self.placements: dict[str, Placement] = {}
+        self.failed: dict[int, str] = {}
+
+    def allowed(self, gpu, tenant: str) -> bool:
+        if self.isolate and gpu.pcie_switch:
+            return switch_allows(self.switch_tenant.get((gpu.node, gpu.pcie_switch)), tenant)
         return True
 
-    def own(gpu, tenant: str) -> bool:
-        return bool(gpu.pcie_switch) and switch_tenant.get((gpu.node, gpu.pcie_switch)) == tenant
+    def own(self, gpu, tenant: str) -> bool:
+        return bool(gpu.pcie_switch) and self.switch_tenant.get((gpu.node, gpu.pcie_switch)) == tenant
 
-    def usable(gpus, tenant: str) -> list:
+    def usable(self, gpus, tenant: str) -> list:
         """The GPUs of one node the tenant may take, with isolation those on its own switches
         first (so tenants fill their switches before they open new ones)."""
-        if not isolate:
+        if not self.isolate:
             return list(gpus)
-        return [g for g in gpus if own(g, tenant)] + [g for g in gpus if allowed(g, tenant) and not own(g, tenant)]
+        owned = [g for g in gpus if self.own(g, tenant)]
+        return owned + [g for g in gpus if self.allowed(g, tenant) and not self.own(g, tenant)]
 
-    def pick(nodes, tenant: str, k: int) -> list:
+    def pick(self, nodes, tenant: str, k: int) -> list:
         """k GPUs of any nodes (single GPUs, pairs, spread jobs); with isolation the free GPUs
         on the tenant's own switches first. [] when there are not k."""
         gpus, taken = [], set()
-        for node in sorted(tenant_nodes[tenant]) if isolate else ():
+        for node in sorted(self.tenant_nodes[tenant]) if self.isolate else ():
             for g in nodes.get(node, ()):
-                if own(g, tenant) and len(gpus) < k:
+                if self.own(g, tenant) and len(gpus) < k:
                     gpus.append(g)
                     taken.add(g.id)
         for gs in nodes.values():
             if len(gpus) == k:
                 break
-            gpus += [g for g in gs if g.id not in taken and allowed(g, tenant)][: k - len(gpus)]
+            gpus += [g for g in gs if g.id not in taken and self.allowed(g, tenant)][: k - len(gpus)]
         return gpus if len(gpus) == k else []
 
-    def claim(gpus, tenant: str) -> None:
+    def find(self, gpu_type: str, k: int, consolidated: bool, tenant: str) -> tuple[list, str]:
+        """GPUs for one unit ([] if none) and why not."""
+        nodes = self.free[gpu_type]
+        if consolidated and k > 1:
+            fitting = []
+            for node, gs in nodes.items():
+                if len(gs) >= k:
+                    ok = self.usable(gs, tenant)
+                    if len(ok) >= k:
+                        fitting.append((len(ok), node, ok))
+            gpus = min(fitting, key=lambda f: f[:2])[2][:k] if fitting else []
+            why = f"no node of type {gpu_type} has {k} free GPUs left"
+        else:
+            gpus = self.pick(nodes, tenant, k)
+            why = f"not enough free {gpu_type} GPUs left"
+        return gpus, why + (SWITCH_TAKEN if self.isolate else "")
+
+    def claim(self, gpus, tenant: str) -> None:
         for gpu in gpus:
-            node_free = free[gpu.gpu_type][gpu.node]
+            node_free = self.free[gpu.gpu_type][gpu.node]
             node_free.remove(gpu)
             if not node_free:
-                del free[gpu.gpu_type][gpu.node]
+                del self.free[gpu.gpu_type][gpu.node]
             if gpu.pcie_switch:
-                switch_tenant[(gpu.node, gpu.pcie_switch)] = tenant
-                tenant_nodes[tenant].add(gpu.node)
+                self.switch_tenant[(gpu.node, gpu.pcie_switch)] = tenant
+                self.tenant_nodes[tenant].add(gpu.node)
 
-    def record(j: int, gpus) -> None:
-        choice = choices[j]
-        job = inst.jobs[j]
+    def record(self, j: int, gpus) -> None:
+        inst, choice, job = self.inst, self.choices[j], self.inst.jobs[j]
         if choice[0] == "g":
             group = inst.groups[choice[1]]
             tau, consolidated, power = group.tau_of(j), True, group.power_w / len(group.members)
@@ -84,63 +119,46 @@ def place(
         else:
             opt = inst.all_options[choice[1]]
             tau, partners, consolidated, power = opt.tau, (), opt.consolidated, opt.power_w
-        placements[job.id] = Placement(job.id, gpus[0].gpu_type, tuple(g.id for g in gpus), consolidated, partners, tau, power)
+        self.placements[job.id] = Placement(
+            job.id, gpus[0].gpu_type, tuple(g.id for g in gpus), consolidated, partners, tau, power
+        )
 
-    units = _units(inst, choices)
-    gpu_by_id = {g.id: g for g in problem.gpus}
-    rest = []
-    for unit in units:  # 1. jobs that keep their configuration stay on their GPUs
-        job = inst.jobs[unit["jobs"][0]]
-        if unit["current"]:
-            gpus = [gpu_by_id[g] for g in job.current.gpu_ids]
-            if all(g in free[g.gpu_type].get(g.node, ()) and allowed(g, job.tenant) for g in gpus):
-                claim(gpus, job.tenant)
-                for j in unit["jobs"]:
-                    record(j, gpus)
-                continue
-        rest.append(unit)
-    def find(gpu_type: str, k: int, consolidated: bool, tenant: str) -> tuple[list, str]:
-        """GPUs for one unit ([] if none) and why not."""
-        nodes = free[gpu_type]
-        if consolidated and k > 1:
-            fitting = []
-            for node, gs in nodes.items():
-                if len(gs) >= k:
-                    ok = usable(gs, tenant)
-                    if len(ok) >= k:
-                        fitting.append((len(ok), node, ok))
-            gpus = min(fitting, key=lambda f: f[:2])[2][:k] if fitting else []
-            why = f"no node of type {gpu_type} has {k} free GPUs left"
-        else:
-            gpus = pick(nodes, tenant, k)
-            why = f"not enough free {gpu_type} GPUs left"
-        return gpus, why + (" on PCIe switches free of other tenants" if isolate else "")
+    def keep(self, unit: dict) -> bool:
+        """A unit that keeps its configuration stays on its GPUs, where they are still free."""
+        job = self.inst.jobs[unit["jobs"][0]]
+        if not unit["current"]:
+            return False
+        gpus = [self.gpu_by_id[g] for g in job.current.gpu_ids]
+        if not all(g in self.free[g.gpu_type].get(g.node, ()) and self.allowed(g, job.tenant) for g in gpus):
+            return False
+        self.claim(gpus, job.tenant)
+        for j in unit["jobs"]:
+            self.record(j, gpus)
+        return True
 
-    # 2. consolidated blocks, largest first, best fit; 3. single GPUs, pairs, spread-out jobs
-    rest.sort(key=lambda u: (not (u["consolidated"] and u["k"] > 1), -u["k"], inst.jobs[u["jobs"][0]].id))
-    for unit in rest:
-        tenant = inst.jobs[unit["jobs"][0]].tenant
-        gpus, why = find(unit["type"], unit["k"], unit["consolidated"], tenant)
+    def pack(self, unit: dict) -> None:
+        tenant = self.inst.jobs[unit["jobs"][0]].tenant
+        gpus, why = self.find(unit["type"], unit["k"], unit["consolidated"], tenant)
         if not gpus:
             for j in unit["jobs"]:
-                failed[j] = UNPLACEABLE.format(why=why)
-            continue
-        claim(gpus, tenant)
+                self.failed[j] = UNPLACEABLE.format(why=why)
+            return
+        self.claim(gpus, tenant)
         for j in unit["jobs"]:
-            record(j, gpus)
-    # 4. with retry, jobs that got no GPUs try their other configurations, by priority
-    for j in [j for j in inst.admission_order() if j in failed] if retry else ():
-        tenant = inst.jobs[j].tenant
+            self.record(j, gpus)
+
+    def retry(self, j: int) -> None:
+        """Job j, which got no GPUs, takes its cheapest other option meeting T_min that finds some."""
+        inst, tenant = self.inst, self.inst.jobs[j].tenant
         for i in sorted(inst.job_options[j], key=lambda i: (inst.all_options[i].cost, i)):
             opt = inst.all_options[i]
-            gpus, _ = find(opt.gpu_type, opt.num_gpus, opt.consolidated, tenant)
+            gpus, _ = self.find(opt.gpu_type, opt.num_gpus, opt.consolidated, tenant)
             if gpus:
-                choices[j] = ("o", i)
-                claim(gpus, tenant)
-                record(j, gpus)
-                del failed[j]
+                self.choices[j] = ("o", i)
+                self.claim(gpus, tenant)
+                self.record(j, gpus)
+                del self.failed[j]
                 break
-    return placements, failed, choices
 
 
 def _units(inst: Instance, choices: list[Choice]) -> list[dict]:

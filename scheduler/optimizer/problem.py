@@ -2,7 +2,7 @@
 
 The Django shell (scheduler.rounds) builds a Problem from the database; the benchmark builds
 one from the reference data; tests build small ones by hand. Every solver takes a Problem and
-returns an Allocation, so they can be swapped, compared and tested alone.
+returns a Plan, so they can be swapped, compared and tested alone.
 """
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -151,8 +151,9 @@ class Placement:
 
 
 @dataclass
-class Allocation:
-    """A solver's decision: where each admitted job goes, why every other job waits."""
+class Plan:
+    """A solver's decision: where each admitted job goes, why every other job waits. (The Django shell
+    applies it as `scheduler.models.Allocation` rows, one per job and GPU.)"""
 
     solver: str
     placements: dict[str, Placement]

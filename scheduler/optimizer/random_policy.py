@@ -1,5 +1,5 @@
 """`random` baseline: each job, in random order, gets a random known configuration within
-D_j that fits (seeded: the same seed gives the same allocation)."""
+D_j that fits (seeded: the same seed gives the same plan)."""
 import random
 
 from .base import Outcome, Solver

@@ -1,15 +1,9 @@
 """Why a job stays pending: every job a solver leaves out gets one of these, never silence."""
+from .feasibility import memory_fits, why_below_tmin, why_no_memory
 from .instance import Instance
 
 NO_GPUS = "The cluster has no healthy GPU on a ready node."
-NO_MEMORY = (
-    "Needs {need:g} GB of GPU memory per GPU: more than any GPU type in the cluster has ({types})."
-)
 NO_PREDICTION = "No throughput is known for {workload} on any GPU type in the cluster ({types})."
-BELOW_TMIN = (
-    "No GPU type reaches T_min = {tmin:g} steps/s within D_j = {dj} GPU(s): the best is {best:.3g} steps/s "
-    "on {k} x {gpu_type}."
-)
 FULL = (
     "Not admitted this round: the capacity it needs (at least {k} x {gpu_type}) went to jobs of higher or "
     "equal priority."
@@ -22,14 +16,14 @@ def pending_reason(inst: Instance, j: int, solver: str, optimising: bool) -> str
     if not inst.capacity:
         return NO_GPUS
     need = inst.memory[j]
-    if need is not None and all(need > inst.problem.gpu_types[t].memory_gb for t in inst.capacity):
-        types = ", ".join(f"{t} {inst.problem.gpu_types[t].memory_gb:g} GB" for t in inst.capacity)
-        return NO_MEMORY.format(need=need, types=types)
+    specs = {t: inst.problem.gpu_types[t] for t in inst.capacity}
+    if not any(memory_fits(need, spec) for spec in specs.values()):
+        return why_no_memory(need, specs)
     if not inst.job_all_options[j] and not inst.job_groups[j]:
         return NO_PREDICTION.format(workload=job.workload, types=", ".join(inst.capacity))
     if not inst.job_options[j] and not inst.job_groups[j]:
         best = max((inst.all_options[i] for i in inst.job_all_options[j]), key=lambda o: o.tau)
-        return BELOW_TMIN.format(tmin=job.min_throughput, dj=job.max_gpus, best=best.tau, k=best.num_gpus, gpu_type=best.gpu_type)
+        return why_below_tmin(job, best.tau, best.num_gpus, best.gpu_type)
     if not optimising:
         return POLICY.format(solver=solver)
     if inst.job_options[j]:

@@ -1,12 +1,12 @@
-"""Problems and allocations as JSON-able dicts, so a cell can be solved in another process
-(a Celery worker) and its allocation sent back. Predictions travel as a snapshot of the values
+"""Problems and plans as JSON-able dicts, so a cell can be solved in another process
+(a Celery worker) and its plan sent back. Predictions travel as a snapshot of the values
 the cell's jobs can ask for (every workload x GPU type x GPU count x placement, every pair of
 workloads), not as the catalog they come from."""
 from dataclasses import asdict
 
 from .aggregation import block_sizes
 from .power import PowerCurve
-from .problem import Allocation, CurrentPlacement, GpuSpec, GpuTypeSpec, JobSpec, Placement, Problem, SolverSettings
+from .problem import CurrentPlacement, GpuSpec, GpuTypeSpec, JobSpec, Placement, Plan, Problem, SolverSettings
 
 
 class PredictionSnapshot:
@@ -99,18 +99,18 @@ def problem_from_dict(data: dict) -> Problem:
     )
 
 
-def allocation_to_dict(allocation: Allocation) -> dict:
-    return {**asdict(allocation), "placements": [asdict(p) for p in allocation.placements.values()]}
+def plan_to_dict(plan: Plan) -> dict:
+    return {**asdict(plan), "placements": [asdict(p) for p in plan.placements.values()]}
 
 
-def allocation_from_dict(data: dict) -> Allocation:
+def plan_from_dict(data: dict) -> Plan:
     placements = {
         p["job_id"]: Placement(**{
             **{k: v for k, v in p.items() if k != "partner"}, "gpu_ids": tuple(p["gpu_ids"]), "partners": _partners(p),
         })
         for p in data["placements"]
     }
-    return Allocation(**{**data, "placements": placements})
+    return Plan(**{**data, "placements": placements})
 
 
 def _partners(data: dict) -> tuple[str, ...]:

@@ -167,15 +167,14 @@ def run_round() -> dict:
         batches.append(build)
         return store(build)
 
-    def solver(name):
-        return round_bench.TimedSolver(get_solver(name), clock)
+    def solver(name, **options):
+        return round_bench.TimedSolver(get_solver(name, **options), clock)
 
     get_solver = optimizer.get_solver
     events_before = Event.objects.count()
     with ExitStack() as stack:
         for owner, name, phase in ((problem_source, "policy_groups", "catalog_read_s"),
                                    (services, "problem_from_database", "problem_s"),
-                                   (services.CellsSolver, "solve", "solve_s"),
                                    (services, "_apply", "apply_s")):
             stack.enter_context(round_bench.replaced(owner, name, clock.timed(phase, getattr(owner, name))))
         stack.enter_context(round_bench.replaced(optimizer, "get_solver", solver))

@@ -32,7 +32,7 @@ def place(job, gpu, partners=()):
 
 
 def decision(placements, reasons=None):
-    return opt.Allocation(solver="ilp", placements={p.job_id: p for p in placements}, reasons=reasons or {},
+    return opt.Plan(solver="ilp", placements={p.job_id: p for p in placements}, reasons=reasons or {},
                           power_w=100.0, objective=100.0, status="optimal", energy_weight=1.0, load=0.0)
 
 

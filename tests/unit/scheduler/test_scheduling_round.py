@@ -145,8 +145,8 @@ def _solving_while(monkeypatch, meanwhile):
     real = services.optimizer.get_solver
 
     class Racing:
-        def __init__(self, name):
-            self.inner = real(name)
+        def __init__(self, name, **options):
+            self.inner = real(name, **options)
 
         def solve(self, problem):
             allocation = self.inner.solve(problem)
@@ -206,7 +206,7 @@ def test_a_partner_change_on_the_same_gpus_keeps_the_job_running(measured, alice
     alone = opt.Placement(job_id=str(job.pk), gpu_type="v100", gpu_ids=(str(gpu.pk),), consolidated=True,
                           partners=(), predicted_throughput=10.0, predicted_power_w=300.0)
     now = timezone.now()
-    decision = opt.Allocation(solver="ilp", placements={str(job.pk): alone}, reasons={}, power_w=300.0, objective=300.0,
+    decision = opt.Plan(solver="ilp", placements={str(job.pk): alone}, reasons={}, power_w=300.0, objective=300.0,
                               status="optimal", energy_weight=1.0, load=0.0)
     services._apply(decision, run, now)
     after = Job.objects.get(pk=job.pk)
@@ -251,7 +251,7 @@ def test_a_partner_change_is_not_applied_to_a_job_that_ended_meanwhile(measured,
     services.job_transition(job=stale, to="succeeded", reason="done")
     alone = opt.Placement(job_id=str(job.pk), gpu_type="v100", gpu_ids=(str(gpu.pk),), consolidated=True,
                           partners=(), predicted_throughput=10.0, predicted_power_w=300.0)
-    decision = opt.Allocation(solver="ilp", placements={str(job.pk): alone}, reasons={}, power_w=300.0, objective=300.0,
+    decision = opt.Plan(solver="ilp", placements={str(job.pk): alone}, reasons={}, power_w=300.0, objective=300.0,
                               status="optimal", energy_weight=1.0, load=0.0)
     services._apply(decision, run, timezone.now())
     assert not Allocation.objects.filter(job=job, end__isnull=True).exists()
@@ -267,7 +267,7 @@ def _group_decision(members: list[str], gpu: Gpu):
                               predicted_power_w=100.0)
         for job_id in members
     }
-    return opt.Allocation(solver="ilp", placements=placements, reasons={}, power_w=300.0, objective=300.0,
+    return opt.Plan(solver="ilp", placements=placements, reasons={}, power_w=300.0, objective=300.0,
                           status="optimal", energy_weight=1.0, load=0.0)
 
 

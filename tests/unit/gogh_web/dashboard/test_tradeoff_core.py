@@ -2,7 +2,7 @@
 import pytest
 
 from gogh_web.dashboard import tradeoff
-from scheduler.optimizer import Allocation, CurrentPlacement, JobSpec, Placement, Problem, SolverSettings
+from scheduler.optimizer import CurrentPlacement, JobSpec, Placement, Plan, Problem, SolverSettings
 from scheduler.optimizer.serialization import problem_to_dict
 
 
@@ -15,7 +15,7 @@ def placement(job_id, gpus, throughput=4.0, power=200.0):
 
 
 def allocation(placements):
-    return Allocation("ilp", {p.job_id: p for p in placements}, {}, 0.0, 0.0, "optimal", 1.0, 0.0)
+    return Plan("ilp", {p.job_id: p for p in placements}, {}, 0.0, 0.0, "optimal", 1.0, 0.0)
 
 
 class EmptyPredictions:

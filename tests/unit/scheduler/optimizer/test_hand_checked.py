@@ -4,8 +4,9 @@ from dataclasses import replace
 import pytest
 
 from scheduler.optimizer import get_solver
+from scheduler.optimizer.feasibility import BELOW_TMIN
 from scheduler.optimizer.instance import compile_instance
-from scheduler.optimizer.reasons import BELOW_TMIN, NO_PREDICTION
+from scheduler.optimizer.reasons import NO_PREDICTION
 
 from .factory import TablePredictions, gpu_type, job, node, problem
 

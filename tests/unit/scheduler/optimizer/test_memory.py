@@ -7,7 +7,7 @@ import pytest
 from catalog.measurement_record import MeasurementRecord
 from scheduler.optimizer import get_solver
 from scheduler.optimizer.catalog_predictions import CatalogPredictions
-from scheduler.optimizer.reasons import NO_MEMORY
+from scheduler.optimizer.feasibility import NO_MEMORY
 from scheduler.optimizer.serialization import problem_from_dict, problem_to_dict
 
 from .factory import TablePredictions, gpu_type, job, node, problem

@@ -2,7 +2,7 @@
 import json
 
 from scheduler.optimizer import get_solver
-from scheduler.optimizer.serialization import allocation_from_dict, allocation_to_dict, problem_from_dict, problem_to_dict
+from scheduler.optimizer.serialization import plan_from_dict, plan_to_dict, problem_from_dict, problem_to_dict
 
 from .factory import TablePredictions, gpu_type, job, node, problem
 
@@ -26,7 +26,7 @@ def test_problem_round_trip_gives_the_same_decision():
 
 def test_allocation_round_trip():
     allocation = get_solver("ilp").solve(sample())
-    back = allocation_from_dict(json.loads(json.dumps(allocation_to_dict(allocation))))
+    back = plan_from_dict(json.loads(json.dumps(plan_to_dict(allocation))))
     assert back.placements == allocation.placements and back.reasons == allocation.reasons
     assert (back.status, back.power_w, back.variables) == (allocation.status, allocation.power_w, allocation.variables)
 
@@ -35,11 +35,11 @@ def test_payloads_written_before_groups_still_load():
     """A cell problem queued, or a trade-off sweep stored, before placements named a list of
     partners carries `partner` (an id or None): it loads as a one-partner (or empty) list."""
     allocation = get_solver("ilp").solve(sample())
-    old = json.loads(json.dumps(allocation_to_dict(allocation)))
+    old = json.loads(json.dumps(plan_to_dict(allocation)))
     for placement in old["placements"]:
         partners = placement.pop("partners")
         placement["partner"] = partners[0] if partners else None
-    assert allocation_from_dict(old).placements == allocation.placements
+    assert plan_from_dict(old).placements == allocation.placements
     data = json.loads(json.dumps(problem_to_dict(sample())))
     for j in data["jobs"]:
         if j["current"]:

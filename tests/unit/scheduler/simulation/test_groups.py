@@ -5,7 +5,7 @@ import pytest
 
 from catalog.measurement_record import MeasurementRecord
 from scheduler.optimizer import registry
-from scheduler.optimizer.problem import Allocation, Placement
+from scheduler.optimizer.problem import Placement, Plan
 from scheduler.simulation.cluster import build_gpus, gpu_types
 from scheduler.simulation.engine import Simulation
 from scheduler.simulation.jobs import SimJob
@@ -55,7 +55,7 @@ class OneGroupSolver:
         placements = {
             i: Placement(i, "v100", (gpu,), True, tuple(p for p in ids if p != i), 1.0, 100.0) for i in ids
         }
-        return Allocation("one_group", placements, {}, 0.0, 0.0, "optimal", 1.0, 0.0)
+        return Plan("one_group", placements, {}, 0.0, 0.0, "optimal", 1.0, 0.0)
 
 
 class Observations:
@@ -83,7 +83,7 @@ def test_a_finished_member_leaves_its_group_and_only_pair_observations_reach_the
     rows = [MeasurementRecord(workload=w, gpu_type="v100", throughput=10.0) for w in "ABC"]
     rows += [MeasurementRecord(workload=w, gpu_type="v100", partner=p, throughput=5.0)
              for w in "ABC" for p in "ABC" if p != w]
-    monkeypatch.setitem(registry.SOLVERS, "one_group", OneGroupSolver)
+    monkeypatch.setitem(registry.ENTRIES, "one_group", registry.SolverEntry("one_group", "One group", OneGroupSolver))
     jobs = [SimJob("a", "A", 0.0, 1, 1000.0, 1.0), SimJob("b", "B", 0.0, 1, 2000.0, 1.0),
             SimJob("c", "C", 0.0, 1, 2000.0, 1.0)]
     sc = Scenario(jobs=tuple(jobs), gpus=build_gpus((("v100", 1),)), gpu_types=gpu_types(["v100"]), horizon_s=3600.0)

@@ -1,0 +1,126 @@
+"""The feasibility rules of a job's options, written once, as filters and scores (as in the
+Kubernetes scheduling framework): a filter says whether an option (a job alone on k GPUs of a
+type, a group sharing one GPU, a GPU for a tenant) is allowed, and its reason says why not
+where the reason is reported; a score ranks the allowed ones (the objective's cost).
+
+Every solver sees only what these filters allow: compile_instance builds each job's options
+(memory, layout, D_j; T_min marks the options optimising solvers may take, the baselines may
+take the others), candidates.py its co-location groups (sharing, tenant, memory, T_min), and
+placement.py the concrete GPUs (topology). Capacity is the one rule checked while deciding
+(capacity.py, the ILP's constraints), as it depends on the other jobs' choices.
+
+Filters sit on hot paths (every job x workload x GPU type when matching partners), so they
+return a bool and the reason is built only where it is reported.
+"""
+from collections.abc import Iterable, Mapping
+
+from .aggregation import TypeCapacity
+from .problem import MAX_THETA, GpuTypeSpec, JobSpec, SolverSettings
+
+NO_MEMORY = (
+    "Needs {need:g} GB of GPU memory per GPU: more than any GPU type in the cluster has ({types})."
+)
+BELOW_TMIN = (
+    "No GPU type reaches T_min = {tmin:g} steps/s within D_j = {dj} GPU(s): the best is {best:.3g} steps/s "
+    "on {k} x {gpu_type}."
+)
+SWITCH_TAKEN = " on PCIe switches free of other tenants"
+
+
+# -- memory ---------------------------------------------------------------------------------
+
+def memory_fits(need: float | None, spec: GpuTypeSpec) -> bool:
+    """A job needing `need` GB per GPU (None: unknown, taken as fitting) fits a GPU of the type."""
+    return need is None or need <= spec.memory_gb
+
+
+def group_memory_fits(needs: Iterable[float | None], spec: GpuTypeSpec) -> bool:
+    """Jobs sharing one GPU fit its memory together (an unknown need counts as nothing)."""
+    return sum(need or 0.0 for need in needs) <= spec.memory_gb
+
+
+def why_no_memory(need: float, specs: Mapping[str, GpuTypeSpec]) -> str:
+    """Why a job fits no GPU type of the cluster (`specs`: the cluster's types by name)."""
+    return NO_MEMORY.format(need=need, types=", ".join(f"{t} {spec.memory_gb:g} GB" for t, spec in specs.items()))
+
+
+# -- T_min ----------------------------------------------------------------------------------
+
+def meets_tmin(tau: float | None, job: JobSpec) -> bool:
+    """A predicted throughput (None or 0: unknown) reaches the job's T_min."""
+    return bool(tau) and tau >= job.min_throughput
+
+
+def keeps_tmin(tau: float, job: JobSpec) -> bool:
+    """A job keeps its T_min at a throughput estimated while sharing (matching asks it for every
+    job x workload x GPU type, so it is the bare comparison)."""
+    return tau >= job.min_throughput
+
+
+def group_meets_tmin(taus: Iterable[float], jobs: Iterable[JobSpec]) -> bool:
+    """Every member of a group keeps its T_min while sharing."""
+    return all(tau >= job.min_throughput for tau, job in zip(taus, jobs))
+
+
+def why_below_tmin(job: JobSpec, best_tau: float, k: int, gpu_type: str) -> str:
+    """Why a job has no option meeting T_min: its fastest known configuration."""
+    return BELOW_TMIN.format(tmin=job.min_throughput, dj=job.max_gpus, best=best_tau, k=k, gpu_type=gpu_type)
+
+
+# -- layout (consolidated or spread over nodes) ---------------------------------------------
+
+def layout_fits(k: int, consolidated: bool, cap: TypeCapacity) -> bool:
+    """k GPUs of a type on one node need a node that large; spread over nodes, they need a type
+    on two nodes or more (on one node a job runs consolidated, whatever a spread measurement
+    says). A single GPU is always consolidated."""
+    if consolidated:
+        return k <= cap.largest_node
+    return cap.nodes >= 2
+
+
+# -- sharing (theta) and tenants ------------------------------------------------------------
+
+def sharing_theta(settings: SolverSettings) -> int:
+    """Jobs per GPU at most, whatever the setting asks (problem.theta_error says why)."""
+    return min(settings.theta, MAX_THETA)
+
+
+def may_share(spec: GpuTypeSpec, members: int, theta: int) -> bool:
+    """`members` jobs may share one GPU of the type: the round's theta and the type's allow it."""
+    return 2 <= members <= min(theta, spec.theta)
+
+
+def one_tenant(jobs: Iterable[JobSpec]) -> bool:
+    """Jobs of different tenants never share a GPU (tenant isolation by construction)."""
+    return len({job.tenant for job in jobs}) == 1
+
+
+# -- topology -------------------------------------------------------------------------------
+
+def switch_allows(owner: str | None, tenant: str) -> bool:
+    """With topology-aware isolation a PCIe switch serves one tenant: a GPU on a switch owned
+    by another tenant is not allowed (`owner` None: nobody owns it yet)."""
+    return owner is None or owner == tenant
+
+
+# -- scores: the objective's cost of an allowed option --------------------------------------
+
+def option_cost(job: JobSpec, spec: GpuTypeSpec, settings: SolverSettings, k: int, tau: float, power: float,
+                weight: float, idle_on: bool, migrates: bool) -> float:
+    """A job alone on k GPUs: weighted power (above idle when idle GPUs stay on), less the value
+    of surplus throughput over T_min (capped at one T_min), plus the cost of moving."""
+    cost = weight * (power - (k * spec.idle_w if idle_on else 0.0))
+    cost -= settings.throughput_value_w * min(tau / job.min_throughput - 1.0, 1.0) if tau >= job.min_throughput else 0.0
+    if migrates:
+        cost += settings.migration_cost_w
+    return cost
+
+
+def group_cost(jobs: tuple[JobSpec, ...], spec: GpuTypeSpec, settings: SolverSettings, taus: tuple[float, ...],
+               power: float, weight: float, idle_on: bool, moving: int) -> float:
+    """Jobs sharing one GPU: its weighted power (above idle when idle GPUs stay on), plus the
+    cost of the `moving` members that move, less the value of each member's surplus throughput."""
+    cost = weight * (power - (spec.idle_w if idle_on else 0.0))
+    cost += sum(settings.migration_cost_w for _ in range(moving))
+    surplus = sum(min(tau / job.min_throughput - 1.0, 1.0) for job, tau in zip(jobs, taus))
+    return cost - settings.throughput_value_w * surplus
