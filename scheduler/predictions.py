@@ -12,6 +12,7 @@ to the measurements.
 """
 from dataclasses import dataclass
 
+
 @dataclass(frozen=True)
 class WorkloadEstimates:
     """One stored prediction (catalog.PredictionRecord.estimates) in lookup form."""

@@ -3,8 +3,8 @@ functional core): the jobs still to run, the GPUs that can take work, the catalo
 and measurements, the solver settings and the load history of earlier rounds."""
 from catalog.models import GpuType
 from catalog.predictors.data import Record, apply_policy, cell_is_known, peak_memory
-from catalog.services.predictors_store import catalog_policy, catalog_window_records
 from catalog.selectors import latest_estimates_by_workload
+from catalog.services.predictors_store import catalog_policy, catalog_window_records
 from telemetry.models import Gpu, GpuState, NodeState
 
 from .lifecycle import JobState

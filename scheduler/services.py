@@ -19,7 +19,7 @@ from telemetry.models import Gpu, GpuState, NodeState
 from . import optimizer
 from .cell_runner import solve_cells
 from .lifecycle import TERMINAL, IllegalTransition, JobState, check_transition
-from .models import Allocation, Job, SolveRun, SolverConfig, SolverConfigChange, SolveStatus, SolveTrigger
+from .models import Allocation, Job, SolveRun, SolveStatus, SolveTrigger, SolverConfig, SolverConfigChange
 from .optimizer.cells import CellsSolver
 from .optimizer.ilp import IlpSolver
 from .optimizer.serialization import allocation_to_dict, problem_from_dict

@@ -152,7 +152,7 @@ def _store_and_notify(build) -> None:
         break
     else:
         try:
-            _store(lambda: [], resync=True)
+            _store(list, resync=True)
             _resync_owed = False
         except Exception:  # noqa: BLE001
             _resync_owed = True

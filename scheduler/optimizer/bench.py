@@ -57,7 +57,7 @@ def gpu_types() -> dict[str, GpuTypeSpec]:
 
 def make_instance(size: int, predictions: CatalogPredictions, seed: int, settings: SolverSettings) -> Problem:
     rng = random.Random(seed + size)
-    per_type = {t: (size // 3) // 4 * 4 for t in GPU_TYPES}
+    per_type = dict.fromkeys(GPU_TYPES, size // 3 // 4 * 4)
     per_type["v100"] += size - sum(per_type.values())
     gpus = []
     for gpu_type, count in per_type.items():

@@ -46,9 +46,8 @@ from .base import Outcome, Solver
 from .capacity import CapacityLedger
 from .choices import Choice
 from .cpu_clock import cpu_now
+from .fairness import fairness_price_w, least_share, rate as job_rate, tenant_sizes
 from .greedy import cheapest, greedy_choices, group_first_choices
-from .fairness import fairness_price_w, least_share, tenant_sizes
-from .fairness import rate as job_rate
 from .ilp_model import admitted_value, level_maxima, objective
 from .instance import Instance
 from .relaxation import full_levels, rounded_choices
@@ -154,7 +153,7 @@ class GeneticSolver(Solver):
         floor = sum(min([0.0] + [share[c] for c in row]) for row in genes)
         if price > 0:
             sizes = tenant_sizes(inst)
-            best = {t: 0.0 for t in sizes}
+            best = dict.fromkeys(sizes, 0.0)
             for j, row in enumerate(genes):
                 best[inst.jobs[j].tenant] += max([0.0] + [job_rate(inst, j, c) for c in row]) / sizes[inst.jobs[j].tenant]
             floor -= price * min(best.values())

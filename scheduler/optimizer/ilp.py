@@ -23,13 +23,12 @@ import pulp
 
 from .base import Outcome, Solver
 from .capacity import is_feasible
+from .choices import Choice
 from .cpu_clock import INTERRUPTS, cpu_now, has_solution, interrupt_after
 from .greedy import cheapest, greedy_choices
-from .choices import Choice
 from .ilp_model import admitted_by_level, admitted_value, build, level_maxima, objective
 from .instance import Instance
 from .start import choices_of
-
 
 ADMISSION_SHARE = 0.5  # of the time limit, at most, for the admission phase (all levels)
 # Absolute gap of a level's program, in units of the level's plain job: with integral counts

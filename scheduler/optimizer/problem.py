@@ -9,7 +9,6 @@ from typing import Protocol
 
 from .power import PowerCurve
 
-
 MAX_THETA = 4
 THETA_REASON = (
     "Co-located throughput is measured for pairs only (Gavel: 26 x 26 ordered pairs); a group of three or "

@@ -21,12 +21,11 @@ import math
 import random
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 from catalog.colocation import group_fraction
 from catalog.gavel import read_throughputs
-
-from collections.abc import Callable
-from pathlib import Path
 
 from . import progress
 

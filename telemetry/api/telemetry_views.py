@@ -1,6 +1,5 @@
 """Agents' telemetry endpoints (/api/telemetry/...) and /metrics; rules live in services."""
-from django.core.exceptions import PermissionDenied
-from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.exceptions import PermissionDenied, ValidationError as DjangoValidationError
 from drf_spectacular.utils import extend_schema
 from rest_framework import renderers, status
 from rest_framework.exceptions import ValidationError

@@ -18,8 +18,8 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from catalog.models import Measurement
-from gogh_web.events import emit
 from gogh_web.dashboard.tradeoff import sweep_grid
+from gogh_web.events import emit
 from scheduler.models import Job, SolverConfigChange
 from telemetry.models import Gpu, GpuSample, Node
 from telemetry.services.nodes import node_register

@@ -29,8 +29,8 @@ from catalog.models import Measurement
 from gogh_web.celery_config import EMBEDDED_BROKER, broker_config
 from gogh_web.events.models import Event
 from scheduler import services
-from tests.unit.gogh_web.events.conftest import apply_events
 from telemetry.models import Gpu, Node
+from tests.unit.gogh_web.events.conftest import apply_events
 
 from .conftest import REDIS_URL, free_port, wait_for_http, worker_argv
 

@@ -12,7 +12,14 @@ from catalog.predictors import ARCHITECTURES
 from gogh_web.cli_args import non_negative_float, output_file, positive_float, positive_int
 from scheduler.simulation.measurements import load_records, to_rows
 from scheduler.simulation.policies import POLICIES
-from scheduler.simulation.run import DEFAULT_JOBS, DEFAULT_JOBS_PER_HOUR, build_scenario, format_table, run_all, scenario_summary
+from scheduler.simulation.run import (
+    DEFAULT_JOBS,
+    DEFAULT_JOBS_PER_HOUR,
+    build_scenario,
+    format_table,
+    run_all,
+    scenario_summary,
+)
 from scheduler.simulation.scenario import Failure
 from scheduler.simulation.trace import TraceError
 from scheduler.simulation.truth import Truth

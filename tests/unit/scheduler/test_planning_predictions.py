@@ -231,7 +231,7 @@ def test_memory_need_is_the_peak_of_the_catalog_window(cluster, alice, lm, k80, 
 
 def test_gpu_types_nobody_measured_get_spec_estimates_and_observations_replace_them(db, alice, settings, tmp_path):
     from catalog.models import GpuType
-    from catalog.services.predictors import predictor_train, prediction_create
+    from catalog.services.predictors import prediction_create, predictor_train
     from tests.unit.catalog.predictors.conftest import TINY
     from tests.unit.catalog.predictors.db_slice import load_slice
 

@@ -1,11 +1,11 @@
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
 from catalog.predictors import CatalogPolicy, Record, build_catalog
 from catalog.predictors.data import apply_policy, peak_memory
 
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 
 def records(extra=()):

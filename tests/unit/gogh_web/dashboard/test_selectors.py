@@ -14,7 +14,7 @@ from telemetry.services.job_progress import measurement_reference
 def test_energy_today_adds_raw_spans_and_minute_aggregates(cluster):
     now = timezone.now().replace(hour=12, minute=0, second=0, microsecond=0)
     gpu = cluster[0]
-    for s in range(0, 61):  # one minute at 200 W, one sample a second
+    for s in range(61):  # one minute at 200 W, one sample a second
         GpuSample.objects.create(gpu=gpu, ts=now - timedelta(seconds=60 - s), power_w=200.0)
     GpuSampleMinute.objects.create(gpu=gpu, minute=now - timedelta(hours=1), samples=60, power_w_mean=300.0)
     GpuSampleMinute.objects.create(gpu=gpu, minute=now - timedelta(days=1), samples=60, power_w_mean=999.0)  # yesterday

@@ -191,8 +191,9 @@ def test_reading_a_sweep_is_read_only_and_get_starts_nothing(browser_for, alice,
 
 
 def test_new_measurements_keep_the_cached_sweep(browser_for, alice, cluster, submit, dispatched, resnet50, v100):
-    from catalog.models import Measurement
     from django.utils import timezone
+
+    from catalog.models import Measurement
 
     submit(alice)
     client = browser_for(alice)

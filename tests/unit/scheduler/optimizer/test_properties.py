@@ -7,8 +7,7 @@ from collections import defaultdict
 from dataclasses import replace
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from catalog.colocation import group_fraction
 from scheduler.optimizer import SOLVERS, get_solver

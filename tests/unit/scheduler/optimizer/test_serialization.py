@@ -2,7 +2,12 @@
 import json
 
 from scheduler.optimizer import get_solver
-from scheduler.optimizer.serialization import allocation_from_dict, allocation_to_dict, problem_from_dict, problem_to_dict
+from scheduler.optimizer.serialization import (
+    allocation_from_dict,
+    allocation_to_dict,
+    problem_from_dict,
+    problem_to_dict,
+)
 
 from .factory import TablePredictions, gpu_type, job, node, problem
 
