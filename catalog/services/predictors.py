@@ -182,7 +182,7 @@ def _read_export(data: bytes, source: str) -> tuple[PerformancePredictor, dict]:
 
     try:
         payload = torch.load(io.BytesIO(data), weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - any byte string: torch raises EOFError, UnpicklingError, RuntimeError...
+    except Exception as exc:  # any byte string: torch raises EOFError, UnpicklingError, RuntimeError...
         detail = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else "no detail"
         raise refused(f"unreadable: {type(exc).__name__}: {detail}") from None
     if not isinstance(payload, dict):

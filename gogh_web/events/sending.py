@@ -145,7 +145,7 @@ def _store_and_notify(build) -> None:
     for attempt in range(1, ATTEMPTS + 1):
         try:
             _store(build, resync=_resync_owed)
-        except Exception:  # noqa: BLE001  committed already: never raise into the service
+        except Exception:  # committed already: never raise into the service
             logger.warning("Could not store live events (attempt %d of %d)", attempt, ATTEMPTS, exc_info=True)
             continue
         _resync_owed = False
@@ -154,10 +154,9 @@ def _store_and_notify(build) -> None:
         try:
             _store(list, resync=True)
             _resync_owed = False
-        except Exception:  # noqa: BLE001
+        except Exception:
             _resync_owed = True
-            logger.error("Live events were lost; pages will be told to resync with this process's next event",
-                         exc_info=True)
+            logger.exception("Live events were lost; pages will be told to resync with this process's next event")
     _notify()
 
 
@@ -189,5 +188,5 @@ def _notify() -> None:
         return  # the tailer of each ASGI process reads the table
     try:
         async_to_sync(layer.group_send)(GROUP, WAKE)
-    except Exception:  # noqa: BLE001  the row is stored; tailers pick it up within GOGH_LIVE_POLL_S
+    except Exception:  # the row is stored; tailers pick it up within GOGH_LIVE_POLL_S
         logger.warning("Could not notify the channel layer of a live event", exc_info=True)

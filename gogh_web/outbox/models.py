@@ -9,7 +9,7 @@ class OutboxMessage(models.Model):
     args = models.JSONField(default=list, blank=True)
     kwargs = models.JSONField(default=dict, blank=True)
     countdown = models.FloatField(default=0, help_text="Seconds the broker holds the task before a worker may run it.")
-    key = models.CharField(
+    key = models.CharField(  # noqa: DJ001 -- NULL, not "": the unique constraint skips keyless messages
         max_length=200, null=True, blank=True,
         help_text="At most one message per key exists: asking again while it does adds nothing.",
     )

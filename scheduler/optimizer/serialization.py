@@ -18,7 +18,7 @@ class PredictionSnapshot:
         self._rho = {(w, p, t): v for w, p, t, v in rhos}
         self._util = {(w, t): v for w, t, v in utilisations}
         self._power = {(w, t): v for w, t, v in powers}
-        self._memory = {w: v for w, v in memories}
+        self._memory = dict(memories)
 
     @classmethod
     def of(cls, predictions, workloads, gpu_types, largest: int) -> "PredictionSnapshot":

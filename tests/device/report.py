@@ -10,13 +10,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gogh_web.settings")
-import django  # noqa: E402
+import django
 
 django.setup()
 
-from catalog.models import Measurement, PredictionRecord  # noqa: E402
-from scheduler.models import Job, SolveRun  # noqa: E402
-from telemetry.models import Gpu, GpuSample, Node  # noqa: E402
+from catalog.models import Measurement, PredictionRecord  # noqa: E402 -- after django.setup()
+from scheduler.models import Job, SolveRun  # noqa: E402 -- after django.setup()
+from telemetry.models import Gpu, GpuSample, Node  # noqa: E402 -- after django.setup()
 
 
 def power_summary(samples: list) -> dict:

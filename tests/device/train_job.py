@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root, for the progress helper
-from telemetry.agent.progress import report  # noqa: E402
+from telemetry.agent.progress import report
 
 
 def model_for(name: str) -> nn.Module:

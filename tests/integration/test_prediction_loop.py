@@ -18,12 +18,12 @@ from tests.unit.catalog.predictors.db_slice import load_slice
 
 from .conftest import approve_registered_node, simulated_agent_argv, worker_argv
 from .test_full_loop import wait_for
-from .test_http_api import call, daphne  # noqa: F401 (a fixture)
+from .test_http_api import call, daphne as daphne  # daphne: a fixture, `as` marks it re-exported
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_p1_on_submit_and_p2_on_telemetry(daphne, spawn, agent, alice, staff, settings, tmp_path):  # noqa: F811
+def test_p1_on_submit_and_p2_on_telemetry(daphne, spawn, agent, alice, staff, settings, tmp_path):
     settings.VAR_DIR = spawn.var  # the worker reads the weights from the var directory they share
     workloads, _ = load_slice()
     workload = workloads["ResNet-18 (batch size 32)"]  # new to the cluster: nothing measured yet

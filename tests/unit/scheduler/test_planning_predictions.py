@@ -10,7 +10,7 @@ from scheduler.models import Allocation, Job, SolverConfig
 from scheduler.optimizer.catalog_predictions import CatalogPredictions, MeasurementRow
 from scheduler.predictions import LearnedPredictions, WorkloadEstimates
 from scheduler.problem_source import problem_from_database
-from tests.unit.gogh_web.broker import broker  # noqa: F401 (a fixture)
+from tests.unit.gogh_web.broker import broker as broker  # a fixture, `as` marks it re-exported
 
 ESTIMATES = {
     "partners": ["ResNet-50", "LM"], "gpu_types": ["k80", "v100"],
@@ -107,7 +107,7 @@ def test_every_round_keeps_its_decision(unmeasured, alice):
     assert run.decision["reasons"][str(hopeless.pk)] == Job.objects.get(pk=hopeless.pk).pending_reason
 
 
-def test_submission_sends_p1_after_commit(db, cluster, alice, resnet50, broker, django_capture_on_commit_callbacks):  # noqa: F811
+def test_submission_sends_p1_after_commit(db, cluster, alice, resnet50, broker, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         job = services.job_submit(owner=alice, workload=resnet50, min_throughput=1, max_gpus=1).job
     assert broker.of("scheduler.tasks.job_predict") == [([job.pk], {}, None)]
@@ -118,7 +118,7 @@ def test_job_predict_without_a_trained_predictor_leaves_planning_to_measurements
     assert services.job_predict(job=job) is None and not PredictionRecord.objects.exists()
 
 
-def test_telemetry_measurement_is_sent_to_p2(unmeasured, alice, agent, broker, django_capture_on_commit_callbacks):  # noqa: F811
+def test_telemetry_measurement_is_sent_to_p2(unmeasured, alice, agent, broker, django_capture_on_commit_callbacks):
     from telemetry.services.job_progress import job_progress_report
 
     job = services.job_submit(owner=alice, workload=unmeasured, min_throughput=2.5, max_gpus=1).job
@@ -254,7 +254,7 @@ def test_gpu_types_nobody_measured_get_spec_estimates_and_observations_replace_t
     assert learned.tau("A3C", "a100", 1, True) == 123.0 and refined["observed"] == 1
 
 
-def test_reconciliation_asks_p1_again_for_a_job_whose_request_was_lost(unmeasured, alice, broker,  # noqa: F811
+def test_reconciliation_asks_p1_again_for_a_job_whose_request_was_lost(unmeasured, alice, broker,
                                                                          django_capture_on_commit_callbacks):
     mystery = services.job_submit(owner=alice, workload=Workload.objects.create(name="Mystery", family="X"),
                                   min_throughput=1, max_gpus=1).job
@@ -271,7 +271,7 @@ def test_reconciliation_asks_p1_again_for_a_job_whose_request_was_lost(unmeasure
     assert len(broker.of("scheduler.tasks.job_predict")) == 1
 
 
-def test_without_a_trained_predictor_nothing_asks_for_p1_again(db, cluster, alice, broker,  # noqa: F811
+def test_without_a_trained_predictor_nothing_asks_for_p1_again(db, cluster, alice, broker,
                                                                django_capture_on_commit_callbacks):
     services.job_submit(owner=alice, workload=Workload.objects.create(name="Mystery", family="X"),
                         min_throughput=1, max_gpus=1)

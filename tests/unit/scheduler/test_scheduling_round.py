@@ -8,7 +8,7 @@ from gogh_web.outbox.models import OutboxMessage
 from scheduler import services
 from scheduler.models import Allocation, Job, SolveRun, SolverConfig, SolverConfigChange
 from telemetry.models import Gpu, GpuState, Node
-from tests.unit.gogh_web.broker import broker  # noqa: F401 (a fixture)
+from tests.unit.gogh_web.broker import broker as broker  # a fixture, `as` marks it re-exported
 
 
 @pytest.fixture
@@ -120,7 +120,7 @@ def test_invalid_solver_settings_are_refused_and_not_audited(staff):
     assert not SolverConfigChange.objects.exists() and SolverConfig.load().solver == "ilp"
 
 
-def test_submit_and_cancel_ask_for_one_debounced_round_after_commit(alice, resnet50, cluster, broker,  # noqa: F811
+def test_submit_and_cancel_ask_for_one_debounced_round_after_commit(alice, resnet50, cluster, broker,
                                                                    django_capture_on_commit_callbacks):
     round_task = "scheduler.tasks.scheduling_round"
     with django_capture_on_commit_callbacks(execute=True):

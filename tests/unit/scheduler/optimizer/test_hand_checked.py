@@ -174,7 +174,7 @@ def test_topology_isolation_keeps_tenants_off_a_shared_switch():
     jobs = [job(1, "a", tenant="t", tmin=5), job(2, "a", tenant="u", tmin=5)]
     gpus = node("fast", "f", 4, switch_every=2)  # two switches of two GPUs
     result = get_solver("greedy").solve(problem(jobs, gpus, [FAST], preds, topology_isolation=True))
-    switches = {p.job_id: {g for g in p.gpu_ids} for p in result.placements.values()}
+    switches = {p.job_id: set(p.gpu_ids) for p in result.placements.values()}
     assert len(result.placements) == 2
     assert {int(g.split("-")[1]) // 2 for g in switches["1"]} != {int(g.split("-")[1]) // 2 for g in switches["2"]}
 
