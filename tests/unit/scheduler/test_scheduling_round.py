@@ -1,5 +1,7 @@
 """A scheduling round against the database: problem built from jobs, GPUs and catalog rows,
 decision applied in one transaction, SolveRun recorded; dry runs change nothing."""
+import time
+
 import pytest
 from django.utils import timezone
 
@@ -31,12 +33,15 @@ def submit(owner, workload, tmin, dj=1, priority=0):
 def test_round_places_jobs_on_the_cheapest_gpus_meeting_t_min(measured, alice, resnet50, lm):
     fast_needed = submit(alice, resnet50, tmin=8)  # only V100 reaches 8/s
     k80_will_do = submit(alice, lm, tmin=15)  # K80 (150 W) beats V100 (300 W)
+    started = time.perf_counter()
     result = services.scheduling_round_run(trigger="manual")
+    round_s = time.perf_counter() - started
 
     run = result.solve_run
     assert run.solver == "ilp" and run.status == "optimal" and not run.dry_run
     assert run.num_jobs == 2 and run.num_gpus == 6 and run.num_placed == 2
-    assert run.num_variables > 0 and run.duration_s >= 0 and run.power_w == pytest.approx(450)
+    assert run.num_variables > 0 and run.power_w == pytest.approx(450)
+    assert 0 < run.duration_s < round_s  # the solve's own seconds, a part of the round's
     fast_needed.refresh_from_db(), k80_will_do.refresh_from_db()
     assert fast_needed.state == "placed" and fast_needed.placed_at is not None and fast_needed.pending_reason == ""
     [on_v100] = fast_needed.allocations.filter(end__isnull=True)
