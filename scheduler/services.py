@@ -481,7 +481,9 @@ def solver_config_update(*, by, values: dict) -> SolverConfig:
             if old == value:
                 continue
             setattr(config, field, value)
-            SolverConfigChange.objects.create(config=config, changed_by=by, field=field, old_value=str(old)[:200], new_value=str(value)[:200])
+            SolverConfigChange.objects.create(
+                config=config, changed_by=by, field=field, old_value=str(old)[:200], new_value=str(value)[:200]
+            )
         config.full_clean()
         config.save()
         emit.solver_config_changed(config)

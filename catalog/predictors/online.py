@@ -47,7 +47,9 @@ class JobEstimate:
             self._prior_rho = _anchored_rho(*structured.rho(features), self.catalog_rho)
             self._prior_tau = _anchored_log_tau(*structured.log_tau(features), self.catalog_tau)
             comm = structured.communication(features)  # the catalog's own where it measured the job
-            self._comm = comm if self.own is None else np.where(np.isnan(self.catalog_tau), comm, structured.comm_[self.own])
+            self._comm = (
+                comm if self.own is None else np.where(np.isnan(self.catalog_tau), comm, structured.comm_[self.own])
+            )
         self._refresh()
 
     # ---- observations ---------------------------------------------------------------------

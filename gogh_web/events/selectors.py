@@ -113,7 +113,10 @@ def newest_solve_run_ids(count: int) -> list[str]:
 
 def job_tenants(keys) -> dict[str, int]:
     """{job key: tenant id} of the jobs that still exist."""
-    return {str(pk): tenant_id for pk, tenant_id in Job.objects.filter(pk__in=[int(k) for k in keys]).values_list("pk", "tenant_id")}
+    return {
+        str(pk): tenant_id
+        for pk, tenant_id in Job.objects.filter(pk__in=[int(k) for k in keys]).values_list("pk", "tenant_id")
+    }
 
 
 def jobs_in_window(jobs):
@@ -140,7 +143,9 @@ def jobs_data(jobs) -> dict[str, dict]:
         partners.setdefault(job_id, set()).add(partner_id)
     observed = {}
     references = {measurement_reference(job.pk): job.pk for job in jobs}
-    rows = Measurement.objects.filter(source=MeasurementSource.TELEMETRY, reference__in=references).order_by("observed_at", "id")
+    rows = Measurement.objects.filter(source=MeasurementSource.TELEMETRY, reference__in=references).order_by(
+        "observed_at", "id"
+    )
     for reference, throughput in rows.values_list("reference", "throughput"):
         observed[references[reference]] = throughput  # the newest wins
     return {
@@ -193,7 +198,9 @@ def solve_runs_data_by_key(keys: list[str]) -> dict[str, dict]:
 def solver_config() -> SolverConfig:
     """The settings row, or the defaults it will be created with: SolverConfig.load() creates it
     on first use, from any process, without a service (and so without an event)."""
-    return SolverConfig.objects.filter(pk=SolverConfig.SINGLETON_PK).first() or SolverConfig(pk=SolverConfig.SINGLETON_PK)
+    return SolverConfig.objects.filter(pk=SolverConfig.SINGLETON_PK).first() or SolverConfig(
+        pk=SolverConfig.SINGLETON_PK
+    )
 
 
 def solver_config_data(config_id: int) -> dict | None:

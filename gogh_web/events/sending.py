@@ -75,7 +75,9 @@ def send_events(*, kind: str, keys, data, tenant_id: int | dict | None = None) -
     insert, one notification however many objects. `tenant_id`: one for all the keys, or
     {key: tenant id} (the jobs of a round belong to several tenants)."""
     keys = [str(key) for key in keys]
-    tenants = {str(k): t for k, t in tenant_id.items()} if isinstance(tenant_id, dict) else dict.fromkeys(keys, tenant_id)
+    tenants = (
+        {str(k): t for k, t in tenant_id.items()} if isinstance(tenant_id, dict) else dict.fromkeys(keys, tenant_id)
+    )
     if keys:
         send_changes(partial(_build_many, kind, keys, data, tenants))
 

@@ -24,7 +24,9 @@ def ended_jobs_changes(*, emitted) -> list[Change]:
     """Deletes (and upserts) for the ended jobs that left (entered) the window since pages were
     last told; `emitted`: keys whose events the same batch already carries."""
     kept = settings.GOGH_LIVE_ENDED_JOBS_KEPT
-    left, entered = _diff(ENDED_JOBS, selectors.newest_ended_job_ids(kept), unknown=lambda: selectors.newest_ended_job_ids(2 * kept + 1))
+    left, entered = _diff(
+        ENDED_JOBS, selectors.newest_ended_job_ids(kept), unknown=lambda: selectors.newest_ended_job_ids(2 * kept + 1)
+    )
     entered -= set(emitted)
     tenants = selectors.job_tenants(left | entered)
     data = selectors.jobs_data_by_key(sorted(entered)) if entered else {}
@@ -34,7 +36,9 @@ def ended_jobs_changes(*, emitted) -> list[Change]:
 def solve_runs_changes(*, emitted) -> list[Change]:
     """Like ended_jobs_changes, for the newest solve runs."""
     kept = settings.GOGH_LIVE_SOLVE_RUNS_KEPT
-    left, entered = _diff(SOLVE_RUNS, selectors.newest_solve_run_ids(kept), unknown=lambda: selectors.newest_solve_run_ids(2 * kept + 1))
+    left, entered = _diff(
+        SOLVE_RUNS, selectors.newest_solve_run_ids(kept), unknown=lambda: selectors.newest_solve_run_ids(2 * kept + 1)
+    )
     entered -= set(emitted)
     data = selectors.solve_runs_data_by_key(sorted(entered)) if entered else {}
     return [Change("solve_run", key, data.get(key), None) for key in _by_id(left | entered)]

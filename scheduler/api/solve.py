@@ -25,7 +25,9 @@ class PlacementSerializer(serializers.Serializer):
     gpu_type = serializers.CharField()
     gpus = serializers.ListField(child=serializers.IntegerField())
     consolidated = serializers.BooleanField()
-    partners = serializers.ListField(child=serializers.IntegerField(), help_text="Ids of the jobs sharing its GPU ([] alone).")
+    partners = serializers.ListField(
+        child=serializers.IntegerField(), help_text="Ids of the jobs sharing its GPU ([] alone)."
+    )
     predicted_throughput = serializers.FloatField()
     predicted_power_w = serializers.FloatField()
 

@@ -4,4 +4,14 @@ from .solve_runs import SolveRun, SolveStatus, SolveTrigger
 from .solver_config import SolverConfig, SolverConfigChange
 from .tenancy import Membership, Tenant
 
-__all__ = ["Allocation", "Job", "Membership", "SolveRun", "SolveStatus", "SolveTrigger", "SolverConfig", "SolverConfigChange", "Tenant"]
+__all__ = [
+    "Allocation",
+    "Job",
+    "Membership",
+    "SolveRun",
+    "SolveStatus",
+    "SolveTrigger",
+    "SolverConfig",
+    "SolverConfigChange",
+    "Tenant",
+]

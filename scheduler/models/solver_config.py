@@ -30,9 +30,13 @@ class SolverConfig(models.Model):
     SINGLETON_PK = 1
 
     solver = models.CharField(max_length=40, choices=SOLVER_CHOICES, default="ilp")
-    backend = models.CharField(max_length=16, choices=BACKEND_CHOICES, default="highs", help_text="MILP backend of ilp and cells.")
+    backend = models.CharField(
+        max_length=16, choices=BACKEND_CHOICES, default="highs", help_text="MILP backend of ilp and cells."
+    )
     time_limit_s = models.FloatField(default=10.0, validators=[MinValueValidator(0.1), MaxValueValidator(3600)])
-    gap = models.FloatField(default=0.01, validators=[MinValueValidator(0), MaxValueValidator(1)], help_text="Relative MIP gap.")
+    gap = models.FloatField(
+        default=0.01, validators=[MinValueValidator(0), MaxValueValidator(1)], help_text="Relative MIP gap."
+    )
     base_energy_weight = models.FloatField(
         default=1.0, validators=[MinValueValidator(0), MaxValueValidator(MAX_ENERGY_WEIGHT)]
     )
@@ -64,7 +68,9 @@ class SolverConfig(models.Model):
     )
     idle_gpus_powered_down = models.BooleanField(default=True)
     topology_isolation = models.BooleanField(default=False, help_text="Tenants never share a PCIe switch.")
-    cell_size_gpus = models.PositiveIntegerField(default=1024, validators=[MinValueValidator(1), MaxValueValidator(10**6)])
+    cell_size_gpus = models.PositiveIntegerField(
+        default=1024, validators=[MinValueValidator(1), MaxValueValidator(10**6)]
+    )
     seed = models.IntegerField(default=0)
     shadow_mode = models.BooleanField(
         default=False,

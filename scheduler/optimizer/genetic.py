@@ -155,7 +155,9 @@ class GeneticSolver(Solver):
             sizes = tenant_sizes(inst)
             best = dict.fromkeys(sizes, 0.0)
             for j, row in enumerate(genes):
-                best[inst.jobs[j].tenant] += max([0.0] + [job_rate(inst, j, c) for c in row]) / sizes[inst.jobs[j].tenant]
+                best[inst.jobs[j].tenant] += (
+                    max([0.0] + [job_rate(inst, j, c) for c in row]) / sizes[inst.jobs[j].tenant]
+                )
             floor -= price * min(best.values())
 
         def fitness(choices: list[Choice]) -> float:
@@ -374,7 +376,10 @@ class GeneticSolver(Solver):
                 if gained > 0 and insert(state, w):
                     gained += inst.values[w]  # it found room elsewhere
                 if gained > inst.values[w] + 1e-9:
-                    waiting = sorted([j for j in waiting if state.choices[j] is None] + [w] * (state.choices[w] is None), key=rank.get)
+                    waiting = sorted(
+                        [j for j in waiting if state.choices[j] is None] + [w] * (state.choices[w] is None),
+                        key=rank.get,
+                    )
                     tried.clear()
                 else:
                     state.choices, state.ledger.free = snapshot
@@ -447,7 +452,9 @@ class GeneticSolver(Solver):
             return child
 
         population_size = max(ELITE + 1, settings.genetic_population)
-        budget = min(settings.genetic_generations, max(MIN_GENERATIONS, WORK_BUDGET // max(1, population_size * n_jobs)))
+        budget = min(
+            settings.genetic_generations, max(MIN_GENERATIONS, WORK_BUDGET // max(1, population_size * n_jobs))
+        )
         rate = min(0.5, 3.0 / max(1, len(mutable)))
         def polish(choices: list[Choice]) -> list[Choice]:
             """Deep repair and power descent, again while the admitted value grows."""
@@ -488,5 +495,7 @@ class GeneticSolver(Solver):
         if rounded is None and not set(level_maxima(inst)) <= full:
             notes.append(NO_RELAXATION)
         if timed_out:
-            notes.append("Stopped at the time limit before the generation budget (the answer may depend on the machine's speed).")
+            notes.append(
+                "Stopped at the time limit before the generation budget (the answer may depend on the machine's speed)."
+            )
         return Outcome(best, status="feasible", notes=notes)

@@ -87,7 +87,9 @@ class IlpSolver(Solver):
             outcome.fallback_reason = f"{settings.backend} {exc}; fell back to {known_name(known, greedy)}."
             return outcome
         if admitted_value(inst, known) >= admitted_value(inst, choices) - 1e-9 and objective(inst, known) < objective(inst, choices):
-            outcome.notes.append(f"{known_name(known, greedy).capitalize()} was cheaper than the solver's incumbent at the time limit.")
+            outcome.notes.append(
+                f"{known_name(known, greedy).capitalize()} was cheaper than the solver's incumbent at the time limit."
+            )
             outcome.status = status
             return outcome
         return Outcome(
@@ -155,7 +157,9 @@ class IlpSolver(Solver):
 
 def known_name(known: list[Choice], greedy: list[Choice]) -> str:
     """What a fallback falls back to, in words."""
-    return "the greedy decision" if known is greedy else "the admission start (the coordinator's decision for these jobs)"
+    return (
+        "the greedy decision" if known is greedy else "the admission start (the coordinator's decision for these jobs)"
+    )
 
 
 def known_decision(inst: Instance, greedy: list[Choice]) -> list[Choice]:

@@ -82,7 +82,10 @@ class Instance:
             sizes = [self.all_options[i].num_gpus for i in self.job_options[j]] + [0.5] * bool(self.job_groups[j])
             return min(sizes, default=float("inf"))
 
-        return sorted(range(len(self.jobs)), key=lambda j: (-self.values[j], self.jobs[j].current is None, need(j), self.jobs[j].id))
+        return sorted(
+            range(len(self.jobs)),
+            key=lambda j: (-self.values[j], self.jobs[j].current is None, need(j), self.jobs[j].id),
+        )
 
     def free(self) -> dict[tuple[str, int], int]:
         return {(t, s): n for t, cap in self.capacity.items() for s, n in cap.levels.items()}
@@ -122,7 +125,9 @@ def compile_instance(problem: Problem) -> Instance:
         for gpu_type in capacity:
             if memory[j] is not None and memory[j] > problem.gpu_types[gpu_type].memory_gb:
                 continue  # does not fit this type's memory
-            all_options.extend(_job_options(problem, j, job, gpu_type, capacity[gpu_type], sizes, currents[j], weight, idle_on))
+            all_options.extend(
+                _job_options(problem, j, job, gpu_type, capacity[gpu_type], sizes, currents[j], weight, idle_on)
+            )
     options_idx = _useful(all_options, settings.throughput_value_w > 0 or settings.fairness_weight > 0)
     cheapest_alone = [float("inf")] * len(jobs)
     for i in options_idx:
@@ -150,7 +155,9 @@ def compile_instance(problem: Problem) -> Instance:
     for i, group in enumerate(groups):
         for x in group.members:
             inst.job_groups[x].append(i)
-    inst.values = admission_values(jobs, settings.fairness_weight > 0, [bool(inst.job_options[j] or inst.job_groups[j]) for j in range(len(jobs))])
+    inst.values = admission_values(
+        jobs, settings.fairness_weight > 0, [bool(inst.job_options[j] or inst.job_groups[j]) for j in range(len(jobs))]
+    )
     return inst
 
 
@@ -213,7 +220,11 @@ def _job_options(problem, j, job, gpu_type, cap, sizes, current, weight, idle_on
             )
             power = k * per_gpu
             cost = weight * (power - (k * spec.idle_w if idle_on else 0.0))
-            cost -= settings.throughput_value_w * min(tau / job.min_throughput - 1.0, 1.0) if tau >= job.min_throughput else 0.0
+            cost -= (
+                settings.throughput_value_w * min(tau / job.min_throughput - 1.0, 1.0)
+                if tau >= job.min_throughput
+                else 0.0
+            )
             if current is not None and not is_current:
                 cost += settings.migration_cost_w
             out.append(Option(j, gpu_type, k, consolidated, tau, power, cost, tau >= job.min_throughput, is_current))

@@ -84,7 +84,9 @@ def place(
         else:
             opt = inst.all_options[choice[1]]
             tau, partners, consolidated, power = opt.tau, (), opt.consolidated, opt.power_w
-        placements[job.id] = Placement(job.id, gpus[0].gpu_type, tuple(g.id for g in gpus), consolidated, partners, tau, power)
+        placements[job.id] = Placement(
+            job.id, gpus[0].gpu_type, tuple(g.id for g in gpus), consolidated, partners, tau, power
+        )
 
     units = _units(inst, choices)
     gpu_by_id = {g.id: g for g in problem.gpus}
@@ -154,7 +156,15 @@ def _units(inst: Instance, choices: list[Choice]) -> list[dict]:
                 continue
             seen_groups.add(choice[1])
             group = inst.groups[choice[1]]
-            units.append({"jobs": list(group.members), "type": group.gpu_type, "k": 1, "consolidated": True, "current": group.current})
+            units.append(
+                {
+                    "jobs": list(group.members),
+                    "type": group.gpu_type,
+                    "k": 1,
+                    "consolidated": True,
+                    "current": group.current,
+                }
+            )
         else:
             opt = inst.all_options[choice[1]]
             units.append(

@@ -29,7 +29,9 @@ def pending_reason(inst: Instance, j: int, solver: str, optimising: bool) -> str
         return NO_PREDICTION.format(workload=job.workload, types=", ".join(inst.capacity))
     if not inst.job_options[j] and not inst.job_groups[j]:
         best = max((inst.all_options[i] for i in inst.job_all_options[j]), key=lambda o: o.tau)
-        return BELOW_TMIN.format(tmin=job.min_throughput, dj=job.max_gpus, best=best.tau, k=best.num_gpus, gpu_type=best.gpu_type)
+        return BELOW_TMIN.format(
+            tmin=job.min_throughput, dj=job.max_gpus, best=best.tau, k=best.num_gpus, gpu_type=best.gpu_type
+        )
     if not optimising:
         return POLICY.format(solver=solver)
     if inst.job_options[j]:

@@ -60,7 +60,9 @@ class PredictionSnapshot:
 
 def problem_to_dict(problem: Problem) -> dict:
     largest = max([j.max_gpus for j in problem.jobs] + [1])
-    snapshot = PredictionSnapshot.of(problem.predictions, {j.workload for j in problem.jobs}, problem.gpu_types, largest)
+    snapshot = PredictionSnapshot.of(
+        problem.predictions, {j.workload for j in problem.jobs}, problem.gpu_types, largest
+    )
     return {
         "jobs": [asdict(j) for j in problem.jobs],
         "gpus": [asdict(g) for g in problem.gpus],

@@ -86,7 +86,9 @@ class Simulation:
             if not self.active:
                 if not arrivals:
                     break
-                t = max(t + round_s, (arrivals[0].arrival_s // round_s + (arrivals[0].arrival_s % round_s > 0)) * round_s)
+                t = max(
+                    t + round_s, (arrivals[0].arrival_s // round_s + (arrivals[0].arrival_s % round_s > 0)) * round_s
+                )
                 continue
             if changed:
                 self._solve(t)
@@ -117,7 +119,9 @@ class Simulation:
                 continue
             if state.last_gpus:  # made progress elsewhere: redo the overhead at the new rate
                 self.migrations += 1
-                state.remaining = min(state.job.total_steps, state.remaining + self._rate(state) * self.sc.migration_overhead_s)
+                state.remaining = min(
+                    state.job.total_steps, state.remaining + self._rate(state) * self.sc.migration_overhead_s
+                )
             state.last_gpus = new.gpu_ids
 
     # ---- truth ---------------------------------------------------------------------------------

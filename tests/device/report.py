@@ -41,7 +41,11 @@ def main() -> None:
     job = Job.objects.order_by("id").first()  # the ResNet-50 job: the samples are split around it
     samples = list(GpuSample.objects.order_by("ts"))
     span = (samples[-1].ts - samples[0].ts).total_seconds() if len(samples) > 1 else 0.0
-    running = [s for s in samples if job and job.started_at and s.ts >= job.started_at and (not job.finished_at or s.ts <= job.finished_at)]
+    running = [
+        s
+        for s in samples
+        if job and job.started_at and s.ts >= job.started_at and (not job.finished_at or s.ts <= job.finished_at)
+    ]
     before = [s for s in samples if job and job.started_at and s.ts < job.started_at]
     steady = [s for s in running if s.utilization is not None and s.utilization >= 0.5]
     records = PredictionRecord.objects.order_by("id")

@@ -23,7 +23,9 @@ def wait_for(predicate, what, logs, timeout=90.0):
         if predicate():
             return
         time.sleep(0.3)
-    pytest.fail(f"{what} did not happen within {timeout} s:\n" + "\n".join(f"--- {p.name}\n{p.read_text()}" for p in logs))
+    pytest.fail(
+        f"{what} did not happen within {timeout} s:\n" + "\n".join(f"--- {p.name}\n{p.read_text()}" for p in logs)
+    )
 
 
 def test_submitted_job_runs_to_success(daphne, spawn, agent, alice, staff, v100, resnet50, tmp_path):

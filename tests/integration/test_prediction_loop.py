@@ -50,7 +50,9 @@ def test_p1_on_submit_and_p2_on_telemetry(daphne, spawn, agent, alice, staff, se
     refined = PredictionRecord.objects.filter(job_id=job_id).latest("id")
     observed = Measurement.objects.filter(source="telemetry", workload=workload).earliest("id")
     # the simulated GPU's real-time rate, though the job ran 5 times faster to save time
-    truth = reference_throughput(workload.name, "v100", 1, None) * true_factor(workload.name, 0, 0.15)  # simjob's default deviation
+    truth = reference_throughput(workload.name, "v100", 1, None) * true_factor(
+        workload.name, 0, 0.15
+    )  # simjob's default deviation
     assert observed.throughput == pytest.approx(truth, rel=0.15)
     assert refined.observations[0]["gpu_type"] == "v100"
     assert refined.observations[0]["throughput"] == pytest.approx(observed.throughput)

@@ -172,7 +172,9 @@ def test_a_decision_overtaken_by_another_round_is_not_applied(measured, alice, b
     assert run.status == "superseded" and run.num_placed == 2
     job.refresh_from_db()
     assert job.state == "pending" and not job.allocations.exists()
-    assert OutboxMessage.objects.get(key=services.ROUND_KEY).kwargs == {"trigger": "periodic"}  # a fresh round is asked for
+    assert OutboxMessage.objects.get(key=services.ROUND_KEY).kwargs == {
+        "trigger": "periodic"
+    }  # a fresh round is asked for
 
 
 def test_a_decision_using_a_node_gone_down_is_not_applied(measured, alice, resnet50, monkeypatch):
@@ -251,7 +253,9 @@ def test_a_partner_change_is_not_applied_to_a_job_that_ended_meanwhile(measured,
     gpu = Gpu.objects.filter(gpu_type__name="v100").first()
     run = SolveRun.objects.create(solver="ilp", trigger="manual")
     services.job_transition(job=job, to="placed", reason="test")
-    Allocation.objects.create(job=job, gpu=gpu, start=timezone.now(), solve_run=run).partners.set([submit(alice, lm, tmin=1)])
+    Allocation.objects.create(job=job, gpu=gpu, start=timezone.now(), solve_run=run).partners.set(
+        [submit(alice, lm, tmin=1)]
+    )
     stale = services.job_transition(job=job, to="running", reason="test")
     services.job_transition(job=stale, to="succeeded", reason="done")
     alone = opt.Placement(job_id=str(job.pk), gpu_type="v100", gpu_ids=(str(gpu.pk),), consolidated=True,

@@ -9,7 +9,9 @@ from scheduler.models import Allocation, SolveRun
 
 @pytest.fixture
 def pending_job(cluster, alice, resnet50, v100):
-    Measurement.objects.create(workload=resnet50, gpu_type=v100, throughput=10.0, source="reference", observed_at=timezone.now())
+    Measurement.objects.create(
+        workload=resnet50, gpu_type=v100, throughput=10.0, source="reference", observed_at=timezone.now()
+    )
     return services.job_submit(owner=alice, workload=resnet50, min_throughput=8, max_gpus=1).job
 
 

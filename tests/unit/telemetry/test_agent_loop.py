@@ -192,7 +192,9 @@ def test_a_simulated_job_follows_its_partner_changes_without_a_restart(plane, ru
     log, partner_file = tmp_path / "logs" / "job-6.out", tmp_path / "logs" / "job-6.partner"
     assert wait_for(lambda: log.exists() and f"with {partner}:" in log.read_text())
     pid = agent._running[6][1].pid
-    plane.assignments = [assignment(6, "", allocations=[31], partners=[joiner, partner], total_steps=100_000)]  # a third job
+    plane.assignments = [
+        assignment(6, "", allocations=[31], partners=[joiner, partner], total_steps=100_000)
+    ]  # a third job
     assert wait_for(lambda: f"with {joiner}, {partner}:" in log.read_text())
     assert partner_file.read_text() == f"{joiner}\n{partner}\n"  # one workload per line
     plane.assignments = [assignment(6, "", allocations=[32], partners=[], total_steps=100_000)]  # both ended

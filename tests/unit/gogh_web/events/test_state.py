@@ -36,7 +36,16 @@ def test_job_state_has_placement_predictions_slo_and_progress():
     assert data["progress"] == {"steps_done": 250, "total_steps": 1000, "fraction": 0.25}
     assert data["started_at"] == T0.isoformat() and data["finished_at"] is None
     assert (data["workload"], data["tenant"], data["owner"]) == ("ResNet-50 (batch size 64)", "research", "alice")
-    assert {"id", "state", "pending_reason", "priority", "min_throughput", "max_gpus", "submitted_at", "placed_at"} <= set(data)
+    assert {
+        "id",
+        "state",
+        "pending_reason",
+        "priority",
+        "min_throughput",
+        "max_gpus",
+        "submitted_at",
+        "placed_at",
+    } <= set(data)
 
 
 def test_job_without_placement_or_observation_is_unknown():
@@ -56,12 +65,19 @@ def test_gpu_state_carries_the_newest_sample():
               state="healthy")
     sample = GpuSample(ts=T0, power_w=250.0, utilization=0.9, temperature_c=70.0, memory_used_mb=None)
     data = state.gpu_state(gpu, sample=sample)
-    assert (data["power_w"], data["utilization"], data["temperature_c"], data["sampled_at"]) == (250.0, 0.9, 70.0, T0.isoformat())
+    assert (data["power_w"], data["utilization"], data["temperature_c"], data["sampled_at"]) == (
+        250.0,
+        0.9,
+        70.0,
+        T0.isoformat(),
+    )
     assert state.gpu_state(gpu, sample=None)["power_w"] is None
 
 
 def test_non_finite_numbers_become_null_so_any_json_column_takes_them():
-    run = SolveRun(pk=1, solver="ilp", status="optimal", objective=math.inf, gap=math.nan, duration_s=0.5, started_at=T0)
+    run = SolveRun(
+        pk=1, solver="ilp", status="optimal", objective=math.inf, gap=math.nan, duration_s=0.5, started_at=T0
+    )
     data = state.solve_run_state(run)
     assert data["objective"] is None and data["gap"] is None and data["duration_s"] == 0.5
     assert data["started_at"] == T0.isoformat() and "decision" not in data

@@ -85,13 +85,17 @@ def test_admission_comes_before_power():
     preds = TablePredictions(taus={(w, t, 1, True): 10 for w in "ab" for t in ("slow", "fast")})
     jobs = [job(1, "a", tmin=5), job(2, "b", tmin=5)]
     for solver in ("ilp", "genetic", "greedy"):
-        result = get_solver(solver).solve(problem(jobs, node("slow", "s", 1) + node("fast", "f", 1), [SLOW, FAST], preds))
+        result = get_solver(solver).solve(
+            problem(jobs, node("slow", "s", 1) + node("fast", "f", 1), [SLOW, FAST], preds)
+        )
         assert len(result.placements) == 2, solver
         assert result.power_w == pytest.approx(400)
 
 
 def test_every_pending_job_has_its_reason():
-    preds = TablePredictions(taus={("a", "fast", 1, True): 10, ("a", "fast", 2, True): 18, ("slow-one", "fast", 1, True): 1})
+    preds = TablePredictions(
+        taus={("a", "fast", 1, True): 10, ("a", "fast", 2, True): 18, ("slow-one", "fast", 1, True): 1}
+    )
     jobs = [
         job(1, "a", tmin=5), job(2, "a", tmin=5), job(3, "a", tmin=5),  # 2 GPUs for 3 jobs
         job(4, "slow-one", tmin=5, dj=4),  # nothing reaches its T_min
@@ -125,7 +129,9 @@ def test_a_type_on_one_node_offers_no_spread_configuration(solver):
     server; with every GPU of the type on one node it can only run there, so the decision
     says consolidated at 5.5 (it used to take the spread option, recorded "spread" at 6.0 on
     GPUs of one node). With a second node the spread configuration is offered again."""
-    preds = TablePredictions(taus={("a", "fast", 1, True): 3.0, ("a", "fast", 2, True): 5.5, ("a", "fast", 2, False): 6.0})
+    preds = TablePredictions(
+        taus={("a", "fast", 1, True): 3.0, ("a", "fast", 2, True): 5.5, ("a", "fast", 2, False): 6.0}
+    )
     one_node = problem([job(1, "a", tmin=5, dj=2)], node("fast", "x", 4), [FAST], preds, throughput_value_w=100)
     placement = get_solver(solver).solve(one_node).placements["1"]
     assert placement.consolidated and placement.predicted_throughput == 5.5
@@ -281,7 +287,9 @@ def test_theta_above_the_maximum_acts_as_the_maximum_and_says_why(solver):
 def running_group(n_running: int, n_waiting: int, theta: int, migration_cost_w: float):
     """Jobs doing 10/s alone on the one fast GPU (300 W) or 6/s on a slow one (80 W), T_min 5,
     0.8 next to one partner (a trio: 6.67/s each); the first n_running share f-0 now."""
-    preds = TablePredictions(taus={("a", "fast", 1, True): 10, ("a", "slow", 1, True): 6}, rhos={("a", "a", "fast"): 0.8})
+    preds = TablePredictions(
+        taus={("a", "fast", 1, True): 10, ("a", "slow", 1, True): 6}, rhos={("a", "a", "fast"): 0.8}
+    )
     ids = [str(i) for i in range(1, n_running + n_waiting + 1)]
     jobs = [job(i, "a", tmin=5, current=(["f-0"], [x for x in ids[:n_running] if x != i]) if i in ids[:n_running] else None)
             for i in ids]

@@ -45,7 +45,10 @@ def test_a_job_goes_only_where_its_memory_fits_and_waits_with_the_reason_where_n
 
 
 def test_measured_peak_memory_comes_from_catalog_rows_and_travels_with_a_cell():
-    rows = [MeasurementRow("a", "big", 1, True, None, 10.0, memory_gb=9.5), MeasurementRow("a", "small", 1, True, None, 4.0, memory_gb=11.0)]
+    rows = [
+        MeasurementRow("a", "big", 1, True, None, 10.0, memory_gb=9.5),
+        MeasurementRow("a", "small", 1, True, None, 4.0, memory_gb=11.0),
+    ]
     predictions = CatalogPredictions(rows)
     assert predictions.memory_gb("a") == 11.0 and predictions.memory_gb("b") is None
     p = problem([job(1, "a", tmin=1)], node("small", "s", 1), [SMALL], predictions)

@@ -15,7 +15,11 @@ from scheduler.optimizer.problem import MAX_THETA, THETA_LIMIT, CurrentPlacement
 
 from .factory import TablePredictions, gpu_type, job, node, problem
 
-TYPES = [gpu_type("k80", tdp=150, memory=12), gpu_type("p100", tdp=250, memory=16), gpu_type("v100", tdp=300, memory=32)]
+TYPES = [
+    gpu_type("k80", tdp=150, memory=12),
+    gpu_type("p100", tdp=250, memory=16),
+    gpu_type("v100", tdp=300, memory=32),
+]
 WORKLOADS = ["a", "b", "c"]
 
 
@@ -69,14 +73,18 @@ def check(p, result):
     for g, held in on_gpu.items():
         assert len(held) <= min(p.settings.theta, MAX_THETA)  # capacity
         assert len({j.tenant for j in held}) == 1  # tenant isolation
-        need = sum(j.memory_gb if j.memory_gb is not None else p.predictions.memories.get(j.workload, 0.0) for j in held)
+        need = sum(
+            j.memory_gb if j.memory_gb is not None else p.predictions.memories.get(j.workload, 0.0) for j in held
+        )
         assert need <= p.gpu_types[gpus[g].gpu_type].memory_gb  # memory
         if len(held) > 1:
             assert all(result.placements[j.id].num_gpus == 1 for j in held)
             for j in held:  # every member names all the others as its partners, at the group's estimate
                 placement = result.placements[j.id]
                 assert set(placement.partners) == {x.id for x in held if x is not j}
-                rho = group_fraction(p.predictions.rho(j.workload, x.workload, placement.gpu_type) for x in held if x is not j)
+                rho = group_fraction(
+                    p.predictions.rho(j.workload, x.workload, placement.gpu_type) for x in held if x is not j
+                )
                 alone = p.predictions.tau(j.workload, placement.gpu_type, 1, True)
                 assert placement.predicted_throughput == pytest.approx(alone * rho)
         switch_tenants[(gpus[g].node, gpus[g].pcie_switch)].update(j.tenant for j in held)
@@ -98,7 +106,11 @@ def crowded(draw):
     T_min, theta 3 to 5: groups of three and four jobs on one GPU are worth forming."""
     t = draw(st.sampled_from(TYPES))
     switch_every = draw(st.sampled_from([1, 2]))
-    gpus = [g for n in range(draw(st.integers(1, 3))) for g in node(t.name, f"n{n}", draw(st.sampled_from([1, 2])), switch_every)]
+    gpus = [
+        g
+        for n in range(draw(st.integers(1, 3)))
+        for g in node(t.name, f"n{n}", draw(st.sampled_from([1, 2])), switch_every)
+    ]
     taus = {(w, t.name, 1, True): draw(st.floats(5, 20)) for w in WORKLOADS[:2]}
     rhos = {(w, v, t.name): draw(st.floats(0.6, 1.0)) for w in WORKLOADS[:2] for v in WORKLOADS[:2]}
     jobs = [

@@ -17,7 +17,12 @@ def sample():
         taus={("a", "fast", 1, True): 10, ("a", "fast", 2, True): 18, ("a", "fast", 2, False): 15, ("b", "slow", 1, True): 4},
         rhos={("a", "a", "fast"): 0.6},
     )
-    jobs = [job(1, "a", tmin=5), job(2, "a", tmin=5, current=(["f-1"], ())), job(3, "a", tmin=12, dj=2), job(4, "b", tmin=3)]
+    jobs = [
+        job(1, "a", tmin=5),
+        job(2, "a", tmin=5, current=(["f-1"], ())),
+        job(3, "a", tmin=12, dj=2),
+        job(4, "b", tmin=3),
+    ]
     return problem(jobs, node("fast", "f", 4) + node("slow", "s", 2), [gpu_type("fast", 300), gpu_type("slow", 100)], preds,
                    fairness_weight=1.0, seed=3)
 
