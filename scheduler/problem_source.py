@@ -50,7 +50,9 @@ def catalog_predictions(groups: dict[tuple, list[Record]] | None = None) -> Cata
     the predictions to fill."""
     policy = catalog_policy()
     return CatalogPredictions(
-        MeasurementRow(r.workload, r.gpu_type, r.num_gpus, r.consolidated, r.partner, r.throughput, r.power_w, r.utilization)
+        MeasurementRow(
+            r.workload, r.gpu_type, r.num_gpus, r.consolidated, r.partner, r.throughput, r.power_w, r.utilization
+        )
         for group in (policy_groups() if groups is None else groups).values()
         if cell_is_known(group, policy)
         for r in group
@@ -85,7 +87,8 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
     )
     types = {
         t.name: GpuTypeSpec(
-            t.name, t.memory_gb, t.idle_w, t.tdp_w, PowerCurve.from_points(t.power_curve, t.idle_w, t.tdp_w), settings.theta
+            t.name, t.memory_gb, t.idle_w, t.tdp_w, PowerCurve.from_points(t.power_curve, t.idle_w, t.tdp_w),
+            settings.theta,
         )
         for t in GpuType.objects.filter(name__in={g.gpu_type for g in gpu_specs})
     }
@@ -115,7 +118,8 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
         )
     )
     return Problem(
-        jobs=job_specs, gpus=gpu_specs, gpu_types=types, predictions=planning_predictions({j.workload for j in job_specs}, include_shadow=config.shadow_mode),
+        jobs=job_specs, gpus=gpu_specs, gpu_types=types,
+        predictions=planning_predictions({j.workload for j in job_specs}, include_shadow=config.shadow_mode),
         settings=settings, load_history=history,
     )
 

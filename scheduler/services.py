@@ -307,8 +307,8 @@ def _decision(allocation: optimizer.Allocation) -> dict:
     return {
         "placements": {
             job_id: {
-                "gpu_ids": list(p.gpu_ids), "partners": list(p.partners), "predicted_throughput": p.predicted_throughput,
-                "predicted_power_w": p.predicted_power_w,
+                "gpu_ids": list(p.gpu_ids), "partners": list(p.partners),
+                "predicted_throughput": p.predicted_throughput, "predicted_power_w": p.predicted_power_w,
             }
             for job_id, p in allocation.placements.items()
         },

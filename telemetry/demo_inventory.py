@@ -89,16 +89,7 @@ def simulated_agent_args(node: DemoNode, seed: int) -> list[str]:
     labels = [arg for key, value in sorted(node.labels.items()) for arg in ("--label", f"{key}={value}")]
     gpus = ",".join(f"{name}:{count}" for name, count in counts.items())
     return [
-        "--simulate",
-        "--hostname",
-        node.hostname,
-        "--cell",
-        node.cell,
-        "--gpus",
-        gpus,
-        "--seed",
-        str(seed),
-        *labels,
+        "--simulate", "--hostname", node.hostname, "--cell", node.cell, "--gpus", gpus, "--seed", str(seed), *labels
     ]
 
 

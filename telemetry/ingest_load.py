@@ -303,7 +303,8 @@ def format_table(result: dict) -> str:
         ("errors", f"{result['errors']} {result['errors_by_status'] or ''}".strip()),
         ("429/503 answers (Retry-After)", str(result["overload_answers"] or 0)),
         ("backlog left (samples)", str(result["backlog_samples"])),
-        ("max database connections", "-" if result["max_db_connections"] is None else str(result["max_db_connections"])),
+        ("max database connections",
+         "-" if result["max_db_connections"] is None else str(result["max_db_connections"])),
     ]
     if result.get("web_cpu_s") is not None:
         per_thousand = 1000 * result["web_cpu_s"] / result["samples_accepted"] if result["samples_accepted"] else None

@@ -204,7 +204,8 @@ def solver_config_changes() -> list[SolverConfigChange]:
 def current_served() -> dict[str, tuple[float, float]]:
     """Job id -> (predicted throughput, predicted power) of every job holding GPUs now."""
     served: dict[str, list[float]] = {}
-    for job_id, throughput, power in Allocation.objects.filter(end__isnull=True, job__state__in=ACTIVE_STATES).values_list(
+    open_allocations = Allocation.objects.filter(end__isnull=True, job__state__in=ACTIVE_STATES)
+    for job_id, throughput, power in open_allocations.values_list(
         "job_id", "predicted_throughput", "predicted_power_w"
     ):
         entry = served.setdefault(str(job_id), [throughput or 0.0, 0.0])

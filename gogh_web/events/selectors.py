@@ -134,7 +134,8 @@ def jobs_data(jobs) -> dict[str, dict]:
 
     jobs = list(jobs.select_related("workload", "tenant", "owner"))
     allocations: dict[int, list] = {}
-    for allocation in Allocation.objects.filter(job__in=jobs, end__isnull=True).select_related("gpu__node", "gpu__gpu_type"):
+    open_allocations = Allocation.objects.filter(job__in=jobs, end__isnull=True)
+    for allocation in open_allocations.select_related("gpu__node", "gpu__gpu_type"):
         allocations.setdefault(allocation.job_id, []).append(allocation)
     partners: dict[int, set[int]] = {}
     for job_id, partner_id in Allocation.partners.through.objects.filter(

@@ -170,7 +170,9 @@ def _store(build, *, resync: bool) -> None:
         _lock_events(Event._meta.db_table)
         events = [Event(kind=RESYNC, key="", op=UPSERT, data=None)] if resync else []
         events += [
-            Event(kind=c.kind, key=c.key, op=UPSERT if c.data is not None else DELETE, tenant_id=c.tenant_id, data=c.data)
+            Event(
+                kind=c.kind, key=c.key, op=UPSERT if c.data is not None else DELETE, tenant_id=c.tenant_id, data=c.data
+            )
             for c in build()
         ]
         Event.objects.bulk_create(events)

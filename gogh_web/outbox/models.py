@@ -17,7 +17,9 @@ class OutboxMessage(models.Model):
     )
     until_acknowledged = models.BooleanField(
         default=False,
-        help_text="Kept after sending until the task acknowledges it (sent again if it never does); else deleted once sent.",
+        help_text=(
+            "Kept after sending until the task acknowledges it (sent again if it never does); else deleted once sent."
+        ),
     )
     created_at = models.DateTimeField(auto_now_add=True)
     sent_at = models.DateTimeField(

@@ -88,6 +88,7 @@ class SolveView(APIView):
         body = SolveRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         result = services.scheduling_round_run(
-            trigger=SolveTrigger.MANUAL, dry_run=body.validated_data["dry_run"], solver=body.validated_data.get("solver")
+            trigger=SolveTrigger.MANUAL, dry_run=body.validated_data["dry_run"],
+            solver=body.validated_data.get("solver"),
         )
         return Response(SolveResultSerializer(result_data(result)).data)

@@ -5,13 +5,6 @@ from .solver_config import SolverConfig, SolverConfigChange
 from .tenancy import Membership, Tenant
 
 __all__ = [
-    "Allocation",
-    "Job",
-    "Membership",
-    "SolveRun",
-    "SolveStatus",
-    "SolveTrigger",
-    "SolverConfig",
-    "SolverConfigChange",
+    "Allocation", "Job", "Membership", "SolveRun", "SolveStatus", "SolveTrigger", "SolverConfig", "SolverConfigChange",
     "Tenant",
 ]

@@ -46,7 +46,9 @@ class Job(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(min_throughput__gt=0), name="job_min_throughput_positive"),
             models.CheckConstraint(condition=Q(max_gpus__gte=1), name="job_max_gpus_positive"),
-            models.CheckConstraint(condition=Q(memory_gb__isnull=True) | Q(memory_gb__gt=0), name="job_memory_positive"),
+            models.CheckConstraint(
+                condition=Q(memory_gb__isnull=True) | Q(memory_gb__gt=0), name="job_memory_positive"
+            ),
             models.CheckConstraint(
                 condition=Q(total_steps__isnull=True) | Q(total_steps__gte=1), name="job_total_steps_positive"
             ),

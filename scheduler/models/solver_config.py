@@ -53,14 +53,17 @@ class SolverConfig(models.Model):
         default=0.0,
         validators=[MinValueValidator(0), MaxValueValidator(MAX_FAIRNESS_WEIGHT)],
         help_text=(
-            "0: off. Above 0, one unit of the least-served tenant's share (mean throughput / T_min of its jobs) is worth "
-            "this many average GPUs at full power, and among equally many admitted jobs of a priority those of tenants "
-            "with fewer jobs go first."
+            "0: off. Above 0, one unit of the least-served tenant's share (mean throughput / T_min of its jobs) "
+            "is worth this many average GPUs at full power, and among equally many admitted jobs of a priority "
+            "those of tenants with fewer jobs go first."
         ),
     )
     theta = models.PositiveSmallIntegerField(
         default=2, validators=[MinValueValidator(1), MaxValueValidator(MAX_THETA, message=THETA_REFUSED)],
-        help_text=f"Jobs per GPU at most (1: no sharing; 2: pairs, as measured; up to {MAX_THETA}: groups, estimated from pairs).",
+        help_text=(
+            f"Jobs per GPU at most (1: no sharing; 2: pairs, as measured; up to {MAX_THETA}: groups, "
+            "estimated from pairs)."
+        ),
     )
     migration_cost_w = models.FloatField(
         default=50.0, validators=[MinValueValidator(0), MaxValueValidator(MAX_WATTS_SETTING)],

@@ -274,15 +274,7 @@ def global_power_at(inst, floors: dict[int, float], time_limit_s: float = GLOBAL
 
 
 TABLE_SOLVERS = (
-    "ilp",
-    "ilp_cbc",
-    "genetic",
-    "cells",
-    "greedy",
-    "greedy_efficient",
-    "greedy_fastest",
-    "round_robin",
-    "random",
+    "ilp", "ilp_cbc", "genetic", "cells", "greedy", "greedy_efficient", "greedy_fastest", "round_robin", "random"
 )
 
 
@@ -327,8 +319,8 @@ def format_table(report: dict) -> str:
                 notes.append(_against_quiet(row))
             cpu = f"{row['cpu_seconds']:>6.2f} " if contended else ""
             lines.append(
-                f"{size:>5} {block['jobs']:>5} {key:<17} {row['seconds']:>8.2f} {cpu}{row['power_w']:>9.0f} {row['placed']:>6} "
-                f"{row['slo_met']:>7} {gap:>6} {vs_ilp:>7} {vs_global:>9}  {'; '.join(notes)}"
+                f"{size:>5} {block['jobs']:>5} {key:<17} {row['seconds']:>8.2f} {cpu}{row['power_w']:>9.0f} "
+                f"{row['placed']:>6} {row['slo_met']:>7} {gap:>6} {vs_ilp:>7} {vs_global:>9}  {'; '.join(notes)}"
             )
         if "cbc_over_highs_time" in block:
             lines.append(f"{size:>5} {'':>5} CBC / HiGHS time: {block['cbc_over_highs_time']:.2f}")

@@ -54,7 +54,8 @@ class CatalogPredictions:
         """From catalog.gavel records (read_throughputs())."""
         return cls(
             MeasurementRow(
-                r.workload.name, r.gpu_type, r.num_gpus, r.consolidated, r.partner.name if r.partner else None, r.throughput
+                r.workload.name, r.gpu_type, r.num_gpus, r.consolidated, r.partner.name if r.partner else None,
+                r.throughput,
             )
             for r in records
         )

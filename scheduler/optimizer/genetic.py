@@ -6,8 +6,8 @@ decision's cost relative to the greedy decision's and slo_violation the admissio
 out, in units of one lowest-priority job (jobs that could have run at their T_min but wait;
 a job of a higher priority counts for more than all jobs below it together, see
 admission.py). With a fairness weight the cost includes the ILP's fairness term (minus lambda
-times the least-served tenant's share, fairness.py). With latency_weight 10^4 one job left out outweighs any power saving, so
-admission comes first here too.
+times the least-served tenant's share, fairness.py). With latency_weight 10^4 one job left out
+outweighs any power saving, so admission comes first here too.
 
 Every individual is a feasible decision:
 - decode: genes in admission order against the capacity ledger; a gene that does not fit, or
@@ -120,7 +120,9 @@ class GeneticSolver(Solver):
         placeable = [j for j in order if genes[j]]
         by_type: dict[str, list[int]] = {}  # GPU type -> jobs with an option there (for making room)
         for j in placeable:
-            for t in {inst.all_options[i].gpu_type for i in opts[j]} | {inst.groups[p].gpu_type for p in inst.job_groups[j]}:
+            types = {inst.all_options[i].gpu_type for i in opts[j]}
+            types |= {inst.groups[p].gpu_type for p in inst.job_groups[j]}
+            for t in types:
                 by_type.setdefault(t, []).append(j)
         cheapest_first = {t: sorted(js, key=lambda w: (inst.values[w], -rank[w])) for t, js in by_type.items()}
         types_of = [{inst.type_of(c) for c in genes[j]} for j in range(n_jobs)]
@@ -186,7 +188,8 @@ class GeneticSolver(Solver):
                 group = inst.groups[p]
                 others = group.partners_of(j)
                 if all(state.choices[x] is None for x in others):
-                    if state.fits(("g", p)) and (best is None or group.cost < cost_of(best) + sum(min_cost[x] for x in others)):
+                    cheaper = best is None or group.cost < cost_of(best) + sum(min_cost[x] for x in others)
+                    if state.fits(("g", p)) and cheaper:
                         best = ("g", p)
                 elif inst.joined(state.choices, j, p):
                     for x in others:
@@ -212,7 +215,9 @@ class GeneticSolver(Solver):
                         return True
             placed = []
             for x in moved:  # the roomiest other type first: it is the least contested
-                for i in sorted(opts[x], key=lambda i: (-state.ledger.free.get((inst.all_options[i].gpu_type, 1), 0), i)):
+                for i in sorted(
+                    opts[x], key=lambda i: (-state.ledger.free.get((inst.all_options[i].gpu_type, 1), 0), i)
+                ):
                     u = inst.all_options[i].gpu_type
                     if u != t and (onto is None or u in onto) and state.fits(("o", i)):
                         state.take(x, ("o", i))
@@ -232,8 +237,11 @@ class GeneticSolver(Solver):
             configurations, if together they are worth less than j; the evicted."""
             value = inst.values[j]
             level = inst.jobs[j].priority
-            for choice in [("o", i) for i in opts[j]] + [("g", p) for p in inst.job_groups[j]
-                                                         if all(state.choices[x] is None for x in inst.groups[p].partners_of(j))]:
+            free_groups = [
+                ("g", p) for p in inst.job_groups[j]
+                if all(state.choices[x] is None for x in inst.groups[p].partners_of(j))
+            ]
+            for choice in [("o", i) for i in opts[j]] + free_groups:
                 t = inst.type_of(choice)
                 victims = []
                 for w in cheapest_first.get(t, ()):

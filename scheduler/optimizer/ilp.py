@@ -86,7 +86,8 @@ class IlpSolver(Solver):
         except (SolveFailed, pulp.PulpSolverError, OSError) as exc:
             outcome.fallback_reason = f"{settings.backend} {exc}; fell back to {known_name(known, greedy)}."
             return outcome
-        if admitted_value(inst, known) >= admitted_value(inst, choices) - 1e-9 and objective(inst, known) < objective(inst, choices):
+        admits_as_much = admitted_value(inst, known) >= admitted_value(inst, choices) - 1e-9
+        if admits_as_much and objective(inst, known) < objective(inst, choices):
             outcome.notes.append(
                 f"{known_name(known, greedy).capitalize()} was cheaper than the solver's incumbent at the time limit."
             )

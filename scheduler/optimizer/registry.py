@@ -11,7 +11,9 @@ from .round_robin import RoundRobin
 
 SOLVERS: dict[str, type[Solver]] = {
     cls.name: cls
-    for cls in (IlpSolver, GeneticSolver, CellsSolver, GreedyPower, GreedyEfficient, GreedyFastest, RoundRobin, RandomPolicy)
+    for cls in (
+        IlpSolver, GeneticSolver, CellsSolver, GreedyPower, GreedyEfficient, GreedyFastest, RoundRobin, RandomPolicy
+    )
 }
 
 

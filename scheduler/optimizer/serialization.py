@@ -26,7 +26,10 @@ class PredictionSnapshot:
         memory = getattr(predictions, "memory_gb", None) or (lambda workload: None)
         configs = [(k, c) for k in block_sizes(largest) for c in ((True, False) if k > 1 else (True,))]
         return cls(
-            [[w, t, k, c, v] for w in ws for t in ts for k, c in configs if (v := predictions.tau(w, t, k, c)) is not None],
+            [
+                [w, t, k, c, v]
+                for w in ws for t in ts for k, c in configs if (v := predictions.tau(w, t, k, c)) is not None
+            ],
             [[w, p, t, v] for w in ws for p in ws for t in ts if (v := predictions.rho(w, p, t)) is not None],
             [[w, t, v] for w in ws for t in ts if (v := predictions.utilisation(w, t)) is not None],
             [[w, t, v] for w in ws for t in ts if (v := predictions.power_w(w, t)) is not None],
@@ -66,7 +69,9 @@ def problem_to_dict(problem: Problem) -> dict:
     return {
         "jobs": [asdict(j) for j in problem.jobs],
         "gpus": [asdict(g) for g in problem.gpus],
-        "gpu_types": [{**asdict(t), "power_curve": [list(p) for p in t.power_curve.points]} for t in problem.gpu_types.values()],
+        "gpu_types": [
+            {**asdict(t), "power_curve": [list(p) for p in t.power_curve.points]} for t in problem.gpu_types.values()
+        ],
         "predictions": snapshot.tables(),
         "settings": {**asdict(problem.settings), "weight_clip": list(problem.settings.weight_clip)},
         "load_history": list(problem.load_history),
@@ -79,7 +84,7 @@ def problem_to_dict(problem: Problem) -> dict:
 
 def problem_from_dict(data: dict) -> Problem:
     jobs = tuple(
-        JobSpec(**{**j, "current": CurrentPlacement(tuple(j["current"]["gpu_ids"]), _partners(j["current"])) if j["current"] else None})
+        JobSpec(**{**j, "current": _current(j["current"])})
         for j in data["jobs"]
     )
     types = {
@@ -113,6 +118,10 @@ def allocation_from_dict(data: dict) -> Allocation:
         for p in data["placements"]
     }
     return Allocation(**{**data, "placements": placements})
+
+
+def _current(data: dict | None) -> CurrentPlacement | None:
+    return CurrentPlacement(tuple(data["gpu_ids"]), _partners(data)) if data else None
 
 
 def _partners(data: dict) -> tuple[str, ...]:

@@ -105,8 +105,9 @@ class Simulation:
                     current=CurrentPlacement(s.placement.gpu_ids, s.placement.partners) if s.placement else None)
             for s in self.active.values()
         )
-        problem = Problem(jobs=jobs, gpus=tuple(g for g in self.sc.gpus if g.id in self.alive), gpu_types=self.sc.gpu_types,
-                          predictions=self.predictions, settings=self.settings, load_history=tuple(self.load_history))
+        problem = Problem(jobs=jobs, gpus=tuple(g for g in self.sc.gpus if g.id in self.alive),
+                          gpu_types=self.sc.gpu_types, predictions=self.predictions, settings=self.settings,
+                          load_history=tuple(self.load_history))
         started = time.perf_counter()
         allocation = get_solver(self.policy.solver).solve(problem)
         self.solve_seconds += time.perf_counter() - started

@@ -16,6 +16,8 @@ def load_records(path: str | None) -> list[Record]:
 
 def to_rows(records: list[Record]) -> list[MeasurementRow]:
     return [
-        MeasurementRow(r.workload, r.gpu_type, r.num_gpus, r.consolidated, r.partner, r.throughput, r.power_w, r.utilization)
+        MeasurementRow(
+            r.workload, r.gpu_type, r.num_gpus, r.consolidated, r.partner, r.throughput, r.power_w, r.utilization
+        )
         for r in records
     ]

@@ -202,7 +202,8 @@ def agent_account_ensure(*, username: str):
         return user
     if user.is_staff or user.is_superuser or user.has_usable_password():
         raise ValidationError(
-            f"{username!r} is a person's account (staff, superuser or with a password); agents get accounts of their own"
+            f"{username!r} is a person's account (staff, superuser or with a password); "
+            "agents get accounts of their own"
         )
     membership = Membership.objects.filter(user=user).select_related("tenant").first()
     if membership:

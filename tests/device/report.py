@@ -23,8 +23,9 @@ def power_summary(samples: list) -> dict:
     watts = [s.power_w for s in samples if s.power_w is not None]
     if not watts:
         return {"samples": len(samples)}
-    return {"samples": len(samples), "mean_w": round(statistics.fmean(watts), 1), "median_w": round(statistics.median(watts), 1),
-            "min_w": round(min(watts), 1), "max_w": round(max(watts), 1),
+    return {"samples": len(samples), "mean_w": round(statistics.fmean(watts), 1),
+            "median_w": round(statistics.median(watts), 1), "min_w": round(min(watts), 1),
+            "max_w": round(max(watts), 1),
             "utilization_mean": round(statistics.fmean(utils), 3) if (utils := [s.utilization for s in samples
                                                                               if s.utilization is not None]) else None}
 
@@ -53,8 +54,10 @@ def main() -> None:
         "nodes": [{"hostname": n.hostname, "state": n.state, "gpus": [
             {"index": g.index, "uuid": g.uuid, "product_name": g.product_name, "gpu_type": g.gpu_type.name,
              "memory_gb": g.memory_gb, "pci_bus_id": g.pci_bus_id, "numa_node": g.numa_node, "state": g.state}
-            for g in Gpu.objects.filter(node=n).select_related("gpu_type").order_by("index")]} for n in Node.objects.all()],
-        "samples": {"count": len(samples), "span_s": round(span, 1), "per_second": round((len(samples) - 1) / span, 3) if span else None,
+            for g in Gpu.objects.filter(node=n).select_related("gpu_type").order_by("index")]}
+            for n in Node.objects.all()],
+        "samples": {"count": len(samples), "span_s": round(span, 1),
+                    "per_second": round((len(samples) - 1) / span, 3) if span else None,
                     "fields_null": {f: sum(getattr(s, f) is None for s in samples) for f in
                                     ("power_w", "utilization", "memory_used_mb", "sm_clock_mhz", "temperature_c",
                                      "ecc_corrected", "ecc_uncorrected", "retired_pages")},
@@ -73,7 +76,8 @@ def main() -> None:
                                     "partner": m.partner and m.partner.name, "throughput": m.throughput,
                                     "partner_throughput": m.partner_throughput,
                                     "power_w": m.power_w, "utilization": m.utilization, "memory_gb": m.memory_gb}
-                                   for m in Measurement.objects.filter(source="telemetry").select_related("workload", "gpu_type")],
+                                   for m in Measurement.objects.filter(source="telemetry")
+                                   .select_related("workload", "gpu_type")],
         "predictions": [{"id": r.id, "job": r.job_id, "observations": len(r.observations),
                          "tau_h200": tau_on(r.estimates, "h200"),
                          "unmeasured_gpu_types": r.estimates.get("unmeasured_gpu_types")} for r in records],

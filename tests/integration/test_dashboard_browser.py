@@ -268,7 +268,10 @@ def test_trade_off_plot_renders_in_webgl_and_preview_updates_it(stack, chromium,
 
     # the sweep is asked for again on a job's state change, not on its progress reports
     page.wait_for_selector("#live-status[data-status=live]", timeout=WAIT_MS)
-    counts = "() => [Number(document.getElementById('tradeoff-plot').dataset.loads), Number(document.getElementById('tradeoff-plot').dataset.events || 0)]"
+    counts = (
+        "() => [Number(document.getElementById('tradeoff-plot').dataset.loads),"
+        " Number(document.getElementById('tradeoff-plot').dataset.events || 0)]"
+    )
     loads, events = page.evaluate(counts)
 
     def progress():

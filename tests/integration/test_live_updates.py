@@ -188,7 +188,10 @@ LIVE_JS_HARNESS = """async (source) => {
   let fetches = 0;
   window.setTimeout = (fn, ms) => timers.push({fn, ms, cancelled: false});
   window.clearTimeout = (id) => { if (timers[id - 1]) timers[id - 1].cancelled = true; };
-  window.fetch = () => { fetches += 1; return Promise.resolve({status: 200, ok: true, json: () => ({event_id: 5, state: {}})}); };
+  window.fetch = () => {
+    fetches += 1;
+    return Promise.resolve({status: 200, ok: true, json: () => ({event_id: 5, state: {}})});
+  };
   window.WebSocket = function (url) { this.url = url; sockets.push(this); };
   window.WebSocket.prototype.close = function () {};
   const settle = async () => { for (let i = 0; i < 10; i++) await null; };

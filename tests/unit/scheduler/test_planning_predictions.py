@@ -263,8 +263,10 @@ def test_reconciliation_asks_p1_again_for_a_job_whose_request_was_lost(unmeasure
         services.scheduling_round_run(trigger="manual")
         services.predictions_reconcile()
     assert broker.of("scheduler.tasks.job_predict") == [([mystery.pk], {}, None)]  # the reconciliation, not the round
-    PredictionRecord.objects.create(workload=mystery.workload, job_id=mystery.pk, version=PredictorVersion.objects.get(),
-                                    estimates={**ESTIMATES, "tau": [0.0, 0.0, 0.0]})  # P1 came: fits nowhere
+    PredictionRecord.objects.create(  # P1 came: fits nowhere
+        workload=mystery.workload, job_id=mystery.pk, version=PredictorVersion.objects.get(),
+        estimates={**ESTIMATES, "tau": [0.0, 0.0, 0.0]},
+    )
     services.outbox_acknowledge(key=services.p1_key(mystery.pk))
     with django_capture_on_commit_callbacks(execute=True):
         services.predictions_reconcile()

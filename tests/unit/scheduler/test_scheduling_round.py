@@ -18,7 +18,8 @@ def measured(cluster, resnet50, lm, v100, k80):
     """ResNet-50: 10/s on V100, 4/s on K80, 18/s on 2 V100; LM: 30/s on V100, 20/s on K80."""
     now = timezone.now()
     rows = [
-        (resnet50, v100, 1, 10.0), (resnet50, k80, 1, 4.0), (resnet50, v100, 2, 18.0), (lm, v100, 1, 30.0), (lm, k80, 1, 20.0),
+        (resnet50, v100, 1, 10.0), (resnet50, k80, 1, 4.0), (resnet50, v100, 2, 18.0),
+        (lm, v100, 1, 30.0), (lm, k80, 1, 20.0),
     ]
     for workload, gpu_type, k, tau in rows:
         Measurement.objects.create(workload=workload, gpu_type=gpu_type, num_gpus=k, throughput=tau, source="reference",

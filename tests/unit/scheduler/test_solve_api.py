@@ -43,7 +43,9 @@ def test_a_real_round_applies_and_can_pick_a_solver(client_for, staff, pending_j
     assert SolveRun.objects.get().trigger == "manual"
 
 
-@pytest.mark.parametrize("body,field", [({"dryrun": True}, "dryrun"), ({"solver": "quantum"}, "solver"), ({"dry_run": "maybe"}, "dry_run")])
+@pytest.mark.parametrize(
+    "body,field", [({"dryrun": True}, "dryrun"), ({"solver": "quantum"}, "solver"), ({"dry_run": "maybe"}, "dry_run")]
+)
 def test_bad_bodies_get_400_naming_the_field(client_for, staff, pending_job, body, field):
     response = client_for(staff).post("/api/solve/", body, format="json")
     assert response.status_code == 400 and field in response.json()

@@ -14,10 +14,5 @@ def node_report(hostname="node1", gpus=None, **fields):
             for i in range(4)
         ]
     return {
-        "hostname": hostname,
-        "labels": {"rack": "r1"},
-        "cell": "cell-a",
-        "agent_version": "1.0",
-        "gpus": gpus,
-        **fields,
+        "hostname": hostname, "labels": {"rack": "r1"}, "cell": "cell-a", "agent_version": "1.0", "gpus": gpus, **fields
     }

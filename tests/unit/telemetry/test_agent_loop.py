@@ -45,8 +45,8 @@ def run_agent(tmp_path):
             "upload_interval_s": 0.3, "heartbeat_interval_s": 0.5, "poll_interval_s": 0.2,
             "progress_interval_s": 0.3, "grace_s": 0.5, "retry_s": 0.2, **overrides,
         }
-        agent = Agent(backend=NvmlBackend(nvml=nvml or fake_nvml(count=gpus)), client=ControlPlane(plane.url, token, timeout=2),
-                      config=AgentConfig(**config))
+        agent = Agent(backend=NvmlBackend(nvml=nvml or fake_nvml(count=gpus)),
+                      client=ControlPlane(plane.url, token, timeout=2), config=AgentConfig(**config))
         agent.errors = []
 
         def target():
@@ -72,8 +72,9 @@ def python(code: str) -> str:
 
 def assignment(job_id, command, gpu_indexes=(0,), allocations=None, **fields):
     return {
-        "job": job_id, "state": "placed", "allocations": allocations or [100 + job_id], "gpu_indexes": list(gpu_indexes),
-        "gpu_type": "v100", "workload": "ResNet-50 (batch size 64)", "partners": [], "command": command,
+        "job": job_id, "state": "placed", "allocations": allocations or [100 + job_id],
+        "gpu_indexes": list(gpu_indexes), "gpu_type": "v100", "workload": "ResNet-50 (batch size 64)", "partners": [],
+        "command": command,
         "environment": {"PYTHONPATH": os.getcwd()}, "total_steps": None, "steps_done": 0, **fields,
     }
 

@@ -12,7 +12,8 @@ def records(extra=()):
     base = [
         Record("A (batch size 8)", "v100", 10.0, source="profiling"),
         Record("B (batch size 8)", "v100", 20.0, source="profiling"),
-        Record("A (batch size 8)", "v100", 4.0, partner="B (batch size 8)", partner_throughput=12.0, source="profiling"),
+        Record("A (batch size 8)", "v100", 4.0, partner="B (batch size 8)", partner_throughput=12.0,
+               source="profiling"),
     ]
     return base + list(extra)
 

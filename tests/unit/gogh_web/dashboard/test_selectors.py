@@ -96,8 +96,8 @@ def test_coverage_marks_cells_a_stored_estimate_predicts(cluster, resnet50, lm, 
     version = PredictorVersion.objects.create(name="p1", architecture="feedforward", weights_file="p1.pt",
                                               weights_sha256="0" * 64, metrics={"val_mae": 0.09})
     PredictionRecord.objects.create(workload=lm, version=version, estimates={
-        "partners": [resnet50.name], "gpu_types": ["v100"], "rho": [[0.8]], "configs": [["v100", 1, True]], "tau": [3.0],
-        "low_confidence": True,
+        "partners": [resnet50.name], "gpu_types": ["v100"], "rho": [[0.8]], "configs": [["v100", 1, True]],
+        "tau": [3.0], "low_confidence": True,
     })
     lm_row, _ = selectors.catalog_coverage()["by_type"]["v100"]
     assert lm_row == [selectors.PREDICTED, selectors.UNKNOWN, selectors.PREDICTED]  # alone, with LM, with ResNet

@@ -29,7 +29,8 @@ def dispatched(monkeypatch):
     return sent
 
 
-def test_sweep_is_created_once_per_cluster_state(browser_for, alice, cluster, submit, dispatched, django_capture_on_commit_callbacks):
+def test_sweep_is_created_once_per_cluster_state(browser_for, alice, cluster, submit, dispatched,
+                                                  django_capture_on_commit_callbacks):
     client = browser_for(alice)
     with django_capture_on_commit_callbacks(execute=True):
         first = sweep_of_now(client)

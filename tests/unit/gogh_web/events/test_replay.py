@@ -14,7 +14,8 @@ from telemetry.services import gpu_samples_ingest, node_set_state
 from .conftest import apply_events, plain
 
 
-def test_state_after_applying_events_equals_a_fresh_snapshot(measured, alice, bob, staff, resnet50, lm, committed, settings):
+def test_state_after_applying_events_equals_a_fresh_snapshot(measured, alice, bob, staff, resnet50, lm, committed,
+                                                             settings):
     settings.GOGH_LIVE_ENDED_JOBS_KEPT = 1  # so that jobs and solve runs also leave their windows
     settings.GOGH_LIVE_SOLVE_RUNS_KEPT = 2
     viewers = {user.username: viewer_for(user) for user in (alice, bob, staff)}

@@ -44,7 +44,8 @@ def test_events_are_numbered_in_commit_order(db, django_capture_on_commit_callba
     assert list(Event.objects.order_by("id").values_list("key", flat=True)) == ["0", "1", "2"]
 
 
-def test_send_events_stores_a_batch_together_and_deletes_what_the_builder_left_out(db, django_capture_on_commit_callbacks):
+def test_send_events_stores_a_batch_together_and_deletes_what_the_builder_left_out(db,
+                                                                                  django_capture_on_commit_callbacks):
     asked = []
 
     def build(keys):
@@ -91,7 +92,8 @@ def test_events_lost_twice_leave_a_resync_marker(db, monkeypatch, django_capture
     assert list(Event.objects.values_list("kind", "tenant_id")) == [("resync", None)]  # every page sees it
 
 
-def test_a_marker_that_could_not_be_stored_goes_first_with_the_next_events(db, monkeypatch, django_capture_on_commit_callbacks):
+def test_a_marker_that_could_not_be_stored_goes_first_with_the_next_events(db, monkeypatch,
+                                                                           django_capture_on_commit_callbacks):
     _failing(monkeypatch, times=3)  # the event, its retry and the marker
     with django_capture_on_commit_callbacks(execute=True):
         send_event(kind="node", key=1, data={"id": 1})

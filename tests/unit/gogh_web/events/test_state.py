@@ -37,14 +37,7 @@ def test_job_state_has_placement_predictions_slo_and_progress():
     assert data["started_at"] == T0.isoformat() and data["finished_at"] is None
     assert (data["workload"], data["tenant"], data["owner"]) == ("ResNet-50 (batch size 64)", "research", "alice")
     assert {
-        "id",
-        "state",
-        "pending_reason",
-        "priority",
-        "min_throughput",
-        "max_gpus",
-        "submitted_at",
-        "placed_at",
+        "id", "state", "pending_reason", "priority", "min_throughput", "max_gpus", "submitted_at", "placed_at"
     } <= set(data)
 
 
@@ -65,12 +58,8 @@ def test_gpu_state_carries_the_newest_sample():
               state="healthy")
     sample = GpuSample(ts=T0, power_w=250.0, utilization=0.9, temperature_c=70.0, memory_used_mb=None)
     data = state.gpu_state(gpu, sample=sample)
-    assert (data["power_w"], data["utilization"], data["temperature_c"], data["sampled_at"]) == (
-        250.0,
-        0.9,
-        70.0,
-        T0.isoformat(),
-    )
+    sample = (data["power_w"], data["utilization"], data["temperature_c"], data["sampled_at"])
+    assert sample == (250.0, 0.9, 70.0, T0.isoformat())
     assert state.gpu_state(gpu, sample=None)["power_w"] is None
 
 

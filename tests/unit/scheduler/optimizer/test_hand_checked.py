@@ -210,8 +210,8 @@ def test_the_genetic_repair_admits_what_the_greedy_leaves_out():
     the genetic algorithm's repair finds without any generation."""
     cheap, dear = gpu_type("x", tdp=100), gpu_type("y", tdp=300)
     preds = TablePredictions(taus={("a", "x", 1, True): 10, ("a", "y", 1, True): 10, ("b", "x", 1, True): 10})
-    p = problem([job(1, "a", tmin=5), job(2, "b", tmin=5)], node("x", "nx", 1) + node("y", "ny", 1), [cheap, dear], preds,
-                theta=1, genetic_generations=0)
+    p = problem([job(1, "a", tmin=5), job(2, "b", tmin=5)], node("x", "nx", 1) + node("y", "ny", 1), [cheap, dear],
+                preds, theta=1, genetic_generations=0)
     assert len(get_solver("greedy").solve(p).placements) == 1
     result = get_solver("genetic").solve(p)
     assert set(result.placements) == {"1", "2"}
@@ -291,7 +291,8 @@ def running_group(n_running: int, n_waiting: int, theta: int, migration_cost_w: 
         taus={("a", "fast", 1, True): 10, ("a", "slow", 1, True): 6}, rhos={("a", "a", "fast"): 0.8}
     )
     ids = [str(i) for i in range(1, n_running + n_waiting + 1)]
-    jobs = [job(i, "a", tmin=5, current=(["f-0"], [x for x in ids[:n_running] if x != i]) if i in ids[:n_running] else None)
+    running = ids[:n_running]
+    jobs = [job(i, "a", tmin=5, current=(["f-0"], [x for x in running if x != i]) if i in running else None)
             for i in ids]
     return problem(jobs, node("fast", "f", 1) + node("slow", "s", 3), [FAST, gpu_type("slow", tdp=80)], preds,
                    theta=theta, migration_cost_w=migration_cost_w)

@@ -43,8 +43,8 @@ def instances(draw):
                 if draw(st.booleans()):
                     rhos[(w, other, t.name)] = draw(st.floats(0.3, 1.0))
     jobs = [
-        job(i, draw(st.sampled_from(WORKLOADS)), tenant=draw(st.sampled_from(["t", "u", "v"])), tmin=draw(st.floats(0.5, 30)),
-            dj=draw(st.sampled_from([1, 2, 4])), priority=draw(st.integers(0, 2)),
+        job(i, draw(st.sampled_from(WORKLOADS)), tenant=draw(st.sampled_from(["t", "u", "v"])),
+            tmin=draw(st.floats(0.5, 30)), dj=draw(st.sampled_from([1, 2, 4])), priority=draw(st.integers(0, 2)),
             memory=draw(st.sampled_from([None, None, 6, 10, 20])))
         for i in range(draw(st.integers(0, 8)))
     ]
@@ -114,8 +114,8 @@ def crowded(draw):
     taus = {(w, t.name, 1, True): draw(st.floats(5, 20)) for w in WORKLOADS[:2]}
     rhos = {(w, v, t.name): draw(st.floats(0.6, 1.0)) for w in WORKLOADS[:2] for v in WORKLOADS[:2]}
     jobs = [
-        job(i, draw(st.sampled_from(WORKLOADS[:2])), tenant=draw(st.sampled_from(["t", "t", "u"])), tmin=draw(st.floats(0.5, 8)),
-            priority=draw(st.integers(0, 1)), memory=draw(st.sampled_from([None, 2, 5])))
+        job(i, draw(st.sampled_from(WORKLOADS[:2])), tenant=draw(st.sampled_from(["t", "t", "u"])),
+            tmin=draw(st.floats(0.5, 8)), priority=draw(st.integers(0, 1)), memory=draw(st.sampled_from([None, 2, 5])))
         for i in range(draw(st.integers(2, 10)))
     ]
     return problem(jobs, gpus, [t], TablePredictions(taus, rhos), seed=draw(st.integers(0, 3)),
