@@ -37,7 +37,7 @@ class Job(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
-    idempotency_key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001 -- NULL: no key, unconstrained
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001 -- NULL (no key) stays out of the unique constraint
     request_fingerprint = models.CharField(max_length=64, blank=True)
 
     class Meta:
