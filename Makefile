@@ -1,6 +1,7 @@
 # GOGH: two commands matter. `make demo` runs the control plane on embedded defaults;
-# `make test` runs the whole suite (unit on SQLite, integration on PostgreSQL + Redis + real
-# Celery workers; start those servers first with `make services`, as .ci/run does).
+# `make test` runs ruff (`make lint`, configured in ruff.toml) and then the whole suite (unit on
+# SQLite, integration on PostgreSQL + Redis + real Celery workers; start those servers first with
+# `make services`, as .ci/run does).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -9,7 +10,7 @@ TEST_DATABASE_URL ?= postgres://gogh:gogh@127.0.0.1:5432/gogh
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 PYTEST := $(PY) -m pytest -q
 
-.PHONY: demo test test-unit test-integration services venv clean-var
+.PHONY: demo lint test test-unit test-integration services venv clean-var
 
 venv: $(VENV)/.installed
 
@@ -27,7 +28,11 @@ demo: venv
 	$(PY) manage.py create_demo_admin
 	$(PY) manage.py run_stack --demo-agents
 
-test: test-unit test-integration
+# Lint first: a failure stops the run with ruff's file:line:column message.
+test: lint test-unit test-integration
+
+lint: venv
+	$(VENV)/bin/ruff check .
 
 test-unit: venv
 	$(PYTEST) tests/unit

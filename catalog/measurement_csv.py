@@ -12,7 +12,7 @@ import csv
 import io
 import math
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from .measurement_limits import MAX_NUM_GPUS, limit_problems
@@ -193,7 +193,7 @@ def _parse_row(raw: dict[str, str]) -> tuple[MeasurementRecord | None, list[str]
     if not reasons:
         limits = {k: values[k] for k in ("throughput", "partner_throughput", "power_w", "num_gpus", "memory_gb",
                                          "observed_at") if k in values}
-        problems = limit_problems(now=datetime.now(timezone.utc), **limits)
+        problems = limit_problems(now=datetime.now(UTC), **limits)
         reasons += [f"{column}: {reason}" for column, reason in problems.items()]
     if reasons:
         return None, reasons

@@ -4,7 +4,7 @@ made every scheduling round's objective infinite, a peak memory of 1e300 GB kept
 pending for good, and a record stamped in the year 9999 stayed the newest of its window.
 
 No Django: the CSV reader, which runs without a database, uses it too."""
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 #: Steps per second: no training or inference step takes under a microsecond.
 MAX_THROUGHPUT = 1e6
@@ -20,7 +20,7 @@ MEMORY_TOLERANCE = 1.1
 #: How far ahead of the server's clock a measurement may be stamped (clock skew).
 MAX_CLOCK_AHEAD = timedelta(minutes=5)
 #: Nothing was measured for deep learning on a GPU before this.
-EARLIEST_OBSERVATION = datetime(2000, 1, 1, tzinfo=timezone.utc)
+EARLIEST_OBSERVATION = datetime(2000, 1, 1, tzinfo=UTC)
 
 
 def limit_problems(*, now: datetime, throughput: float | None = None, partner_throughput: float | None = None,

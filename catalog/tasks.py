@@ -21,7 +21,9 @@ log = logging.getLogger(__name__)
 
 
 @shared_task(name="catalog.tasks.predictor_retrain")
-def predictor_retrain(name: str = "p1", architecture: str | None = None, hyperparameters: dict | None = None) -> int | None:
+def predictor_retrain(
+    name: str = "p1", architecture: str | None = None, hyperparameters: dict | None = None
+) -> int | None:
     """Nightly (beat) or on demand: train a candidate; returns its id (active if it scored no
     worse), None (logged) while the catalog has nothing to train on."""
     try:

@@ -12,12 +12,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gogh_web.settings")
 
 django_asgi_app = get_asgi_application()
 
-# Imported once Django is set up: consumers reach models.
-from channels.auth import AuthMiddlewareStack  # noqa: E402
-from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+# Imported once Django is set up (E402): channels.auth and the consumers reach models.
+from channels.auth import AuthMiddlewareStack  # noqa: E402 -- needs Django set up first
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402 -- needs Django set up first
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402 -- needs Django set up first
 
-from gogh_web.events.routing import websocket_urlpatterns  # noqa: E402
+from gogh_web.events.routing import websocket_urlpatterns  # noqa: E402 -- needs Django set up first
 
 application = ProtocolTypeRouter(
     {

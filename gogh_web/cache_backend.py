@@ -9,8 +9,7 @@ logged once: for the seconds Redis is away sign-ins are not slowed, but they wor
 import logging
 
 from django.core.cache.backends.redis import RedisCache
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.exceptions import ConnectionError as RedisConnectionError, TimeoutError as RedisTimeoutError
 
 log = logging.getLogger(__name__)
 _UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OSError)

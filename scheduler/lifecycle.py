@@ -20,7 +20,7 @@ Terminal states never change again.
 from enum import Enum
 
 
-class JobState(str, Enum):
+class JobState(str, Enum):  # noqa: UP042 -- StrEnum would change str() and format() of a state
     PENDING = "pending"
     PLACED = "placed"
     RUNNING = "running"

@@ -12,6 +12,7 @@ to the measurements.
 """
 from dataclasses import dataclass
 
+
 @dataclass(frozen=True)
 class WorkloadEstimates:
     """One stored prediction (catalog.PredictionRecord.estimates) in lookup form."""
@@ -68,7 +69,8 @@ class LearnedPredictions:
     def rho(self, workload, partner, gpu_type):
         estimate = self._estimates.get(workload)
         measured = self._measured.rho(workload, partner, gpu_type)
-        if estimate is None or (partner, gpu_type) not in estimate.rho or (measured is not None and not estimate.observed):
+        unestimated = estimate is None or (partner, gpu_type) not in estimate.rho
+        if unestimated or (measured is not None and not estimate.observed):
             return measured
         return min(1.0, max(0.0, estimate.rho[(partner, gpu_type)]))
 

@@ -6,6 +6,7 @@ from catalog.measurement_record import MeasurementRecord
 from catalog.predictors.data import apply_policy, cell_is_known, peak_memory
 from catalog.services.predictors_store import catalog_policy, catalog_window_records
 from catalog.selectors import latest_estimates_by_workload
+from catalog.services.predictors_store import catalog_policy, catalog_window_records
 from telemetry.models import Gpu, GpuState, NodeState
 
 from .lifecycle import JobState
@@ -86,7 +87,8 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
     )
     types = {
         t.name: GpuTypeSpec(
-            t.name, t.memory_gb, t.idle_w, t.tdp_w, PowerCurve.from_points(t.power_curve, t.idle_w, t.tdp_w), settings.theta
+            t.name, t.memory_gb, t.idle_w, t.tdp_w, PowerCurve.from_points(t.power_curve, t.idle_w, t.tdp_w),
+            settings.theta,
         )
         for t in GpuType.objects.filter(name__in={g.gpu_type for g in gpu_specs})
     }
@@ -116,7 +118,8 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
         )
     )
     return Problem(
-        jobs=job_specs, gpus=gpu_specs, gpu_types=types, predictions=planning_predictions({j.workload for j in job_specs}, include_shadow=config.shadow_mode),
+        jobs=job_specs, gpus=gpu_specs, gpu_types=types,
+        predictions=planning_predictions({j.workload for j in job_specs}, include_shadow=config.shadow_mode),
         settings=settings, load_history=history,
     )
 

@@ -302,8 +302,8 @@ def _decision(allocation: optimizer.Plan) -> dict:
     return {
         "placements": {
             job_id: {
-                "gpu_ids": list(p.gpu_ids), "partners": list(p.partners), "predicted_throughput": p.predicted_throughput,
-                "predicted_power_w": p.predicted_power_w,
+                "gpu_ids": list(p.gpu_ids), "partners": list(p.partners),
+                "predicted_throughput": p.predicted_throughput, "predicted_power_w": p.predicted_power_w,
             }
             for job_id, p in allocation.placements.items()
         },
@@ -476,7 +476,9 @@ def solver_config_update(*, by, values: dict) -> SolverConfig:
             if old == value:
                 continue
             setattr(config, field, value)
-            SolverConfigChange.objects.create(config=config, changed_by=by, field=field, old_value=str(old)[:200], new_value=str(value)[:200])
+            SolverConfigChange.objects.create(
+                config=config, changed_by=by, field=field, old_value=str(old)[:200], new_value=str(value)[:200]
+            )
         config.full_clean()
         config.save()
         live.solver_config_changed(config)

@@ -85,7 +85,9 @@ def simulated_agent_args(node: DemoNode, seed: int) -> list[str]:
         counts[gpu.gpu_type] = counts.get(gpu.gpu_type, 0) + 1
     labels = [arg for key, value in sorted(node.labels.items()) for arg in ("--label", f"{key}={value}")]
     gpus = ",".join(f"{name}:{count}" for name, count in counts.items())
-    return ["--simulate", "--hostname", node.hostname, "--cell", node.cell, "--gpus", gpus, "--seed", str(seed), *labels]
+    return [
+        "--simulate", "--hostname", node.hostname, "--cell", node.cell, "--gpus", gpus, "--seed", str(seed), *labels
+    ]
 
 
 def demo_gpu_types() -> list[str]:

@@ -20,7 +20,7 @@ import random
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 #: The overload answers: the node waits Retry-After and keeps its samples.
@@ -111,7 +111,7 @@ def sample_payload(uuid: str, ts: float, rng: random.Random) -> dict:
     """One reading as the agent sends it (telemetry.agent.gpus.GpuSample.payload)."""
     utilization = rng.uniform(0.0, 1.0)
     return {
-        "gpu": uuid, "ts": datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(),
+        "gpu": uuid, "ts": datetime.fromtimestamp(ts, tz=UTC).isoformat(),
         "power_w": round(60 + 240 * utilization, 1), "utilization": round(utilization, 3),
         "memory_used_mb": 9120.0, "sm_clock_mhz": 1380.0, "temperature_c": round(40 + 40 * utilization, 1),
         "ecc_corrected": 0, "ecc_uncorrected": 0, "retired_pages": 0,
@@ -303,7 +303,8 @@ def format_table(result: dict) -> str:
         ("errors", f"{result['errors']} {result['errors_by_status'] or ''}".strip()),
         ("429/503 answers (Retry-After)", str(result["overload_answers"] or 0)),
         ("backlog left (samples)", str(result["backlog_samples"])),
-        ("max database connections", "-" if result["max_db_connections"] is None else str(result["max_db_connections"])),
+        ("max database connections",
+         "-" if result["max_db_connections"] is None else str(result["max_db_connections"])),
     ]
     if result.get("web_cpu_s") is not None:
         per_thousand = 1000 * result["web_cpu_s"] / result["samples_accepted"] if result["samples_accepted"] else None

@@ -163,7 +163,8 @@ class MeasurementSerializer(CatalogModelSerializer):
         if attrs.get("partner_throughput") is not None and attrs.get("partner") is None:
             raise serializers.ValidationError({"partner_throughput": ["Only a measurement with a partner has one."]})
         problems = limit_problems(
-            now=timezone.now(), num_gpus=attrs.get("num_gpus", 1), gpu_memory_gb=getattr(attrs.get("gpu_type"), "memory_gb", None),
+            now=timezone.now(), num_gpus=attrs.get("num_gpus", 1),
+            gpu_memory_gb=getattr(attrs.get("gpu_type"), "memory_gb", None),
             **{k: attrs.get(k) for k in ("throughput", "partner_throughput", "power_w", "memory_gb", "observed_at")},
         )
         if problems:

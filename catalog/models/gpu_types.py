@@ -37,7 +37,9 @@ class GpuType(models.Model):
     replaced by profiling (NVML) as measurements come in, so every value carries provenance.
     """
 
-    name = models.SlugField(max_length=32, unique=True, validators=[lower_case_name], help_text="Short name, e.g. v100.")
+    name = models.SlugField(
+        max_length=32, unique=True, validators=[lower_case_name], help_text="Short name, e.g. v100."
+    )
     description = models.CharField(max_length=200, blank=True)
     memory_gb = models.FloatField(help_text="Device memory per GPU in GB.")
     tdp_w = models.FloatField(help_text="Board power limit per GPU in W (datasheet).")

@@ -46,12 +46,12 @@ class PredictorVersion(models.Model):
             ),
         ]
 
+    def __str__(self):
+        return f"{self.name} {self.architecture} #{self.pk} ({self.status})"
+
     @property
     def val_mae(self) -> float | None:
         return self.metrics.get("val_mae")
-
-    def __str__(self):
-        return f"{self.name} {self.architecture} #{self.pk} ({self.status})"
 
 
 class PredictionRecord(models.Model):

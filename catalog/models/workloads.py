@@ -35,7 +35,10 @@ class Workload(models.Model):
             models.CheckConstraint(
                 condition=(
                     (models.Q(compute_density__isnull=True) | models.Q(compute_density__gte=0, compute_density__lte=1))
-                    & (models.Q(memory_intensity__isnull=True) | models.Q(memory_intensity__gte=0, memory_intensity__lte=1))
+                    & (
+                        models.Q(memory_intensity__isnull=True)
+                        | models.Q(memory_intensity__gte=0, memory_intensity__lte=1)
+                    )
                     & (
                         models.Q(communication_overhead__isnull=True)
                         | models.Q(communication_overhead__gte=0, communication_overhead__lte=1)

@@ -115,8 +115,8 @@ class PerformancePredictor:
             value = getattr(self, key)
             if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
                     or value < 0 or (low is not None and value <= low)):
-                raise ValueError(f"hyperparameter {key} must be a finite number {'> 0' if low is not None else '>= 0'}, "
-                                 f"not {value!r}")
+                bound = "> 0" if low is not None else ">= 0"
+                raise ValueError(f"hyperparameter {key} must be a finite number {bound}, not {value!r}")
 
     # ---- training -------------------------------------------------------------------------
     def fit(self, catalog: CatalogData, init: "PerformancePredictor | None" = None) -> "PerformancePredictor":

@@ -26,13 +26,33 @@ class FamilyFacts:
 
 
 REFERENCE_FAMILIES: dict[str, FamilyFacts] = {
-    "ResNet-18": FamilyFacts(11_173_962, 3.3e9, 0.85, 0.45, "He et al. 2016; CIFAR-10 variant (kuangliu/pytorch-cifar): 0.56 GMAC forward at 32x32"),
-    "ResNet-50": FamilyFacts(25_557_032, 2.46e10, 0.90, 0.40, "He et al. 2016: 4.1 GMAC forward at 224x224; torchvision parameter count"),
-    "Transformer": FamilyFacts(44_000_000, 7.9e9, 0.70, 0.55, "Vaswani et al. 2017 base (d=512, 6+6 layers) with Multi30k vocabularies; 6 x params x ~30 tokens"),
-    "LM": FamilyFacts(13_990_000, 1.53e9, 0.40, 0.70, "PyTorch word_language_model defaults (2-layer LSTM, 200 units, 33,278-word Wikitext-2 vocabulary, bptt 35)"),
-    "Recommendation": FamilyFacts(29_000_000, 1.74e8, 0.30, 0.85, "Kuchaiev & Ginsburg 2017 autoencoder (n_items-512-512-1024) on ML-20M's ~27k items; 6 x params"),
-    "A3C": FamilyFacts(600_000, 2.8e8, 0.20, 0.30, "Mnih et al. 2016 A3C, ikostrikov/pytorch-a3c (4 conv + LSTM 256) on 42x42 frames, 20-step rollout"),
-    "CycleGAN": FamilyFacts(28_286_000, 1.37e12, 0.90, 0.60, "Zhu et al. 2017: 2 ResNet-9 generators (11.4M) + 2 PatchGANs (2.8M), ~57 GMAC per generator pass at 256x256"),
+    "ResNet-18": FamilyFacts(
+        11_173_962, 3.3e9, 0.85, 0.45,
+        "He et al. 2016; CIFAR-10 variant (kuangliu/pytorch-cifar): 0.56 GMAC forward at 32x32",
+    ),
+    "ResNet-50": FamilyFacts(
+        25_557_032, 2.46e10, 0.90, 0.40, "He et al. 2016: 4.1 GMAC forward at 224x224; torchvision parameter count"
+    ),
+    "Transformer": FamilyFacts(
+        44_000_000, 7.9e9, 0.70, 0.55,
+        "Vaswani et al. 2017 base (d=512, 6+6 layers) with Multi30k vocabularies; 6 x params x ~30 tokens",
+    ),
+    "LM": FamilyFacts(
+        13_990_000, 1.53e9, 0.40, 0.70,
+        "PyTorch word_language_model defaults (2-layer LSTM, 200 units, 33,278-word Wikitext-2 vocabulary, bptt 35)",
+    ),
+    "Recommendation": FamilyFacts(
+        29_000_000, 1.74e8, 0.30, 0.85,
+        "Kuchaiev & Ginsburg 2017 autoencoder (n_items-512-512-1024) on ML-20M's ~27k items; 6 x params",
+    ),
+    "A3C": FamilyFacts(
+        600_000, 2.8e8, 0.20, 0.30,
+        "Mnih et al. 2016 A3C, ikostrikov/pytorch-a3c (4 conv + LSTM 256) on 42x42 frames, 20-step rollout",
+    ),
+    "CycleGAN": FamilyFacts(
+        28_286_000, 1.37e12, 0.90, 0.60,
+        "Zhu et al. 2017: 2 ResNet-9 generators (11.4M) + 2 PatchGANs (2.8M), ~57 GMAC per generator pass at 256x256",
+    ),
 }
 
 FEATURE_NAMES = (

@@ -4,8 +4,9 @@ Each observation (1) joins the job's fingerprint, which the network uses to re-w
 catalog's workloads by how well they agree with the job, so unobserved GPU types and partners
 move too, and (2) takes `p2_steps` Adam steps (learning rate `p2_learning_rate`, default 0.01,
 cosine-decayed to 0 over the steps) on a per-GPU-type bias of rho fitted to the residuals of
-the observed cells under a ridge prior; the bias carries over from one update to the next. Observed cells report the observed mean. Everything is
-clipped to [0, 1]; one update costs two small forward passes (see the benchmark's latency).
+the observed cells under a ridge prior; the bias carries over from one update to the next.
+Observed cells report the observed mean. Everything is clipped to [0, 1]; one update costs two
+small forward passes (see the benchmark's latency).
 
 The structured predictor (structured.py) has no network: its P2 is the Gaussian-process
 posterior of the job's residuals from the prior, and isolated observations shift the
@@ -47,7 +48,9 @@ class JobEstimate:
             self._prior_rho = _anchored_rho(*structured.rho(features), self.catalog_rho)
             self._prior_tau = _anchored_log_tau(*structured.log_tau(features), self.catalog_tau)
             comm = structured.communication(features)  # the catalog's own where it measured the job
-            self._comm = comm if self.own is None else np.where(np.isnan(self.catalog_tau), comm, structured.comm_[self.own])
+            self._comm = (
+                comm if self.own is None else np.where(np.isnan(self.catalog_tau), comm, structured.comm_[self.own])
+            )
         self._refresh()
 
     # ---- observations ---------------------------------------------------------------------

@@ -67,5 +67,7 @@ def predict_power(features, gpu_type: str, curve: list, zeus: dict | None = None
         return PowerEstimate(float(np.mean(measured[nearest])), float(np.std(measured[nearest])), "zeus")
     utilization = min(1.0, rho * alone_utilization(features.compute_density) + partner_share)
     watts = curve_watts(curve, utilization)
-    spread = abs(curve_watts(curve, min(1.0, utilization + 0.15)) - curve_watts(curve, max(0.0, utilization - 0.15))) / 2
+    spread = (
+        abs(curve_watts(curve, min(1.0, utilization + 0.15)) - curve_watts(curve, max(0.0, utilization - 0.15))) / 2
+    )
     return PowerEstimate(watts, spread, "power curve")

@@ -127,8 +127,10 @@ def predictor_promote(*, version: PredictorVersion) -> PredictorVersion:
 @transaction.atomic
 def predictor_rollback(*, version: PredictorVersion) -> PredictorVersion:
     """Make an earlier version active again, whatever its score (the admin's action)."""
-    retired = PredictorVersion.objects.select_for_update().filter(name=version.name, status=PredictorStatus.ACTIVE).exclude(
-        pk=version.pk
+    retired = (
+        PredictorVersion.objects.select_for_update()
+        .filter(name=version.name, status=PredictorStatus.ACTIVE)
+        .exclude(pk=version.pk)
     )
     retired_ids = list(retired.values_list("pk", flat=True))
     retired.update(status=PredictorStatus.RETIRED)
@@ -182,7 +184,7 @@ def _read_export(data: bytes, source: str) -> tuple[PerformancePredictor, dict]:
 
     try:
         payload = torch.load(io.BytesIO(data), weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - any byte string: torch raises EOFError, UnpicklingError, RuntimeError...
+    except Exception as exc:  # any byte string: torch raises EOFError, UnpicklingError, RuntimeError...
         detail = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else "no detail"
         raise refused(f"unreadable: {type(exc).__name__}: {detail}") from None
     if not isinstance(payload, dict):
@@ -301,7 +303,9 @@ def _estimates(prediction) -> dict:
     }
 
 
-def _add_unmeasured_types(estimates: dict, prediction, features, observations: list[dict], untrained: list[str]) -> None:
+def _add_unmeasured_types(
+    estimates: dict, prediction, features, observations: list[dict], untrained: list[str]
+) -> None:
     """Extend `estimates` to the catalog's GPU types the predictor was trained without (`untrained`: a T4,
     A100, H100 or H200 nobody has measured yet), from datasheet specs (catalog.predictors.gpu_specs):
     single-GPU throughput and co-location fractions, marked in `unmeasured_gpu_types`. The job's

@@ -3,8 +3,7 @@
 Services raise django.core.exceptions.ValidationError (they know nothing of DRF); here it
 becomes the same 400 body shape DRF serializers produce: {"field": ["message", ...]}.
 """
-from django.core.exceptions import NON_FIELD_ERRORS
-from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError as DjangoValidationError
 from rest_framework import exceptions, status
 from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler as drf_exception_handler

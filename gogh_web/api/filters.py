@@ -1,6 +1,6 @@
 """Query-string filters stricter than django-filter's: a bad value is a 400, never a silently
 different query or a 500."""
-from datetime import timezone as dt_timezone
+from datetime import UTC
 
 import django_filters
 from django import forms
@@ -29,7 +29,7 @@ class AwareIsoDateTimeField(django_filters.fields.IsoDateTimeField):
                 raise forms.ValidationError(self.error_messages["naive"], code="naive")
         result = super().to_python(value)
         try:
-            return result.astimezone(dt_timezone.utc) if result is not None else None
+            return result.astimezone(UTC) if result is not None else None
         except OverflowError:
             raise forms.ValidationError(self.error_messages["range"], code="range") from None
 

@@ -72,7 +72,7 @@ class Gate:
         try:
             await asyncio.wait_for(asyncio.shield(waiter), wait_s)
             return True
-        except (asyncio.TimeoutError, asyncio.CancelledError):
+        except (TimeoutError, asyncio.CancelledError):
             with self._lock:
                 handed = waiter.done()  # the slot came as time ran out: give it back
                 if not handed:

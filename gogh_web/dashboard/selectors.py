@@ -164,11 +164,15 @@ def catalog_coverage() -> dict:
         .distinct()
     )
     predicted: set[tuple[str, str, str | None]] = set()
-    newest = PredictionRecord.objects.filter(shadow=False).values("workload_id").annotate(newest=Max("id")).values("newest")
+    newest = (
+        PredictionRecord.objects.filter(shadow=False).values("workload_id").annotate(newest=Max("id")).values("newest")
+    )
     for name, record in PredictionRecord.objects.filter(pk__in=newest).values_list("workload__name", "estimates"):
         estimates = WorkloadEstimates.from_record(record)
         predicted.update((name, gpu_type, partner) for (partner, gpu_type) in estimates.rho)
-        predicted.update((name, gpu_type, None) for (gpu_type, num_gpus, _), tau in estimates.tau.items() if num_gpus == 1 and tau)
+        predicted.update(
+            (name, gpu_type, None) for (gpu_type, num_gpus, _), tau in estimates.tau.items() if num_gpus == 1 and tau
+        )
     columns = [None, *workloads]
 
     def cell(w, t, p):
@@ -200,7 +204,8 @@ def solver_config_changes() -> list[SolverConfigChange]:
 def current_served() -> dict[str, tuple[float, float]]:
     """Job id -> (predicted throughput, predicted power) of every job holding GPUs now."""
     served: dict[str, list[float]] = {}
-    for job_id, throughput, power in Allocation.objects.filter(end__isnull=True, job__state__in=ACTIVE_STATES).values_list(
+    open_allocations = Allocation.objects.filter(end__isnull=True, job__state__in=ACTIVE_STATES)
+    for job_id, throughput, power in open_allocations.values_list(
         "job_id", "predicted_throughput", "predicted_power_w"
     ):
         entry = served.setdefault(str(job_id), [throughput or 0.0, 0.0])
@@ -254,4 +259,6 @@ def sweep_current_point(sweep: TradeoffSweep) -> tradeoff.OperatingPoint:
 
 def visible_job_ids(user, job_ids: list[str]) -> set[str]:
     """The ids among `job_ids` of jobs the user may see (str, as the optimiser names jobs)."""
-    return {str(pk) for pk in jobs_visible_to(user).filter(pk__in=[int(j) for j in job_ids]).values_list("pk", flat=True)}
+    return {
+        str(pk) for pk in jobs_visible_to(user).filter(pk__in=[int(j) for j in job_ids]).values_list("pk", flat=True)
+    }

@@ -55,7 +55,9 @@ class SweepSerializer(serializers.Serializer):
     points_expected = serializers.IntegerField()
     surplus_value_w = serializers.FloatField()
     points = SweepPointSerializer(many=True)
-    distinct_points = serializers.IntegerField(help_text="Distinct operating points among the points (1: every setting gives the same decision).")
+    distinct_points = serializers.IntegerField(
+        help_text="Distinct operating points among the points (1: every setting gives the same decision)."
+    )
     failed_points = serializers.IntegerField()
     current = OperatingPointSerializer()
     settings = TradeoffSettingsSerializer()

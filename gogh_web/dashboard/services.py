@@ -104,7 +104,9 @@ def tradeoff_point_solve(*, sweep_id: int, index: int) -> TradeoffPoint | None:
         log.exception("trade-off sweep %s: point %s failed", sweep_id, index)
         values = {"throughput": 0.0, "power_w": 0.0, "jain": 0.0, "placed": 0, "status": FAILED_POINT,
                   "seconds": time.monotonic() - started}
-    return _store_point(sweep_id, index, {"energy_weight": setting.energy_weight, "fairness_weight": setting.fairness_weight, **values})
+    return _store_point(
+        sweep_id, index, {"energy_weight": setting.energy_weight, "fairness_weight": setting.fairness_weight, **values}
+    )
 
 
 def _store_point(sweep_id: int, index: int, values: dict) -> TradeoffPoint | None:

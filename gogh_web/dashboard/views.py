@@ -58,7 +58,9 @@ def solver(request):
             "runs": selectors.recent_solve_runs(),
             "runs_kept": selectors.solve_runs_kept(),
             "config": config,
-            "config_fields": [(f.verbose_name, getattr(config, f.name)) for f in config._meta.fields if f.name not in ("id",)],
+            "config_fields": [
+                (f.verbose_name, getattr(config, f.name)) for f in config._meta.fields if f.name not in ("id",)
+            ],
             "changes": selectors.solver_config_changes(),
         },
     )

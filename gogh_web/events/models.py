@@ -8,7 +8,10 @@ from .state import DELETE, UPSERT
 class Event(models.Model):
     id = models.BigAutoField(primary_key=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-    kind = models.CharField(max_length=32, help_text="job, node, gpu, solve_run, solver_config, predictor_version; resync: an event was lost.")
+    kind = models.CharField(
+        max_length=32,
+        help_text="job, node, gpu, solve_run, solver_config, predictor_version; resync: an event was lost.",
+    )
     key = models.CharField(max_length=64, help_text="Which object of its kind (usually its primary key).")
     op = models.CharField(max_length=8, choices=[(UPSERT, "Upsert"), (DELETE, "Delete")], default=UPSERT)
     tenant = models.ForeignKey(

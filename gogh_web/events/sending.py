@@ -75,7 +75,9 @@ def send_events(*, kind: str, keys, data, tenant_id: int | dict | None = None) -
     insert, one notification however many objects. `tenant_id`: one for all the keys, or
     {key: tenant id} (the jobs of a round belong to several tenants)."""
     keys = [str(key) for key in keys]
-    tenants = {str(k): t for k, t in tenant_id.items()} if isinstance(tenant_id, dict) else dict.fromkeys(keys, tenant_id)
+    tenants = (
+        {str(k): t for k, t in tenant_id.items()} if isinstance(tenant_id, dict) else dict.fromkeys(keys, tenant_id)
+    )
     if keys:
         send_changes(partial(_build_many, kind, keys, data, tenants))
 
@@ -145,19 +147,18 @@ def _store_and_notify(build) -> None:
     for attempt in range(1, ATTEMPTS + 1):
         try:
             _store(build, resync=_resync_owed)
-        except Exception:  # noqa: BLE001  committed already: never raise into the service
+        except Exception:  # committed already: never raise into the service
             logger.warning("Could not store live events (attempt %d of %d)", attempt, ATTEMPTS, exc_info=True)
             continue
         _resync_owed = False
         break
     else:
         try:
-            _store(lambda: [], resync=True)
+            _store(list, resync=True)
             _resync_owed = False
-        except Exception:  # noqa: BLE001
+        except Exception:
             _resync_owed = True
-            logger.error("Live events were lost; pages will be told to resync with this process's next event",
-                         exc_info=True)
+            logger.exception("Live events were lost; pages will be told to resync with this process's next event")
     _notify()
 
 
@@ -169,7 +170,9 @@ def _store(build, *, resync: bool) -> None:
         _lock_events(Event._meta.db_table)
         events = [Event(kind=RESYNC, key="", op=UPSERT, data=None)] if resync else []
         events += [
-            Event(kind=c.kind, key=c.key, op=UPSERT if c.data is not None else DELETE, tenant_id=c.tenant_id, data=c.data)
+            Event(
+                kind=c.kind, key=c.key, op=UPSERT if c.data is not None else DELETE, tenant_id=c.tenant_id, data=c.data
+            )
             for c in build()
         ]
         Event.objects.bulk_create(events)
@@ -189,5 +192,5 @@ def _notify() -> None:
         return  # the tailer of each ASGI process reads the table
     try:
         async_to_sync(layer.group_send)(GROUP, WAKE)
-    except Exception:  # noqa: BLE001  the row is stored; tailers pick it up within GOGH_LIVE_POLL_S
+    except Exception:  # the row is stored; tailers pick it up within GOGH_LIVE_POLL_S
         logger.warning("Could not notify the channel layer of a live event", exc_info=True)

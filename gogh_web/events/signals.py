@@ -39,7 +39,7 @@ def _send(user_id: int, message: dict) -> None:
         return
     try:
         async_to_sync(layer.group_send)(user_group(user_id), message)
-    except Exception:  # noqa: BLE001  the sockets still check the session at their next wake
+    except Exception:  # the sockets still check the session at their next wake
         logger.warning("Could not wake the live sockets of user %s", user_id, exc_info=True)
 
 

@@ -36,14 +36,14 @@ class Tailer:
         while self._sockets:
             try:
                 newest = await database_sync_to_async(newest_event_id)()
-            except Exception:  # noqa: BLE001  a database hiccup must not end the tailing
+            except Exception:  # a database hiccup must not end the tailing
                 logger.warning("Could not read the newest live event", exc_info=True)
                 newest = seen
             if newest != seen:
                 for socket in list(self._sockets):
                     try:
                         await socket.wake()
-                    except Exception:  # noqa: BLE001  one broken socket must not starve the others
+                    except Exception:  # one broken socket must not starve the others
                         logger.warning("Could not send live events to a socket", exc_info=True)
             seen = newest
             await asyncio.sleep(interval)

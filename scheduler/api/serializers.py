@@ -15,7 +15,6 @@ from gogh_web.api.strict import StrictFieldsMixin
 from ..models import Allocation, Job
 from ..selectors import cluster_gpu_count, largest_gpu_memory_gb
 
-
 #: The smallest T_min, one step in about 28 hours: far below it throughput / T_min overflows
 #: to infinity in the fairness figures, and no real job needs a guarantee that slow.
 MIN_THROUGHPUT = 1e-5

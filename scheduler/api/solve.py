@@ -25,7 +25,9 @@ class PlacementSerializer(serializers.Serializer):
     gpu_type = serializers.CharField()
     gpus = serializers.ListField(child=serializers.IntegerField())
     consolidated = serializers.BooleanField()
-    partners = serializers.ListField(child=serializers.IntegerField(), help_text="Ids of the jobs sharing its GPU ([] alone).")
+    partners = serializers.ListField(
+        child=serializers.IntegerField(), help_text="Ids of the jobs sharing its GPU ([] alone)."
+    )
     predicted_throughput = serializers.FloatField()
     predicted_power_w = serializers.FloatField()
 
@@ -86,6 +88,7 @@ class SolveView(APIView):
         body = SolveRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         result = services.scheduling_round_run(
-            trigger=SolveTrigger.MANUAL, dry_run=body.validated_data["dry_run"], solver=body.validated_data.get("solver")
+            trigger=SolveTrigger.MANUAL, dry_run=body.validated_data["dry_run"],
+            solver=body.validated_data.get("solver"),
         )
         return Response(SolveResultSerializer(result_data(result)).data)

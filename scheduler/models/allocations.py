@@ -31,7 +31,9 @@ class Allocation(models.Model):
             models.UniqueConstraint(
                 fields=["job", "gpu"], condition=Q(end__isnull=True), name="allocation_one_open_per_job_gpu"
             ),
-            models.CheckConstraint(condition=Q(end__isnull=True) | Q(end__gte=models.F("start")), name="allocation_end_after_start"),
+            models.CheckConstraint(
+                condition=Q(end__isnull=True) | Q(end__gte=models.F("start")), name="allocation_end_after_start"
+            ),
         ]
 
     def __str__(self):

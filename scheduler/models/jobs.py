@@ -37,7 +37,7 @@ class Job(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
-    idempotency_key = models.CharField(max_length=200, null=True, blank=True)
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001 -- NULL (no key) stays out of the unique constraint
     request_fingerprint = models.CharField(max_length=64, blank=True)
 
     class Meta:
@@ -46,7 +46,9 @@ class Job(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(min_throughput__gt=0), name="job_min_throughput_positive"),
             models.CheckConstraint(condition=Q(max_gpus__gte=1), name="job_max_gpus_positive"),
-            models.CheckConstraint(condition=Q(memory_gb__isnull=True) | Q(memory_gb__gt=0), name="job_memory_positive"),
+            models.CheckConstraint(
+                condition=Q(memory_gb__isnull=True) | Q(memory_gb__gt=0), name="job_memory_positive"
+            ),
             models.CheckConstraint(
                 condition=Q(total_steps__isnull=True) | Q(total_steps__gte=1), name="job_total_steps_positive"
             ),

@@ -20,9 +20,13 @@ class SolverConfig(models.Model):
     SINGLETON_PK = 1
 
     solver = models.CharField(max_length=40, choices=SOLVER_CHOICES, default="ilp")
-    backend = models.CharField(max_length=16, choices=BACKEND_CHOICES, default="highs", help_text="MILP backend of ilp and cells.")
+    backend = models.CharField(
+        max_length=16, choices=BACKEND_CHOICES, default="highs", help_text="MILP backend of ilp and cells."
+    )
     time_limit_s = models.FloatField(default=10.0, validators=[MinValueValidator(0.1), MaxValueValidator(3600)])
-    gap = models.FloatField(default=0.01, validators=[MinValueValidator(0), MaxValueValidator(1)], help_text="Relative MIP gap.")
+    gap = models.FloatField(
+        default=0.01, validators=[MinValueValidator(0), MaxValueValidator(1)], help_text="Relative MIP gap."
+    )
     base_energy_weight = models.FloatField(
         default=1.0, validators=[MinValueValidator(0), MaxValueValidator(MAX_ENERGY_WEIGHT)]
     )
@@ -39,14 +43,17 @@ class SolverConfig(models.Model):
         default=0.0,
         validators=[MinValueValidator(0), MaxValueValidator(MAX_FAIRNESS_WEIGHT)],
         help_text=(
-            "0: off. Above 0, one unit of the least-served tenant's share (mean throughput / T_min of its jobs) is worth "
-            "this many average GPUs at full power, and among equally many admitted jobs of a priority those of tenants "
-            "with fewer jobs go first."
+            "0: off. Above 0, one unit of the least-served tenant's share (mean throughput / T_min of its jobs) "
+            "is worth this many average GPUs at full power, and among equally many admitted jobs of a priority "
+            "those of tenants with fewer jobs go first."
         ),
     )
     theta = models.PositiveSmallIntegerField(
         default=2, validators=[MinValueValidator(1), MaxValueValidator(MAX_THETA, message=THETA_REFUSED)],
-        help_text=f"Jobs per GPU at most (1: no sharing; 2: pairs, as measured; up to {MAX_THETA}: groups, estimated from pairs).",
+        help_text=(
+            f"Jobs per GPU at most (1: no sharing; 2: pairs, as measured; up to {MAX_THETA}: groups, "
+            "estimated from pairs)."
+        ),
     )
     migration_cost_w = models.FloatField(
         default=50.0, validators=[MinValueValidator(0), MaxValueValidator(MAX_WATTS_SETTING)],
@@ -54,7 +61,9 @@ class SolverConfig(models.Model):
     )
     idle_gpus_powered_down = models.BooleanField(default=True)
     topology_isolation = models.BooleanField(default=False, help_text="Tenants never share a PCIe switch.")
-    cell_size_gpus = models.PositiveIntegerField(default=1024, validators=[MinValueValidator(1), MaxValueValidator(10**6)])
+    cell_size_gpus = models.PositiveIntegerField(
+        default=1024, validators=[MinValueValidator(1), MaxValueValidator(10**6)]
+    )
     seed = models.IntegerField(default=0)
     shadow_mode = models.BooleanField(
         default=False,

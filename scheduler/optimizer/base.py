@@ -73,7 +73,8 @@ def finish(inst: Instance, outcome: Outcome, name: str, optimising: bool, starte
         constraints=outcome.constraints,
         fallback_reason=outcome.fallback_reason,
         notes=settings_notes(inst.problem) + outcome.notes + (
-            [f"{moved} job(s) found no GPUs for the configuration chosen and took another meeting T_min."] if moved else []
+            [f"{moved} job(s) found no GPUs for the configuration chosen and took another meeting T_min."]
+            if moved else []
         ),
     )
 

@@ -56,14 +56,17 @@ def gpu_types() -> dict[str, GpuTypeSpec]:
 
 def make_instance(size: int, predictions: CatalogPredictions, seed: int, settings: SolverSettings) -> Problem:
     rng = random.Random(seed + size)
-    per_type = {t: (size // 3) // 4 * 4 for t in GPU_TYPES}
+    per_type = dict.fromkeys(GPU_TYPES, size // 3 // 4 * 4)
     per_type["v100"] += size - sum(per_type.values())
     gpus = []
     for gpu_type, count in per_type.items():
         node, left = 0, count
         while left > 0:
             width = 8 if node % 2 == 0 and left >= 8 else 4
-            gpus += [GpuSpec(f"{gpu_type}-n{node}-g{i}", f"{gpu_type}-n{node}", gpu_type, f"sw{i // 4}") for i in range(width)]
+            gpus += [
+                GpuSpec(f"{gpu_type}-n{node}-g{i}", f"{gpu_type}-n{node}", gpu_type, f"sw{i // 4}")
+                for i in range(width)
+            ]
             node, left = node + 1, left - width
     workloads = [w for w in predictions.workloads() if any(predictions.tau(w, t, 1, True) for t in GPU_TYPES)]
     jobs = []
@@ -77,7 +80,9 @@ def make_instance(size: int, predictions: CatalogPredictions, seed: int, setting
             id=f"job-{n}", workload=workload, tenant=rng.choice(TENANTS),
             min_throughput=round(best * rng.uniform(0.2, 0.8), 4), max_gpus=max_gpus, priority=rng.choice((0, 0, 1, 2)),
         ))
-    return Problem(jobs=tuple(jobs), gpus=tuple(gpus), gpu_types=gpu_types(), predictions=predictions, settings=settings)
+    return Problem(
+        jobs=tuple(jobs), gpus=tuple(gpus), gpu_types=gpu_types(), predictions=predictions, settings=settings
+    )
 
 
 def lp_bound(inst, admit_floors: dict[int, float]) -> float | None:
@@ -99,7 +104,9 @@ def slo_met(problem: Problem, plan) -> set[str]:
             tau = pred.tau(job.workload, placement.gpu_type, placement.num_gpus, placement.consolidated)
         else:
             alone = pred.tau(job.workload, placement.gpu_type, 1, True)
-            rho = group_fraction(pred.rho(job.workload, jobs[p].workload, placement.gpu_type) or 0.0 for p in placement.partners)
+            rho = group_fraction(
+                pred.rho(job.workload, jobs[p].workload, placement.gpu_type) or 0.0 for p in placement.partners
+            )
             tau = alone * rho if alone and rho else None
         if tau and tau >= job.min_throughput - 1e-9:
             met.add(job.id)
@@ -152,7 +159,9 @@ def run(sizes=DEFAULT_SIZES, *, seed: int = 7, time_limit_s: float = 10.0, ilp_l
                 rows = solve_all(problem, base, time_limit_s, ilp_limit_s, log)
                 load = os.getloadavg()[0]
             for key, row in rows.items():
-                row["quiet"] = {k: quiet[key][k] for k in ("seconds", "cpu_seconds", "power_w", "placed", "placed_per_priority")}
+                row["quiet"] = {
+                    k: quiet[key][k] for k in ("seconds", "cpu_seconds", "power_w", "placed", "placed_per_priority")
+                }
                 row["same_decision_as_quiet"] = row["_placements"] == quiet[key]["_placements"]
         _add_gaps(problem, rows)
         report["sizes"][str(size)] = {
@@ -162,7 +171,9 @@ def run(sizes=DEFAULT_SIZES, *, seed: int = 7, time_limit_s: float = 10.0, ilp_l
             **{k: {kk: vv for kk, vv in v.items() if not kk.startswith("_")} for k, v in rows.items()},
         }
         if rows["ilp"]["seconds"] and rows["ilp_cbc"]["seconds"]:
-            report["sizes"][str(size)]["cbc_over_highs_time"] = round(rows["ilp_cbc"]["seconds"] / rows["ilp"]["seconds"], 2)
+            report["sizes"][str(size)]["cbc_over_highs_time"] = round(
+                rows["ilp_cbc"]["seconds"] / rows["ilp"]["seconds"], 2
+            )
     return report
 
 
@@ -264,14 +275,18 @@ def format_table(report: dict) -> str:
     ]
     for size, block in report["sizes"].items():
         if contended:
-            lines.append(f"{size:>5} beside {report['contention']} CPU-burning processes, 1-minute load {block['load_1min']}")
+            lines.append(
+                f"{size:>5} beside {report['contention']} CPU-burning processes, 1-minute load {block['load_1min']}"
+            )
         for key in TABLE_SOLVERS:
             row = block.get(key)
             if row is None:
                 continue
             gap = f"{row['gap']:.2%}" if row.get("gap") is not None else "-"
             vs_ilp = f"{row['vs_ilp']:+.2%}" if row.get("vs_ilp") is not None else "-"
-            vs_global = f"{row['vs_global_same_admission']:+.2%}" if row.get("vs_global_same_admission") is not None else "-"
+            vs_global = (
+                f"{row['vs_global_same_admission']:+.2%}" if row.get("vs_global_same_admission") is not None else "-"
+            )
             notes = []
             if not row["same_admission"]:
                 ilp = block["ilp"]["admitted_per_priority"]
@@ -286,8 +301,8 @@ def format_table(report: dict) -> str:
                 notes.append(_against_quiet(row))
             cpu = f"{row['cpu_seconds']:>6.2f} " if contended else ""
             lines.append(
-                f"{size:>5} {block['jobs']:>5} {key:<17} {row['seconds']:>8.2f} {cpu}{row['power_w']:>9.0f} {row['placed']:>6} "
-                f"{row['slo_met']:>7} {gap:>6} {vs_ilp:>7} {vs_global:>9}  {'; '.join(notes)}"
+                f"{size:>5} {block['jobs']:>5} {key:<17} {row['seconds']:>8.2f} {cpu}{row['power_w']:>9.0f} "
+                f"{row['placed']:>6} {row['slo_met']:>7} {gap:>6} {vs_ilp:>7} {vs_global:>9}  {'; '.join(notes)}"
             )
         if "cbc_over_highs_time" in block:
             lines.append(f"{size:>5} {'':>5} CBC / HiGHS time: {block['cbc_over_highs_time']:.2f}")

@@ -8,8 +8,9 @@ then nested: the pair, the pair and the third, ... up to theta jobs, so a solver
 pair when the group does not fit or pay.
 
 The candidates form a matching: each job is paired with at most one other job (on every GPU
-type where that pair works), and belongs to at most one chain of nested groups. Overlapping candidates would turn admission into a general
-matching problem whose LP relaxation is far from integral (at 1024 GPUs the admission phase
+type where that pair works), and belongs to at most one chain of nested groups. Overlapping
+candidates would turn admission into a general matching problem whose LP relaxation is far
+from integral (at 1024 GPUs the admission phase
 took seconds instead of a tenth of one); a matching keeps it nearly a knapsack, and loses
 little where many similar jobs wait. Groups running now are kept first (and, with theta >= 3,
 may grow like new pairs, so a waiting job can join a running pair). Then jobs, those with
@@ -33,8 +34,8 @@ from .problem import JobSpec, Problem
 
 
 def group_candidates(
-    problem: Problem, jobs: tuple[JobSpec, ...], capacity, currents, weight: float, idle_on: bool, cheapest_alone: list[float],
-    memory: list[float | None],
+    problem: Problem, jobs: tuple[JobSpec, ...], capacity, currents, weight: float, idle_on: bool,
+    cheapest_alone: list[float], memory: list[float | None],
 ) -> list[Group]:
     """cheapest_alone[j]: objective cost of job j's cheapest option alone (inf: it has none);
     memory[j]: GB per GPU job j needs (None: unknown, counted as nothing)."""

@@ -119,7 +119,10 @@ class CellsSolver(Solver):
             reasons=reasons,
             power_w=power,
             objective=sum(r.objective for r in results) + second_objective,
-            status="fallback" if fallbacks else ("optimal" if statuses == {"optimal"} and not routing.note else "feasible"),
+            status=(
+                "fallback" if fallbacks
+                else ("optimal" if statuses == {"optimal"} and not routing.note else "feasible")
+            ),
             energy_weight=results[0].energy_weight,
             load=results[0].load,
             seconds=time.perf_counter() - started,

@@ -6,8 +6,8 @@ decision's cost relative to the greedy decision's and slo_violation the admissio
 out, in units of one lowest-priority job (jobs that could have run at their T_min but wait;
 a job of a higher priority counts for more than all jobs below it together, see
 admission.py). With a fairness weight the cost includes the ILP's fairness term (minus lambda
-times the least-served tenant's share, fairness.py). With latency_weight 10^4 one job left out outweighs any power saving, so
-admission comes first here too.
+times the least-served tenant's share, fairness.py). With latency_weight 10^4 one job left out
+outweighs any power saving, so admission comes first here too.
 
 Every individual is a feasible decision:
 - decode: genes in admission order against the capacity ledger; a gene that does not fit, or

@@ -74,8 +74,10 @@ def group_first_choices(inst: Instance, order: list[int]) -> list[Choice]:
         if choices[j] is not None:
             continue  # admitted earlier as a partner
         groups = inst.groups
-        shared = [("g", p) for p in sorted(inst.job_groups[j], key=lambda p: (groups[p].cost / len(groups[p].members), p))
-                  if all(choices[x] is None for x in groups[p].members)]
+        shared = [
+            ("g", p) for p in sorted(inst.job_groups[j], key=lambda p: (groups[p].cost / len(groups[p].members), p))
+            if all(choices[x] is None for x in groups[p].members)
+        ]
         alone = [("o", i) for i in sorted(inst.job_options[j], key=lambda i: (inst.all_options[i].cost, i))]
         choice = next((c for c in shared + alone if ledger.fits(c)), None)
         if choice is None:

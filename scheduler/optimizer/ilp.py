@@ -23,13 +23,12 @@ import pulp
 
 from .base import Outcome, Solver
 from .capacity import is_feasible
+from .choices import Choice
 from .cpu_clock import INTERRUPTS, cpu_now, has_solution, interrupt_after
 from .greedy import cheapest, greedy_choices
-from .choices import Choice
 from .ilp_model import admitted_by_level, admitted_value, build, level_maxima, objective
 from .instance import Instance
 from .start import choices_of
-
 
 ADMISSION_SHARE = 0.5  # of the time limit, at most, for the admission phase (all levels)
 # Absolute gap of a level's program, in units of the level's plain job: with integral counts
@@ -87,8 +86,11 @@ class IlpSolver(Solver):
         except (SolveFailed, pulp.PulpSolverError, OSError) as exc:
             outcome.fallback_reason = f"{settings.backend} {exc}; fell back to {known_name(known, greedy)}."
             return outcome
-        if admitted_value(inst, known) >= admitted_value(inst, choices) - 1e-9 and objective(inst, known) < objective(inst, choices):
-            outcome.notes.append(f"{known_name(known, greedy).capitalize()} was cheaper than the solver's incumbent at the time limit.")
+        admits_as_much = admitted_value(inst, known) >= admitted_value(inst, choices) - 1e-9
+        if admits_as_much and objective(inst, known) < objective(inst, choices):
+            outcome.notes.append(
+                f"{known_name(known, greedy).capitalize()} was cheaper than the solver's incumbent at the time limit."
+            )
             outcome.status = status
             return outcome
         return Outcome(
@@ -156,7 +158,9 @@ class IlpSolver(Solver):
 
 def known_name(known: list[Choice], greedy: list[Choice]) -> str:
     """What a fallback falls back to, in words."""
-    return "the greedy decision" if known is greedy else "the admission start (the coordinator's decision for these jobs)"
+    return (
+        "the greedy decision" if known is greedy else "the admission start (the coordinator's decision for these jobs)"
+    )
 
 
 def known_decision(inst: Instance, greedy: list[Choice]) -> list[Choice]:

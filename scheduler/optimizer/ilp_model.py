@@ -79,7 +79,9 @@ def build(
     elif phase == "admit":
         lp += admitted
     else:
-        cost = [(var, inst.all_options[i].cost) for i, var in x.items()] + [(var, inst.groups[p].cost) for p, var in y.items()]
+        cost = [(var, inst.all_options[i].cost) for i, var in x.items()] + [
+            (var, inst.groups[p].cost) for p, var in y.items()
+        ]
         price = fairness_price_w(inst)
         if price > 0:  # - lambda * z, z at most every tenant's share (fairness.py)
             z = pulp.LpVariable("least_share", 0)

@@ -83,7 +83,10 @@ class Instance:
             sizes = [self.all_options[i].num_gpus for i in self.job_options[j]] + [0.5] * bool(self.job_groups[j])
             return min(sizes, default=float("inf"))
 
-        return sorted(range(len(self.jobs)), key=lambda j: (-self.values[j], self.jobs[j].current is None, need(j), self.jobs[j].id))
+        return sorted(
+            range(len(self.jobs)),
+            key=lambda j: (-self.values[j], self.jobs[j].current is None, need(j), self.jobs[j].id),
+        )
 
     def free(self) -> dict[tuple[str, int], int]:
         return {(t, s): n for t, cap in self.capacity.items() for s, n in cap.levels.items()}
@@ -151,7 +154,9 @@ def compile_instance(problem: Problem) -> Instance:
     for i, group in enumerate(groups):
         for x in group.members:
             inst.job_groups[x].append(i)
-    inst.values = admission_values(jobs, settings.fairness_weight > 0, [bool(inst.job_options[j] or inst.job_groups[j]) for j in range(len(jobs))])
+    inst.values = admission_values(
+        jobs, settings.fairness_weight > 0, [bool(inst.job_options[j] or inst.job_groups[j]) for j in range(len(jobs))]
+    )
     return inst
 
 

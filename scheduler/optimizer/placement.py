@@ -172,10 +172,14 @@ def _units(inst: Instance, choices: list[Choice]) -> list[dict]:
                 continue
             seen_groups.add(choice[1])
             group = inst.groups[choice[1]]
-            units.append({"jobs": list(group.members), "type": group.gpu_type, "k": 1, "consolidated": True, "current": group.current})
+            units.append(
+                {"jobs": list(group.members), "type": group.gpu_type, "k": 1, "consolidated": True,
+                 "current": group.current}
+            )
         else:
             opt = inst.all_options[choice[1]]
             units.append(
-                {"jobs": [j], "type": opt.gpu_type, "k": opt.num_gpus, "consolidated": opt.consolidated, "current": opt.current}
+                {"jobs": [j], "type": opt.gpu_type, "k": opt.num_gpus, "consolidated": opt.consolidated,
+                 "current": opt.current}
             )
     return units

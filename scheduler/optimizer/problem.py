@@ -9,14 +9,15 @@ from typing import Protocol
 
 from .power import PowerCurve
 
-
 MAX_THETA = 4
 THETA_REASON = (
     "Co-located throughput is measured for pairs only (Gavel: 26 x 26 ordered pairs); a group of three or "
     "more is estimated from its pairs (additive slowdown), an estimate that grows less trustworthy with "
     "every member"
 )
-THETA_LIMIT = "theta = {theta}: at most {max} jobs share a GPU here. " + THETA_REASON + "; a larger theta is treated as {max}."
+THETA_LIMIT = (
+    "theta = {theta}: at most {max} jobs share a GPU here. " + THETA_REASON + "; a larger theta is treated as {max}."
+)
 # For settings forms, which refuse a theta above MAX_THETA rather than cap it.
 THETA_REFUSED = f"At most {MAX_THETA} jobs can share a GPU. " + THETA_REASON + "."
 

@@ -46,7 +46,9 @@ def relaxed_admission(
     with every higher level (by a feasible decision at hand), which need no solve. With
     `integral`, the same program with integer variables (branch and bound, each level to its
     proven optimum: absolute gap below one job), values 0 or 1."""
-    cols: list[Choice] = [("o", i) for opts in inst.job_options for i in opts] + [("g", p) for p in range(len(inst.groups))]
+    cols: list[Choice] = [("o", i) for opts in inst.job_options for i in opts] + [
+        ("g", p) for p in range(len(inst.groups))
+    ]
     if not cols:
         return []
     free = inst.free()
@@ -88,7 +90,10 @@ def relaxed_admission(
     if integral:
         lp.integrality_ = [highspy.HighsVarType.kInteger] * len(cols)
         highs.setOptionValue("mip_rel_gap", 0.0)
-        highs.setOptionValue("mip_abs_gap", ADMISSION_ABS_GAP_FAIRNESS if inst.problem.settings.fairness_weight > 0 else ADMISSION_ABS_GAP)
+        highs.setOptionValue(
+            "mip_abs_gap",
+            ADMISSION_ABS_GAP_FAIRNESS if inst.problem.settings.fairness_weight > 0 else ADMISSION_ABS_GAP,
+        )
         highs.setOptionValue("presolve", "off")  # 0.6-0.8 s instead of 0.8-1.1 s at 6144 GPUs
     stop_at(highs, deadline)
     highs.passModel(lp)

@@ -28,7 +28,10 @@ class RoundRobin(Solver):
         for j in inst.admission_order():
             for step in range(len(types)):
                 gpu_type = types[(turn + step) % len(types)]
-                here = sorted((i for i in inst.job_all_options[j] if inst.all_options[i].gpu_type == gpu_type), key=_preference(inst))
+                here = sorted(
+                    (i for i in inst.job_all_options[j] if inst.all_options[i].gpu_type == gpu_type),
+                    key=_preference(inst),
+                )
                 fitting = [i for i in here if ledger.fits(("o", i))]
                 if fitting:
                     choices[j] = ("o", fitting[0])

@@ -18,7 +18,7 @@ class PredictionSnapshot:
         self._rho = {(w, p, t): v for w, p, t, v in rhos}
         self._util = {(w, t): v for w, t, v in utilizations}
         self._power = {(w, t): v for w, t, v in powers}
-        self._memory = {w: v for w, v in memories}
+        self._memory = dict(memories)
 
     @classmethod
     def of(cls, predictions, workloads, gpu_types, largest: int) -> "PredictionSnapshot":
@@ -26,7 +26,10 @@ class PredictionSnapshot:
         memory = getattr(predictions, "memory_gb", None) or (lambda workload: None)
         configs = [(k, c) for k in block_sizes(largest) for c in ((True, False) if k > 1 else (True,))]
         return cls(
-            [[w, t, k, c, v] for w in ws for t in ts for k, c in configs if (v := predictions.tau(w, t, k, c)) is not None],
+            [
+                [w, t, k, c, v]
+                for w in ws for t in ts for k, c in configs if (v := predictions.tau(w, t, k, c)) is not None
+            ],
             [[w, p, t, v] for w in ws for p in ws for t in ts if (v := predictions.rho(w, p, t)) is not None],
             [[w, t, v] for w in ws for t in ts if (v := predictions.utilization(w, t)) is not None],
             [[w, t, v] for w in ws for t in ts if (v := predictions.power_w(w, t)) is not None],
@@ -60,11 +63,15 @@ class PredictionSnapshot:
 
 def problem_to_dict(problem: Problem) -> dict:
     largest = max([j.max_gpus for j in problem.jobs] + [1])
-    snapshot = PredictionSnapshot.of(problem.predictions, {j.workload for j in problem.jobs}, problem.gpu_types, largest)
+    snapshot = PredictionSnapshot.of(
+        problem.predictions, {j.workload for j in problem.jobs}, problem.gpu_types, largest
+    )
     return {
         "jobs": [asdict(j) for j in problem.jobs],
         "gpus": [asdict(g) for g in problem.gpus],
-        "gpu_types": [{**asdict(t), "power_curve": [list(p) for p in t.power_curve.points]} for t in problem.gpu_types.values()],
+        "gpu_types": [
+            {**asdict(t), "power_curve": [list(p) for p in t.power_curve.points]} for t in problem.gpu_types.values()
+        ],
         "predictions": snapshot.tables(),
         "settings": {**asdict(problem.settings), "weight_clip": list(problem.settings.weight_clip)},
         "load_history": list(problem.load_history),
@@ -77,7 +84,7 @@ def problem_to_dict(problem: Problem) -> dict:
 
 def problem_from_dict(data: dict) -> Problem:
     jobs = tuple(
-        JobSpec(**{**j, "current": CurrentPlacement(tuple(j["current"]["gpu_ids"]), _partners(j["current"])) if j["current"] else None})
+        JobSpec(**{**j, "current": _current(j["current"])})
         for j in data["jobs"]
     )
     types = {
@@ -111,6 +118,10 @@ def plan_from_dict(data: dict) -> Plan:
         for p in data["placements"]
     }
     return Plan(**{**data, "placements": placements})
+
+
+def _current(data: dict | None) -> CurrentPlacement | None:
+    return CurrentPlacement(tuple(data["gpu_ids"]), _partners(data)) if data else None
 
 
 def _partners(data: dict) -> tuple[str, ...]:

@@ -86,7 +86,9 @@ class Simulation:
             if not self.active:
                 if not arrivals:
                     break
-                t = max(t + round_s, (arrivals[0].arrival_s // round_s + (arrivals[0].arrival_s % round_s > 0)) * round_s)
+                t = max(
+                    t + round_s, (arrivals[0].arrival_s // round_s + (arrivals[0].arrival_s % round_s > 0)) * round_s
+                )
                 continue
             if changed:
                 self._solve(t)
@@ -103,8 +105,9 @@ class Simulation:
                     current=CurrentPlacement(s.placement.gpu_ids, s.placement.partners) if s.placement else None)
             for s in self.active.values()
         )
-        problem = Problem(jobs=jobs, gpus=tuple(g for g in self.sc.gpus if g.id in self.alive), gpu_types=self.sc.gpu_types,
-                          predictions=self.predictions, settings=self.settings, load_history=tuple(self.load_history))
+        problem = Problem(jobs=jobs, gpus=tuple(g for g in self.sc.gpus if g.id in self.alive),
+                          gpu_types=self.sc.gpu_types, predictions=self.predictions, settings=self.settings,
+                          load_history=tuple(self.load_history))
         started = time.perf_counter()
         allocation = get_solver(self.policy.solver).solve(problem)
         self.solve_seconds += time.perf_counter() - started
@@ -117,7 +120,9 @@ class Simulation:
                 continue
             if state.last_gpus:  # made progress elsewhere: redo the overhead at the new rate
                 self.migrations += 1
-                state.remaining = min(state.job.total_steps, state.remaining + self._rate(state) * self.sc.migration_overhead_s)
+                state.remaining = min(
+                    state.job.total_steps, state.remaining + self._rate(state) * self.sc.migration_overhead_s
+                )
             state.last_gpus = new.gpu_ids
 
     # ---- truth ---------------------------------------------------------------------------------

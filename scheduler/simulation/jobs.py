@@ -53,7 +53,10 @@ def best_measured(truth: Truth, workload: str, max_gpus: int, per_server: int = 
     """Fastest measured throughput of the workload within D_j GPUs on the cluster's servers:
     any type, in one server where it fits in one, spread otherwise."""
     return max(
-        (truth.measured_tau(workload, t, k, k <= per_server) for t in truth.gpu_types for k in (1, 2, 4, 8) if k <= max_gpus),
+        (
+            truth.measured_tau(workload, t, k, k <= per_server)
+            for t in truth.gpu_types for k in (1, 2, 4, 8) if k <= max_gpus
+        ),
         default=0.0,
     )
 
@@ -78,7 +81,8 @@ def generate_jobs(truth: Truth, *, count: int, jobs_per_hour: float, seed: int,
         t += rng.expovariate(jobs_per_hour / 3600.0)
         if t > MAX_ARRIVAL_S:
             raise ValueError(f"at {jobs_per_hour:g} jobs per hour job {len(jobs) + 1} of {count} would arrive after "
-                             f"{t / 86400:.0f} days, beyond the simulation's horizon of {MAX_ARRIVAL_S / 86400:.0f} days")
+                             f"{t / 86400:.0f} days, beyond the simulation's horizon of "
+                             f"{MAX_ARRIVAL_S / 86400:.0f} days")
         while True:
             workload, gpus = rng.choice(workloads), draw_gpu_count(rng)
             rate = reference_rate(truth, workload, gpus)

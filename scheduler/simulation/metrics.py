@@ -52,6 +52,8 @@ def jain(values: list[float]) -> float:
 def learning_curve(curve: dict[int, list[float]], up_to: int) -> dict:
     """{"n": {"mape": ..., "samples": ...}} for n = 0..up_to observations (mape None: no sample)."""
     return {
-        str(n): {"mape": round(statistics.fmean(curve[n]), 4) if curve.get(n) else None, "samples": len(curve.get(n, ()))}
+        str(n): {
+            "mape": round(statistics.fmean(curve[n]), 4) if curve.get(n) else None, "samples": len(curve.get(n, ()))
+        }
         for n in range(up_to + 1)
     }

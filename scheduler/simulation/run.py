@@ -34,8 +34,10 @@ THROUGHPUT_VALUE_W = 100.0
 def build_scenario(truth: Truth, *, jobs: int = DEFAULT_JOBS, seed: int = 0, trace: str | None = None,
                    jobs_per_hour: float = DEFAULT_JOBS_PER_HOUR, layout=DEFAULT_LAYOUT, failures=(),
                    throughput_value_w: float = THROUGHPUT_VALUE_W) -> Scenario:
-    job_list = trace_jobs(trace, truth, seed=seed) if trace else generate_jobs(truth, count=jobs, jobs_per_hour=jobs_per_hour,
-                                                                                seed=seed)
+    job_list = (
+        trace_jobs(trace, truth, seed=seed) if trace
+        else generate_jobs(truth, count=jobs, jobs_per_hour=jobs_per_hour, seed=seed)
+    )
     return Scenario(
         jobs=job_list,
         gpus=build_gpus(layout),
@@ -128,9 +130,10 @@ def format_table(report: dict) -> str:
              f"{'Jain':>6} {'done':>9} {'solves':>6} {'migr':>6} {'sec':>6}"]
     for name, m in report["policies"].items():
         done = f"{m['completed']}/{m['jobs']}"
-        lines.append(f"{name:<18} {m['energy_kwh']:>10.1f} {m['energy_per_step_j'] or 0:>7.2f} {m['slo_violation']:>8.2%} "
-                     f"{_hours(m['avg_jct_s']):>6} {_hours(m['makespan_s']):>10} {m['jain_fairness'] or 0:>6.3f} "
-                     f"{done:>9} {m['solves']:>6} {m['migrations']:>6} {m['seconds']:>6}")
+        lines.append(f"{name:<18} {m['energy_kwh']:>10.1f} {m['energy_per_step_j'] or 0:>7.2f} "
+                     f"{m['slo_violation']:>8.2%} {_hours(m['avg_jct_s']):>6} {_hours(m['makespan_s']):>10} "
+                     f"{m['jain_fairness'] or 0:>6.3f} {done:>9} {m['solves']:>6} {m['migrations']:>6} "
+                     f"{m['seconds']:>6}")
     curve = report.get("learning_curve")
     if curve:
         shown = [f"{n}: {curve[str(n)]['mape']:.1%}" for n in CURVE_SHOWN if curve[str(n)]["mape"] is not None]

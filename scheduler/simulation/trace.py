@@ -57,5 +57,7 @@ def trace_jobs(path: str, truth: Truth, *, seed: int, tmin_range=(0.2, 0.6)) -> 
         if best_measured(truth, workload, gpus) <= 0:
             raise TraceError(f"{path}:{line}: no measured throughput of {workload!r} on up to {gpus} GPUs "
                              "in the truth data")
-        jobs.append(SimJob(f"job-{n}", workload, arrival, gpus, steps, min_throughput(truth, workload, gpus, rng, tmin_range)))
+        jobs.append(
+            SimJob(f"job-{n}", workload, arrival, gpus, steps, min_throughput(truth, workload, gpus, rng, tmin_range))
+        )
     return tuple(sorted(jobs, key=lambda j: (j.arrival_s, int(j.id[4:]))))

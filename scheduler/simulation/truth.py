@@ -54,7 +54,9 @@ class Truth:
     def measured_tau(self, workload: str, gpu_type: str, num_gpus: int, consolidated: bool) -> float:
         """The file's value (0 when it has none or it does not fit), before the deviation."""
         m = self.measured
-        value = m.tau(workload, gpu_type, num_gpus, consolidated) or m.tau(workload, gpu_type, num_gpus, not consolidated)
+        value = (
+            m.tau(workload, gpu_type, num_gpus, consolidated) or m.tau(workload, gpu_type, num_gpus, not consolidated)
+        )
         return value or 0.0
 
     def throughput(self, workload: str, gpu_type: str, num_gpus: int, consolidated: bool) -> float:

@@ -126,7 +126,9 @@ class Agent:
             try:
                 node = self.client.register(report)
             except Refused as exc:
-                raise RegistrationRefused(f"the control plane refused the registration of {report['hostname']}: {exc}")
+                raise RegistrationRefused(
+                    f"the control plane refused the registration of {report['hostname']}: {exc}"
+                ) from exc
             except Unreachable as exc:
                 log.warning("control plane unreachable (%s); registering again in %g s", exc, self.config.retry_s)
                 self._stop.wait(self.config.retry_s)

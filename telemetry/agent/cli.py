@@ -41,7 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--simulate", action="store_true", help="Simulated GPUs and jobs instead of NVML.")
     parser.add_argument("--gpus", default="v100:4", help="With --simulate: <type>:<count>,... (default v100:4).")
     parser.add_argument("--seed", type=int, default=0, help="With --simulate: seed of noise and true throughputs.")
-    parser.add_argument("--speedup", type=float, default=1.0, help="With --simulate: simulated jobs run this much faster.")
+    parser.add_argument(
+        "--speedup", type=float, default=1.0, help="With --simulate: simulated jobs run this much faster."
+    )
     parser.add_argument("--fail-gpu", action="append", default=[], metavar="INDEX@SECONDS",
                         help="With --simulate: GPU INDEX fails SECONDS after start; repeatable.")
     parser.add_argument("--throughputs", default=None, metavar="FILE",

@@ -5,7 +5,7 @@ very same agent code as real hardware does.
 """
 import math
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Protocol
 
 
@@ -46,7 +46,7 @@ class GpuSample:
 
     def payload(self) -> dict:
         """The wire form of POST /api/telemetry/samples/: non-finite readings become null."""
-        body = {"gpu": self.uuid, "ts": datetime.fromtimestamp(self.ts, tz=timezone.utc).isoformat()}
+        body = {"gpu": self.uuid, "ts": datetime.fromtimestamp(self.ts, tz=UTC).isoformat()}
         for key, value in asdict(self).items():
             if key in ("uuid", "ts"):
                 continue

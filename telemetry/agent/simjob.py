@@ -122,8 +122,8 @@ class PartnerRates:
                 self._rates[partners] = None
                 return None
             shared = f" with {', '.join(partners)}" if partners else ""
-            print(f"simjob: {self.workload} on {self.num_gpus} x {self.gpu_type}{shared}: {self._rates[partners]:.3f} steps/s",
-                  flush=True)
+            print(f"simjob: {self.workload} on {self.num_gpus} x {self.gpu_type}{shared}: "
+                  f"{self._rates[partners]:.3f} steps/s", flush=True)
         return self._rates[partners]
 
 

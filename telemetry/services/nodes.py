@@ -200,7 +200,8 @@ def agent_account_ensure(*, username: str):
         return user
     if user.is_staff or user.is_superuser or user.has_usable_password():
         raise ValidationError(
-            f"{username!r} is a person's account (staff, superuser or with a password); agents get accounts of their own"
+            f"{username!r} is a person's account (staff, superuser or with a password); "
+            "agents get accounts of their own"
         )
     signals.agent_account_claimed.send(sender=Node, user=user)  # e.g. refused: a tenant's account
     if not Permission.objects.filter(Q(user=user) | Q(group__user=user), pk=permission.pk).exists():

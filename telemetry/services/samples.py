@@ -51,13 +51,17 @@ def gpu_samples_ingest(*, agent_user, samples: list[dict], dropped: int | None =
     gpus = {gpu.uuid: gpu for gpu in Gpu.objects.select_related("node").filter(uuid__in={s["gpu"] for s in samples})}
     foreign = sorted({gpu.node.hostname for gpu in gpus.values() if not may_report(gpu.node, agent_user)})
     if foreign:
-        raise PermissionDenied(f"The batch holds GPUs of node(s) {', '.join(foreign)}, which this account did not register.")
+        raise PermissionDenied(
+            f"The batch holds GPUs of node(s) {', '.join(foreign)}, which this account did not register."
+        )
     errors = {}
     for position, sample in enumerate(samples):
         if sample["gpu"] not in gpus:
             errors[f"samples[{position}].gpu"] = [f"No GPU with UUID {sample['gpu']} is registered."]
         if sample["ts"] > now + timedelta(seconds=MAX_CLOCK_AHEAD_S):
-            errors[f"samples[{position}].ts"] = [f"More than {MAX_CLOCK_AHEAD_S} s in the future; is the node's clock set?"]
+            errors[f"samples[{position}].ts"] = [
+                f"More than {MAX_CLOCK_AHEAD_S} s in the future; is the node's clock set?"
+            ]
         elif sample["ts"] < now - timedelta(seconds=MAX_SAMPLE_AGE_S):
             days = MAX_SAMPLE_AGE_S // 86400
             errors[f"samples[{position}].ts"] = [f"More than {days} days in the past; is the node's clock set?"]

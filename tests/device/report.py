@@ -10,21 +10,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gogh_web.settings")
-import django  # noqa: E402
+import django
 
 django.setup()
 
-from catalog.models import Measurement, PredictionRecord  # noqa: E402
-from scheduler.models import Job, SolveRun  # noqa: E402
-from telemetry.models import Gpu, GpuSample, Node  # noqa: E402
+from catalog.models import Measurement, PredictionRecord  # noqa: E402 -- after django.setup()
+from scheduler.models import Job, SolveRun  # noqa: E402 -- after django.setup()
+from telemetry.models import Gpu, GpuSample, Node  # noqa: E402 -- after django.setup()
 
 
 def power_summary(samples: list) -> dict:
     watts = [s.power_w for s in samples if s.power_w is not None]
     if not watts:
         return {"samples": len(samples)}
-    return {"samples": len(samples), "mean_w": round(statistics.fmean(watts), 1), "median_w": round(statistics.median(watts), 1),
-            "min_w": round(min(watts), 1), "max_w": round(max(watts), 1),
+    return {"samples": len(samples), "mean_w": round(statistics.fmean(watts), 1),
+            "median_w": round(statistics.median(watts), 1), "min_w": round(min(watts), 1),
+            "max_w": round(max(watts), 1),
             "utilization_mean": round(statistics.fmean(utils), 3) if (utils := [s.utilization for s in samples
                                                                               if s.utilization is not None]) else None}
 
@@ -41,7 +42,11 @@ def main() -> None:
     job = Job.objects.order_by("id").first()  # the ResNet-50 job: the samples are split around it
     samples = list(GpuSample.objects.order_by("ts"))
     span = (samples[-1].ts - samples[0].ts).total_seconds() if len(samples) > 1 else 0.0
-    running = [s for s in samples if job and job.started_at and s.ts >= job.started_at and (not job.finished_at or s.ts <= job.finished_at)]
+    running = [
+        s
+        for s in samples
+        if job and job.started_at and s.ts >= job.started_at and (not job.finished_at or s.ts <= job.finished_at)
+    ]
     before = [s for s in samples if job and job.started_at and s.ts < job.started_at]
     steady = [s for s in running if s.utilization is not None and s.utilization >= 0.5]
     records = PredictionRecord.objects.order_by("id")
@@ -49,8 +54,10 @@ def main() -> None:
         "nodes": [{"hostname": n.hostname, "state": n.state, "gpus": [
             {"index": g.index, "uuid": g.uuid, "product_name": g.product_name, "gpu_type": g.gpu_type.name,
              "memory_gb": g.memory_gb, "pci_bus_id": g.pci_bus_id, "numa_node": g.numa_node, "state": g.state}
-            for g in Gpu.objects.filter(node=n).select_related("gpu_type").order_by("index")]} for n in Node.objects.all()],
-        "samples": {"count": len(samples), "span_s": round(span, 1), "per_second": round((len(samples) - 1) / span, 3) if span else None,
+            for g in Gpu.objects.filter(node=n).select_related("gpu_type").order_by("index")]}
+            for n in Node.objects.all()],
+        "samples": {"count": len(samples), "span_s": round(span, 1),
+                    "per_second": round((len(samples) - 1) / span, 3) if span else None,
                     "fields_null": {f: sum(getattr(s, f) is None for s in samples) for f in
                                     ("power_w", "utilization", "memory_used_mb", "sm_clock_mhz", "temperature_c",
                                      "ecc_corrected", "ecc_uncorrected", "retired_pages")},
@@ -69,7 +76,8 @@ def main() -> None:
                                     "partner": m.partner and m.partner.name, "throughput": m.throughput,
                                     "partner_throughput": m.partner_throughput,
                                     "power_w": m.power_w, "utilization": m.utilization, "memory_gb": m.memory_gb}
-                                   for m in Measurement.objects.filter(source="telemetry").select_related("workload", "gpu_type")],
+                                   for m in Measurement.objects.filter(source="telemetry")
+                                   .select_related("workload", "gpu_type")],
         "predictions": [{"id": r.id, "job": r.job_id, "observations": len(r.observations),
                          "tau_h200": tau_on(r.estimates, "h200"),
                          "unmeasured_gpu_types": r.estimates.get("unmeasured_gpu_types")} for r in records],

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root, for the progress helper
-from telemetry.agent.progress import report  # noqa: E402
+from telemetry.agent.progress import report
 
 
 def model_for(name: str) -> nn.Module:
@@ -23,7 +23,9 @@ def model_for(name: str) -> nn.Module:
         from torchvision import models
 
         return getattr(models, name)(weights=None)
-    return nn.Sequential(nn.Conv2d(3, 8, 3, stride=4), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 1000))
+    return nn.Sequential(
+        nn.Conv2d(3, 8, 3, stride=4), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 1000)
+    )
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ from scheduler.services import job_submit, job_transition
 from telemetry.models import GpuSample, Node
 
 from .conftest import approve_registered_node
-from .test_http_api import call, daphne  # noqa: F401 (a fixture)
+from .test_http_api import call, daphne as daphne  # daphne: a fixture, `as` marks it re-exported
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,7 +29,7 @@ def wait_until(predicate, what, log, timeout=60.0):
     pytest.fail(f"{what} did not happen within {timeout} s; agent log:\n{log.read_text()}")
 
 
-def test_a_simulated_agent_registers_reports_runs_a_job_and_leaves(daphne, spawn, agent, staff, alice, v100, resnet50,  # noqa: F811
+def test_a_simulated_agent_registers_reports_runs_a_job_and_leaves(daphne, spawn, agent, staff, alice, v100, resnet50,
                                                                    tmp_path):
     token = Token.objects.create(user=agent).key
     proc, log = spawn(

@@ -50,7 +50,8 @@ class PrivateRedis:
         self.proc, log = self.spawn("redis", ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
                                               "--dir", str(self.folder), "--appendonly", "yes", "--save", ""])
         deadline = time.monotonic() + 20
-        while subprocess.run(["redis-cli", "-p", str(self.port), "ping"], capture_output=True, text=True).stdout.strip() != "PONG":
+        ping = ["redis-cli", "-p", str(self.port), "ping"]
+        while subprocess.run(ping, capture_output=True, text=True).stdout.strip() != "PONG":
             assert self.proc.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.1)
 
@@ -127,7 +128,8 @@ def test_a_round_lost_with_a_killed_worker_is_sent_again(spawn, alice, resnet50,
     first, first_log = spawn("worker-1", worker_argv("doomed"))
     wait_for(lambda: "ready." in first_log.read_text(), "the first worker", [first_log])
     services.job_submit(owner=alice, workload=resnet50, min_throughput=1, max_gpus=1)
-    wait_for(lambda: "scheduling_round[" in first_log.read_text() and not list((spawn.var / "celery" / "queue").glob("*.rounds.msg")),
+    queue = spawn.var / "celery" / "queue"
+    wait_for(lambda: "scheduling_round[" in first_log.read_text() and not list(queue.glob("*.rounds.msg")),
              "the worker taking the round request", [first_log])
     os.killpg(first.pid, signal.SIGKILL)
     first.wait()

@@ -121,7 +121,10 @@ def demo(v100, resnet50, make_user):
     for k, throughput in ((1, 4.0), (2, 7.5)):
         Measurement.objects.create(workload=resnet50, gpu_type=v100, num_gpus=k, throughput=throughput, power_w=250,
                                    utilization=0.9, source="reference", observed_at=timezone.now())
-    users = {"alice": make_user("alice", tenant="research"), "operator": make_user("operator", tenant="ops", staff=True)}
+    users = {
+        "alice": make_user("alice", tenant="research"),
+        "operator": make_user("operator", tenant="ops", staff=True),
+    }
     for name, user in users.items():
         user.password = PBKDF2PasswordHasher().encode("pw-" + name, "dashboardsalt", iterations=1000)
         user.save()
@@ -214,7 +217,9 @@ def test_a_node_registered_after_load_appears_on_the_cluster_page(stack, chromiu
     page.wait_for_selector(f'#node-table tr[data-node="{node.pk}"]', timeout=WAIT_MS)
     assert page.inner_text("#nodes-count") == "2"
     # the new GPU, counted by type and state (its event may come just after the node's)
-    page.wait_for_function("() => document.getElementById('gpu-type-table').innerText.includes('healthy 3')", timeout=WAIT_MS)
+    page.wait_for_function(
+        "() => document.getElementById('gpu-type-table').innerText.includes('healthy 3')", timeout=WAIT_MS
+    )
     assert page.errors == []
 
 
@@ -263,7 +268,10 @@ def test_trade_off_plot_renders_in_webgl_and_preview_updates_it(stack, chromium,
 
     # the sweep is asked for again on a job's state change, not on its progress reports
     page.wait_for_selector("#live-status[data-status=live]", timeout=WAIT_MS)
-    counts = "() => [Number(document.getElementById('tradeoff-plot').dataset.loads), Number(document.getElementById('tradeoff-plot').dataset.events || 0)]"
+    counts = (
+        "() => [Number(document.getElementById('tradeoff-plot').dataset.loads),"
+        " Number(document.getElementById('tradeoff-plot').dataset.events || 0)]"
+    )
     loads, events = page.evaluate(counts)
 
     def progress():
@@ -271,11 +279,15 @@ def test_trade_off_plot_renders_in_webgl_and_preview_updates_it(stack, chromium,
         job_changed(Job.objects.get(pk=job_id))
 
     off_the_loop(progress)
-    page.wait_for_function(f"() => Number(document.getElementById('tradeoff-plot').dataset.events || 0) > {events}", timeout=WAIT_MS)
+    page.wait_for_function(
+        f"() => Number(document.getElementById('tradeoff-plot').dataset.events || 0) > {events}", timeout=WAIT_MS
+    )
     page.wait_for_timeout(2500)  # longer than any debounce the page ever had
     assert page.evaluate(counts)[0] == loads  # progress alone: no new request
     cancel(base, demo["alice"], job_id)
-    page.wait_for_function(f"() => Number(document.getElementById('tradeoff-plot').dataset.loads) === {loads + 1}", timeout=WAIT_MS)
+    page.wait_for_function(
+        f"() => Number(document.getElementById('tradeoff-plot').dataset.loads) === {loads + 1}", timeout=WAIT_MS
+    )
     assert page.errors == []
 
 

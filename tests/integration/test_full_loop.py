@@ -12,7 +12,7 @@ from catalog.models import Measurement
 from scheduler.models import Job
 
 from .conftest import approve_registered_node, simulated_agent_argv, worker_argv
-from .test_http_api import call, daphne  # noqa: F401 (a fixture)
+from .test_http_api import call, daphne as daphne  # daphne: a fixture, `as` marks it re-exported
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -23,10 +23,12 @@ def wait_for(predicate, what, logs, timeout=90.0):
         if predicate():
             return
         time.sleep(0.3)
-    pytest.fail(f"{what} did not happen within {timeout} s:\n" + "\n".join(f"--- {p.name}\n{p.read_text()}" for p in logs))
+    pytest.fail(
+        f"{what} did not happen within {timeout} s:\n" + "\n".join(f"--- {p.name}\n{p.read_text()}" for p in logs)
+    )
 
 
-def test_submitted_job_runs_to_success(daphne, spawn, agent, alice, staff, v100, resnet50, tmp_path):  # noqa: F811
+def test_submitted_job_runs_to_success(daphne, spawn, agent, alice, staff, v100, resnet50, tmp_path):
     Measurement.objects.create(workload=resnet50, gpu_type=v100, throughput=4.4, source="reference",
                                observed_at=timezone.now())
     worker, worker_log = spawn("worker", worker_argv("loop"))

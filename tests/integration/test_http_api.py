@@ -19,7 +19,9 @@ def daphne(spawn):
     collect = spawn("collectstatic", [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"])[0]
     assert collect.wait(timeout=120) == 0
     port = free_port()
-    proc, log = spawn("daphne", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "gogh_web.asgi:application"])
+    proc, log = spawn(
+        "daphne", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "gogh_web.asgi:application"]
+    )
     base = f"http://127.0.0.1:{port}"
     wait_for_http(base + "/", proc, log)
     return base

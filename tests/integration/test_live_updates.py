@@ -29,8 +29,8 @@ from catalog.models import Measurement
 from gogh_web.celery_config import EMBEDDED_BROKER, broker_config
 from gogh_web.events.models import Event
 from scheduler import services
-from tests.unit.gogh_web.events.conftest import apply_events
 from telemetry.models import Gpu, Node
+from tests.unit.gogh_web.events.conftest import apply_events
 
 from .conftest import REDIS_URL, free_port, wait_for_http, worker_argv
 
@@ -75,7 +75,9 @@ class Socket:
                 raise ConnectionError(f"closed with {struct.unpack('!H', payload[:2])[0] if payload else None}")
             if opcode == 0x9:  # ping -> pong, masked as a client must
                 mask = os.urandom(4)
-                self.writer.write(bytes([0x8A, 0x80 | len(payload)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+                self.writer.write(
+                    bytes([0x8A, 0x80 | len(payload)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+                )
 
     async def close_code(self, timeout: float = 10) -> int:
         opcode, payload = await asyncio.wait_for(self.frame(), timeout)
@@ -110,7 +112,9 @@ def stack(request, spawn):
 
 
 def _snapshot(port: int, token: str) -> dict:
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/live/snapshot/", headers={"Authorization": f"Token {token}"})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/api/live/snapshot/", headers={"Authorization": f"Token {token}"}
+    )
     with urllib.request.urlopen(request, timeout=10) as response:
         return json.loads(response.read())
 
@@ -128,7 +132,9 @@ def test_a_change_made_in_a_worker_reaches_an_open_socket_within_a_second(stack,
     monkeypatch.setattr(services, "_send_prediction", lambda job_id: None)
     node = Node.objects.create(hostname="v100-a", approved_at=timezone.now())
     Gpu.objects.create(node=node, index=0, uuid="GPU-v0", gpu_type=v100)
-    Measurement.objects.create(workload=resnet50, gpu_type=v100, throughput=10.0, source="reference", observed_at=timezone.now())
+    Measurement.objects.create(
+        workload=resnet50, gpu_type=v100, throughput=10.0, source="reference", observed_at=timezone.now()
+    )
     job = services.job_submit(owner=alice, workload=resnet50, min_throughput=8, max_gpus=1).job
     token = Token.objects.create(user=alice).key
     browser = Client()
@@ -140,7 +146,9 @@ def test_a_change_made_in_a_worker_reaches_an_open_socket_within_a_second(stack,
     async def follow():
         socket = await Socket.connect(stack.port, f"/ws/live/?after={start['event_id']}", cookie)
         await asyncio.sleep(0.5)  # subscribed before the change is made
-        result = await asyncio.to_thread(stack.send_task, "scheduler.tasks.scheduling_round", kwargs={"trigger": "manual"})
+        result = await asyncio.to_thread(
+            stack.send_task, "scheduler.tasks.scheduling_round", kwargs={"trigger": "manual"}
+        )
         received, arrival = [], {}
         while not any(e.get("kind") == "job" and e["data"] and e["data"]["state"] == "placed" for e in received):
             received.append(await socket.receive(timeout=60))
@@ -180,7 +188,10 @@ LIVE_JS_HARNESS = """async (source) => {
   let fetches = 0;
   window.setTimeout = (fn, ms) => timers.push({fn, ms, cancelled: false});
   window.clearTimeout = (id) => { if (timers[id - 1]) timers[id - 1].cancelled = true; };
-  window.fetch = () => { fetches += 1; return Promise.resolve({status: 200, ok: true, json: () => ({event_id: 5, state: {}})}); };
+  window.fetch = () => {
+    fetches += 1;
+    return Promise.resolve({status: 200, ok: true, json: () => ({event_id: 5, state: {}})});
+  };
   window.WebSocket = function (url) { this.url = url; sockets.push(this); };
   window.WebSocket.prototype.close = function () {};
   const settle = async () => { for (let i = 0; i < 10; i++) await null; };

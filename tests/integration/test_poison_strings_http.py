@@ -20,7 +20,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def daphne(spawn):
     port = free_port()
-    proc, log = spawn("daphne", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "gogh_web.asgi:application"])
+    proc, log = spawn(
+        "daphne", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "gogh_web.asgi:application"]
+    )
     base = f"http://127.0.0.1:{port}"
     wait_for_http(base + "/", proc, log)
     return base
@@ -50,7 +52,10 @@ def test_poison_strings_over_http_are_400s_and_the_list_keeps_working(daphne, al
     status, body = send(daphne, "/api/jobs/", token, (job % ("ResNet\\u0000", "")).encode())
     assert (status, body) == (400, {"workload": ["Contains a NUL character (U+0000), which text may not contain."]})
     status, body = send(daphne, "/api/gpu-types/v%00/", token)
-    assert (status, body) == (400, {"path": ["The path contains a NUL character (U+0000), which text may not contain."]})
+    assert (status, body) == (
+        400,
+        {"path": ["The path contains a NUL character (U+0000), which text may not contain."]},
+    )
     assert not Job.objects.exists()
 
     status, body = send(daphne, "/api/jobs/", token, (job % (resnet50.name, '"K": "v"')).encode())

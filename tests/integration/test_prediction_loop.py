@@ -18,12 +18,12 @@ from tests.unit.catalog.predictors.db_slice import load_slice
 
 from .conftest import approve_registered_node, simulated_agent_argv, worker_argv
 from .test_full_loop import wait_for
-from .test_http_api import call, daphne  # noqa: F401 (a fixture)
+from .test_http_api import call, daphne as daphne  # daphne: a fixture, `as` marks it re-exported
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_p1_on_submit_and_p2_on_telemetry(daphne, spawn, agent, alice, staff, settings, tmp_path):  # noqa: F811
+def test_p1_on_submit_and_p2_on_telemetry(daphne, spawn, agent, alice, staff, settings, tmp_path):
     settings.VAR_DIR = spawn.var  # the worker reads the weights from the var directory they share
     workloads, _ = load_slice()
     workload = workloads["ResNet-18 (batch size 32)"]  # new to the cluster: nothing measured yet
@@ -50,7 +50,9 @@ def test_p1_on_submit_and_p2_on_telemetry(daphne, spawn, agent, alice, staff, se
     refined = PredictionRecord.objects.filter(job_id=job_id).latest("id")
     observed = Measurement.objects.filter(source="telemetry", workload=workload).earliest("id")
     # the simulated GPU's real-time rate, though the job ran 5 times faster to save time
-    truth = reference_throughput(workload.name, "v100", 1, None) * true_factor(workload.name, 0, 0.15)  # simjob's default deviation
+    truth = reference_throughput(workload.name, "v100", 1, None) * true_factor(
+        workload.name, 0, 0.15
+    )  # simjob's default deviation
     assert observed.throughput == pytest.approx(truth, rel=0.15)
     assert refined.observations[0]["gpu_type"] == "v100"
     assert refined.observations[0]["throughput"] == pytest.approx(observed.throughput)

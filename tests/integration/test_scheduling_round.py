@@ -17,7 +17,9 @@ def test_worker_runs_a_scheduling_round(worker, alice, v100, k80, resnet50, monk
     node = Node.objects.create(hostname="v100-a", approved_at=timezone.now())
     for i in range(2):
         Gpu.objects.create(node=node, index=i, uuid=f"GPU-v{i}", gpu_type=v100)
-    Measurement.objects.create(workload=resnet50, gpu_type=v100, throughput=10.0, source="reference", observed_at=timezone.now())
+    Measurement.objects.create(
+        workload=resnet50, gpu_type=v100, throughput=10.0, source="reference", observed_at=timezone.now()
+    )
     placed = services.job_submit(owner=alice, workload=resnet50, min_throughput=8, max_gpus=1).job
     hopeless = services.job_submit(owner=alice, workload=resnet50, min_throughput=80, max_gpus=2).job
 

@@ -11,16 +11,15 @@ from gogh_web.dashboard.services import tradeoff_apply
 from scheduler.models import SolverConfig, SolverConfigChange
 
 # The stack, the browser, the demo cluster and the quiet teardown are the browser module's
-# fixtures (imported, so the tests' parameters name them again: F811).
-# ruff: noqa: F811
-from .test_dashboard_browser import (  # noqa: F401
+# fixtures: `as` marks them re-exported, for pytest to find by name.
+from .test_dashboard_browser import (
     WAIT_MS,
-    chromium,
-    demo,
+    chromium as chromium,
+    demo as demo,
     off_the_loop,
-    quiet_database,
+    quiet_database as quiet_database,
     signed_in,
-    stack,
+    stack as stack,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -18,8 +18,12 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--json", required=True, metavar="OUT", type=output_file, help="Where to write the JSON report.")
-        parser.add_argument("--data", metavar="FILE", help="Measurements CSV to benchmark on instead of the reference data.")
+        parser.add_argument(
+            "--json", required=True, metavar="OUT", type=output_file, help="Where to write the JSON report."
+        )
+        parser.add_argument(
+            "--data", metavar="FILE", help="Measurements CSV to benchmark on instead of the reference data."
+        )
         parser.add_argument("--quick", action="store_true", help="A few folds and tiny models: under a minute, for CI.")
         parser.add_argument("--seed", type=non_negative_int, default=0)
 

@@ -14,7 +14,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("file", metavar="FILE", type=output_file)
-        parser.add_argument("--id", type=positive_int, dest="version_id", help="PredictorVersion id (default: the active version).")
+        parser.add_argument(
+            "--id", type=positive_int, dest="version_id", help="PredictorVersion id (default: the active version)."
+        )
         parser.add_argument("--name", choices=["p1", "p2"], default="p1")
 
     def handle(self, *args, file, version_id, name, **options):

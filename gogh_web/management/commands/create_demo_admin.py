@@ -61,7 +61,8 @@ class Command(BaseCommand):
                     "  Submit a job:",
                     f"    curl -s -X POST {host}/api/jobs/ -H 'Authorization: Token {token.key}' \\",
                     "         -H 'Content-Type: application/json' \\",
-                    "         -d '{\"workload\": \"ResNet-50 (batch size 64)\", \"min_throughput\": 5, \"max_gpus\": 2}'",
+                    "         -d '{\"workload\": \"ResNet-50 (batch size 64)\", "
+                    "\"min_throughput\": 5, \"max_gpus\": 2}'",
                     "",
                 ]
             )

@@ -16,8 +16,9 @@ from telemetry.services import agent_token_ensure
 class Command(BaseCommand):
     help = (
         "Run the control plane in the foreground: daphne (HTTP + WebSockets), a Celery worker for "
-        "scheduling rounds, one for everything else, and Celery beat (and with --demo-agents a simulated agent for each demo node). Ctrl-C "
-        "(or SIGTERM) stops all of them cleanly; if one dies the others stop too."
+        "scheduling rounds, one for everything else, and Celery beat (and with --demo-agents a simulated "
+        "agent for each demo node). Ctrl-C (or SIGTERM) stops all of them cleanly; if one dies the others "
+        "stop too."
     )
 
     def add_arguments(self, parser):
@@ -42,8 +43,8 @@ class Command(BaseCommand):
         services = [
             Service(
                 "daphne",
-                [python, "-m", "daphne", "-b", host, "-p", str(port), "--access-log", str(settings.VAR_DIR / "access.log"),
-                 "gogh_web.asgi:application"],
+                [python, "-m", "daphne", "-b", host, "-p", str(port),
+                 "--access-log", str(settings.VAR_DIR / "access.log"), "gogh_web.asgi:application"],
                 env=self._demo_admission() if demo_agents else {},
             ),
             # Rounds never wait behind a backlog of predictions or maintenance (docs/architecture.md).

@@ -97,7 +97,7 @@ def build_state(options) -> dict:
     now = timezone.now()
     nodes = {name: Node.objects.create(hostname=name, approved_at=now)
              for name in dict.fromkeys(g.node for g in instance.gpus)}
-    indexes = {name: 0 for name in nodes}
+    indexes = dict.fromkeys(nodes, 0)
     gpus = []
     for g in instance.gpus:
         gpus.append(Gpu(node=nodes[g.node], index=indexes[g.node], uuid=f"GPU-{g.id}", gpu_type=gpu_types[g.gpu_type],

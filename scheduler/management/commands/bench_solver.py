@@ -35,8 +35,15 @@ class Command(BaseCommand):
         parser.add_argument("--json", required=True, type=output_file, help="Where to write the JSON report.")
         parser.add_argument("--sizes", default=",".join(map(str, bench.DEFAULT_SIZES)), help="Cluster sizes in GPUs.")
         parser.add_argument("--seed", type=int, default=7)
-        parser.add_argument("--time-limit", type=positive_float, default=10.0, help="Seconds per solve (cells, genetic: own).")
-        parser.add_argument("--ilp-time-limit", type=positive_float, default=bench.GLOBAL_ILP_LIMIT_S, help="Seconds for the global ILP.")
+        parser.add_argument(
+            "--time-limit", type=positive_float, default=10.0, help="Seconds per solve (cells, genetic: own)."
+        )
+        parser.add_argument(
+            "--ilp-time-limit",
+            type=positive_float,
+            default=bench.GLOBAL_ILP_LIMIT_S,
+            help="Seconds for the global ILP.",
+        )
         parser.add_argument("--theta", type=int, default=2, choices=range(1, MAX_THETA + 1),
                             help="Jobs per GPU at most (2: pairs, as measured; more: groups estimated from pairs).")
         parser.add_argument("--contention", type=burners, default=0,

@@ -12,7 +12,14 @@ from catalog.predictors import ARCHITECTURES
 from gogh_web.cli_args import non_negative_float, output_file, positive_float, positive_int
 from scheduler.simulation.measurements import load_records, without_memory
 from scheduler.simulation.policies import POLICIES
-from scheduler.simulation.run import DEFAULT_JOBS, DEFAULT_JOBS_PER_HOUR, build_scenario, format_table, run_all, scenario_summary
+from scheduler.simulation.run import (
+    DEFAULT_JOBS,
+    DEFAULT_JOBS_PER_HOUR,
+    build_scenario,
+    format_table,
+    run_all,
+    scenario_summary,
+)
 from scheduler.simulation.scenario import Failure
 from scheduler.simulation.trace import TraceError
 from scheduler.simulation.truth import Truth
@@ -56,9 +63,15 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--json", required=True, type=output_file, metavar="OUT", help="Where to write the JSON report.")
-        parser.add_argument("--truth", metavar="FILE", help="Measurements CSV of the simulated cluster's true behaviour.")
-        parser.add_argument("--catalog", metavar="FILE", help="Measurements CSV the catalog and the predictors start from.")
+        parser.add_argument(
+            "--json", required=True, type=output_file, metavar="OUT", help="Where to write the JSON report."
+        )
+        parser.add_argument(
+            "--truth", metavar="FILE", help="Measurements CSV of the simulated cluster's true behaviour."
+        )
+        parser.add_argument(
+            "--catalog", metavar="FILE", help="Measurements CSV the catalog and the predictors start from."
+        )
         parser.add_argument("--jobs", type=positive_int, default=DEFAULT_JOBS,
                             help=f"Jobs to generate (default {DEFAULT_JOBS}).")
         parser.add_argument("--jobs-per-hour", type=positive_float, default=DEFAULT_JOBS_PER_HOUR,
@@ -70,10 +83,14 @@ class Command(BaseCommand):
                                  f"(0..{MAX_DEVIATION:g}, default 0.15).")
         parser.add_argument("--noise", type=_at_most(MAX_NOISE), default=0.05,
                             help=f"Relative noise of each observed round (0..{MAX_NOISE:g}, default 0.05).")
-        parser.add_argument("--policies", default=",".join(p.name for p in POLICIES), help="Comma-separated subset to run.")
+        parser.add_argument(
+            "--policies", default=",".join(p.name for p in POLICIES), help="Comma-separated subset to run."
+        )
         parser.add_argument("--fail", action="append", type=_failure, default=[], metavar="SECONDS:GPU_ID",
                             help="Make a GPU fail at a virtual time, e.g. 7200:v100-s0-g1 (repeatable).")
-        parser.add_argument("--quick", action="store_true", help="A tiny predictor network (seconds to fit), for tests.")
+        parser.add_argument(
+            "--quick", action="store_true", help="A tiny predictor network (seconds to fit), for tests."
+        )
         parser.add_argument("--architecture", choices=ARCHITECTURES, default=settings.GOGH_PREDICTOR_ARCHITECTURE,
                             help="The predictor gogh learns with (default: GOGH_PREDICTOR_ARCHITECTURE, "
                                  f"{settings.GOGH_PREDICTOR_ARCHITECTURE}).")
@@ -105,7 +122,9 @@ class Command(BaseCommand):
                                f"({', '.join(sorted(cluster_types))}); no job could run")
         missing = sorted(cluster_types - set(truth.gpu_types))
         if missing:
-            self.stderr.write(f"warning: the truth data has no measurements on {', '.join(missing)}; jobs cannot run there")
+            self.stderr.write(
+                f"warning: the truth data has no measurements on {', '.join(missing)}; jobs cannot run there"
+            )
         report = run_all(scenario, truth, truth_records, catalog_records, seed=o["seed"], quick=o["quick"],
                          architecture=o["architecture"], policies=[known[name] for name in chosen],
                          log=self.stderr.write)

@@ -33,7 +33,9 @@ CONNECTIONS_SQL = "SELECT count(*) FROM pg_stat_activity WHERE datname = current
 
 
 class Command(BaseCommand):
-    help = "Load the sample ingest with simulated agents (N nodes x G GPUs at 1 Hz for T s); print and write the report."
+    help = (
+        "Load the sample ingest with simulated agents (N nodes x G GPUs at 1 Hz for T s); print and write the report."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--nodes", type=positive_int, default=125)
@@ -42,7 +44,9 @@ class Command(BaseCommand):
         parser.add_argument("--sample-interval", type=positive_float, default=1.0)
         parser.add_argument("--upload-interval", type=positive_float, default=5.0, help="As the agent's default.")
         parser.add_argument("--heartbeat-interval", type=positive_float, default=15.0, help="As the agent's default.")
-        parser.add_argument("--batch-size", type=positive_int, default=500, help="Samples per upload at most (<= 1000).")
+        parser.add_argument(
+            "--batch-size", type=positive_int, default=500, help="Samples per upload at most (<= 1000)."
+        )
         parser.add_argument("--timeout", type=positive_float, default=10.0, help="Seconds per request, as the agent's.")
         parser.add_argument("--gpu-type", default="v100", help="GPU type the simulated GPUs register as.")
         parser.add_argument("--prefix", default="bench", help="Hostnames and GPU UUIDs start with this.")

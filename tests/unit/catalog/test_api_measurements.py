@@ -249,7 +249,9 @@ def test_filters(client_for, alice, stored, query, expected):
         ("num_gpus=1.5", "num_gpus", "Enter a whole number"),
         ("consolidated=maybe", "consolidated", "Select a valid choice"),
     ],
-    ids=["source", "not a time", "no timezone", "before year 1 in UTC", "after 9999 in UTC", "not whole", "not boolean"],
+    ids=[
+        "source", "not a time", "no timezone", "before year 1 in UTC", "after 9999 in UTC", "not whole", "not boolean"
+    ],
 )
 def test_a_bad_filter_value_is_a_400(client_for, alice, stored, query, field, words):
     """Not a 500 (the UTC conversion overflowed) nor a silently different query (1.5 read as 1,

@@ -120,7 +120,10 @@ BAD_ROWS = [
         row(observed_at="9999-12-31T23:59:59+00:00"),
         "observed_at: 9999-12-31T23:59:59+00:00 is more than 300 s in the future; is the clock set?",
     ),
-    ("before 2000", row(observed_at="1999-12-31T23:00:00+00:00"), "observed_at: 1999-12-31T23:00:00+00:00 is before 2000"),
+    (
+        "before 2000", row(observed_at="1999-12-31T23:00:00+00:00"),
+        "observed_at: 1999-12-31T23:00:00+00:00 is before 2000",
+    ),
 ]
 
 

@@ -14,7 +14,6 @@ from django.apps import apps
 from django.contrib.auth.models import User
 from django.test import Client
 
-from catalog.models import Measurement
 from scheduler.models import Allocation, Job
 from telemetry.models import Gpu, Node
 

@@ -44,4 +44,6 @@ def test_the_partner_is_copied_into_partners_and_back():
     Allocation = old.get_model("scheduler", "Allocation")
     assert Allocation.objects.get(pk=shared.pk).partner_id == b.pk
     assert Allocation.objects.get(pk=alone.pk).partner_id == a.pk  # the smallest id of the group's
-    MigrationExecutor(connection).migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())  # as the other tests expect
+    MigrationExecutor(connection).migrate(
+        MigrationExecutor(connection).loader.graph.leaf_nodes()
+    )  # as the other tests expect

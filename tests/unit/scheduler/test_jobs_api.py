@@ -83,6 +83,7 @@ def test_nan_number_is_refused(client_for, alice, cluster, resnet50):
     raw = json.dumps({"workload": resnet50.name, "max_gpus": 1}).replace("}", ', "min_throughput": Infinity}')
     response = client_for(alice).generic("POST", "/api/jobs/", raw, content_type="application/json")
     assert response.status_code == 400
+    assert not Job.objects.exists()
 
 
 @override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=2048)
@@ -90,11 +91,13 @@ def test_oversized_body_gets_400(submit, alice):
     response = submit(alice, command="x" * 4000)
     assert response.status_code == 400
     assert "exceeds the limit" in response.json()["detail"]
+    assert not Job.objects.exists()
 
 
 def test_wrong_content_type_gets_415(client_for, alice, cluster):
     response = client_for(alice).post("/api/jobs/", "workload=x", content_type="application/x-www-form-urlencoded")
     assert response.status_code == 415
+    assert not Job.objects.exists()
 
 
 def test_idempotency_key_returns_the_same_job(submit, alice):

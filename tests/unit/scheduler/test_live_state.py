@@ -37,7 +37,9 @@ def test_job_state_has_placement_predictions_slo_and_progress():
     assert data["progress"] == {"steps_done": 250, "total_steps": 1000, "fraction": 0.25}
     assert data["started_at"] == T0.isoformat() and data["finished_at"] is None
     assert (data["workload"], data["tenant"], data["owner"]) == ("ResNet-50 (batch size 64)", "research", "alice")
-    assert {"id", "state", "pending_reason", "priority", "min_throughput", "max_gpus", "submitted_at", "placed_at"} <= set(data)
+    assert {
+        "id", "state", "pending_reason", "priority", "min_throughput", "max_gpus", "submitted_at", "placed_at"
+    } <= set(data)
 
 
 def test_job_without_placement_or_observation_is_unknown():

@@ -11,7 +11,7 @@ from scheduler.models import Allocation, Job, SolverConfig
 from scheduler.optimizer.catalog_predictions import CatalogPredictions
 from scheduler.predictions import LearnedPredictions, WorkloadEstimates
 from scheduler.problem_source import problem_from_database
-from tests.unit.gogh_web.broker import broker  # noqa: F401 (a fixture)
+from tests.unit.gogh_web.broker import broker as broker  # a fixture, `as` marks it re-exported
 
 ESTIMATES = {
     "partners": ["ResNet-50", "LM"], "gpu_types": ["k80", "v100"],
@@ -109,7 +109,7 @@ def test_every_round_keeps_its_decision(unmeasured, alice):
     assert run.decision["reasons"][str(hopeless.pk)] == Job.objects.get(pk=hopeless.pk).pending_reason
 
 
-def test_submission_sends_p1_after_commit(db, cluster, alice, resnet50, broker, django_capture_on_commit_callbacks):  # noqa: F811
+def test_submission_sends_p1_after_commit(db, cluster, alice, resnet50, broker, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         job = services.job_submit(owner=alice, workload=resnet50, min_throughput=1, max_gpus=1).job
     assert broker.of("scheduler.tasks.job_predict") == [([job.pk], {}, None)]
@@ -233,7 +233,7 @@ def test_memory_need_is_the_peak_of_the_catalog_window(cluster, alice, lm, k80, 
 
 def test_gpu_types_nobody_measured_get_spec_estimates_and_observations_replace_them(db, alice, settings, tmp_path):
     from catalog.models import GpuType
-    from catalog.services.predictors import predictor_train, prediction_create
+    from catalog.services.predictors import prediction_create, predictor_train
     from tests.unit.catalog.predictors.conftest import TINY
     from tests.unit.catalog.predictors.db_slice import load_slice
 
@@ -256,7 +256,7 @@ def test_gpu_types_nobody_measured_get_spec_estimates_and_observations_replace_t
     assert learned.tau("A3C", "a100", 1, True) == 123.0 and refined["observed"] == 1
 
 
-def test_reconciliation_asks_p1_again_for_a_job_whose_request_was_lost(unmeasured, alice, broker,  # noqa: F811
+def test_reconciliation_asks_p1_again_for_a_job_whose_request_was_lost(unmeasured, alice, broker,
                                                                          django_capture_on_commit_callbacks):
     mystery = services.job_submit(owner=alice, workload=Workload.objects.create(name="Mystery", family="X"),
                                   min_throughput=1, max_gpus=1).job
@@ -265,15 +265,17 @@ def test_reconciliation_asks_p1_again_for_a_job_whose_request_was_lost(unmeasure
         services.scheduling_round_run(trigger="manual")
         services.predictions_reconcile()
     assert broker.of("scheduler.tasks.job_predict") == [([mystery.pk], {}, None)]  # the reconciliation, not the round
-    PredictionRecord.objects.create(workload=mystery.workload, job_id=mystery.pk, version=PredictorVersion.objects.get(),
-                                    estimates={**ESTIMATES, "tau": [0.0, 0.0, 0.0]})  # P1 came: fits nowhere
+    PredictionRecord.objects.create(  # P1 came: fits nowhere
+        workload=mystery.workload, job_id=mystery.pk, version=PredictorVersion.objects.get(),
+        estimates={**ESTIMATES, "tau": [0.0, 0.0, 0.0]},
+    )
     services.outbox_acknowledge(key=services.p1_key(mystery.pk))
     with django_capture_on_commit_callbacks(execute=True):
         services.predictions_reconcile()
     assert len(broker.of("scheduler.tasks.job_predict")) == 1
 
 
-def test_without_a_trained_predictor_nothing_asks_for_p1_again(db, cluster, alice, broker,  # noqa: F811
+def test_without_a_trained_predictor_nothing_asks_for_p1_again(db, cluster, alice, broker,
                                                                django_capture_on_commit_callbacks):
     services.job_submit(owner=alice, workload=Workload.objects.create(name="Mystery", family="X"),
                         min_throughput=1, max_gpus=1)

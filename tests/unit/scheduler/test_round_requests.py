@@ -10,7 +10,7 @@ from gogh_web.outbox.models import OutboxMessage
 from gogh_web.outbox.services import outbox_drain
 from scheduler import services, tasks
 from scheduler.models import Job
-from tests.unit.gogh_web.broker import broker  # noqa: F401 (a fixture)
+from tests.unit.gogh_web.broker import broker as broker  # a fixture, `as` marks it re-exported
 
 ROUND, P1 = "scheduler.tasks.scheduling_round", "scheduler.tasks.job_predict"
 
@@ -32,7 +32,7 @@ def later(monkeypatch, seconds: float) -> None:
     monkeypatch.setattr(time, "time", lambda: now + seconds)
 
 
-def test_a_burst_leads_to_one_round_and_nothing_more_until_it_starts(db, alice, resnet50, broker, committed,  # noqa: F811
+def test_a_burst_leads_to_one_round_and_nothing_more_until_it_starts(db, alice, resnet50, broker, committed,
                                                                     monkeypatch, settings):
     for _ in range(3):
         submitted(alice, resnet50, committed)
@@ -44,7 +44,7 @@ def test_a_burst_leads_to_one_round_and_nothing_more_until_it_starts(db, alice, 
     assert len(broker.of(ROUND)) == 1  # still one pending: it has not started
 
 
-def test_a_request_while_a_round_runs_leads_to_exactly_one_more(db, alice, resnet50, broker, committed,  # noqa: F811
+def test_a_request_while_a_round_runs_leads_to_exactly_one_more(db, alice, resnet50, broker, committed,
                                                                 monkeypatch):
     submitted(alice, resnet50, committed)
     assert len(broker.of(ROUND)) == 1
@@ -62,7 +62,7 @@ def test_a_request_while_a_round_runs_leads_to_exactly_one_more(db, alice, resne
     assert len(broker.of(ROUND)) == 2
 
 
-def test_a_round_requested_while_the_broker_is_away_is_sent_when_it_is_back(db, alice, resnet50, broker,  # noqa: F811
+def test_a_round_requested_while_the_broker_is_away_is_sent_when_it_is_back(db, alice, resnet50, broker,
                                                                             committed):
     broker.away = True
     submitted(alice, resnet50, committed)
@@ -73,7 +73,7 @@ def test_a_round_requested_while_the_broker_is_away_is_sent_when_it_is_back(db, 
     assert len(broker.of(ROUND)) == 1 and len(broker.of(P1)) == 2
 
 
-def test_a_submission_while_the_broker_is_away_is_answered_201_and_kept(cluster, alice, submit, broker,  # noqa: F811
+def test_a_submission_while_the_broker_is_away_is_answered_201_and_kept(cluster, alice, submit, broker,
                                                                        committed):
     """It used to be answered 500 (the failed send's log line raised), though the job existed."""
     broker.away = True
@@ -92,7 +92,7 @@ def predictor(db):
                                            weights_sha256="0" * 64, status="active")
 
 
-def test_rounds_with_no_ready_node_never_ask_p1_again(predictor, alice, broker, committed):  # noqa: F811
+def test_rounds_with_no_ready_node_never_ask_p1_again(predictor, alice, broker, committed):
     """Each round used to send P1 again for every pending job it knew nothing about (13,317
     tasks for 2,000 jobs): P1 is asked once, at submission."""
     mystery = Workload.objects.create(name="Mystery", family="X")  # nothing measured, no node at all
@@ -103,7 +103,7 @@ def test_rounds_with_no_ready_node_never_ask_p1_again(predictor, alice, broker, 
     assert sorted(args[0] for args, _, _ in broker.of(P1)) == [job.pk for job in jobs]
 
 
-def test_reconciliation_asks_p1_once_for_jobs_that_lack_it(db, alice, resnet50, broker, committed):  # noqa: F811
+def test_reconciliation_asks_p1_once_for_jobs_that_lack_it(db, alice, resnet50, broker, committed):
     waiting, predicted, ended = (submitted(alice, resnet50, committed) for _ in range(3))
     for job in (waiting, predicted, ended):
         assert services.job_predict(job=job) is None  # no predictor yet: acknowledged, nothing stored
@@ -120,7 +120,7 @@ def test_reconciliation_asks_p1_once_for_jobs_that_lack_it(db, alice, resnet50, 
     assert [args for args, _, _ in broker.of(P1)[before:]] == [[waiting.pk]]
 
 
-def test_a_repeated_p1_request_keeps_the_prediction_and_is_acknowledged(predictor, alice, resnet50, broker,  # noqa: F811
+def test_a_repeated_p1_request_keeps_the_prediction_and_is_acknowledged(predictor, alice, resnet50, broker,
                                                                        committed):
     job = submitted(alice, resnet50, committed)
     record = PredictionRecord.objects.create(workload=resnet50, job_id=job.pk, version=predictor, estimates={})
@@ -130,7 +130,7 @@ def test_a_repeated_p1_request_keeps_the_prediction_and_is_acknowledged(predicto
     assert not OutboxMessage.objects.filter(key=services.p1_key(job.pk)).exists()
 
 
-def test_a_p1_request_for_a_job_deleted_since_is_acknowledged_not_sent_for_ever(alice, resnet50, broker,  # noqa: F811
+def test_a_p1_request_for_a_job_deleted_since_is_acknowledged_not_sent_for_ever(alice, resnet50, broker,
                                                                               committed):
     job = submitted(alice, resnet50, committed)
     key = services.p1_key(job.pk)

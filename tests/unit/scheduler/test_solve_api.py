@@ -9,7 +9,9 @@ from scheduler.models import Allocation, SolveRun
 
 @pytest.fixture
 def pending_job(cluster, alice, resnet50, v100):
-    Measurement.objects.create(workload=resnet50, gpu_type=v100, throughput=10.0, source="reference", observed_at=timezone.now())
+    Measurement.objects.create(
+        workload=resnet50, gpu_type=v100, throughput=10.0, source="reference", observed_at=timezone.now()
+    )
     return services.job_submit(owner=alice, workload=resnet50, min_throughput=8, max_gpus=1).job
 
 
@@ -41,7 +43,9 @@ def test_a_real_round_applies_and_can_pick_a_solver(client_for, staff, pending_j
     assert SolveRun.objects.get().trigger == "manual"
 
 
-@pytest.mark.parametrize("body,field", [({"dryrun": True}, "dryrun"), ({"solver": "quantum"}, "solver"), ({"dry_run": "maybe"}, "dry_run")])
+@pytest.mark.parametrize(
+    "body,field", [({"dryrun": True}, "dryrun"), ({"solver": "quantum"}, "solver"), ({"dry_run": "maybe"}, "dry_run")]
+)
 def test_bad_bodies_get_400_naming_the_field(client_for, staff, pending_job, body, field):
     response = client_for(staff).post("/api/solve/", body, format="json")
     assert response.status_code == 400 and field in response.json()

@@ -37,7 +37,11 @@ def test_settings_cannot_be_added_twice_or_deleted(client, root):
 
 
 def settings_form(config, **changes) -> dict:
-    form = {k: ("on" if v is True else v) for k, v in model_to_dict(config).items() if v is not None and v is not False and k != "id"}
+    form = {
+        k: ("on" if v is True else v)
+        for k, v in model_to_dict(config).items()
+        if v is not None and v is not False and k != "id"
+    }
     form.update({**changes, "changes-TOTAL_FORMS": "0", "changes-INITIAL_FORMS": "0"})
     return form
 
@@ -85,7 +89,9 @@ def test_values_that_would_break_every_round_are_refused(client, root, field, va
     round fell back to the greedy decision; a load window or cell size of 0 means nothing."""
     config = SolverConfig.load()
     before = model_to_dict(config)
-    response = client.post(f"/admin/scheduler/solverconfig/{config.pk}/change/", settings_form(config, **{field: value}))
+    response = client.post(
+        f"/admin/scheduler/solverconfig/{config.pk}/change/", settings_form(config, **{field: value})
+    )
     assert response.status_code == 200 and "errornote" in response.content.decode()
     config.refresh_from_db()
     assert model_to_dict(config) == before and not SolverConfigChange.objects.exists()

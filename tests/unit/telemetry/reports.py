@@ -13,4 +13,6 @@ def node_report(hostname="node1", gpus=None, **fields):
             gpu_report(i, hostname=hostname, pcie_switch=f"sw{i // 2}", numa_node=i // 2, pci_bus_id=f"0000:0{i}:00.0")
             for i in range(4)
         ]
-    return {"hostname": hostname, "labels": {"rack": "r1"}, "cell": "cell-a", "agent_version": "1.0", "gpus": gpus, **fields}
+    return {
+        "hostname": hostname, "labels": {"rack": "r1"}, "cell": "cell-a", "agent_version": "1.0", "gpus": gpus, **fields
+    }

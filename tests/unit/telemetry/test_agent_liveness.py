@@ -17,7 +17,9 @@ from telemetry.agent.nvml import NvmlBackend
 
 from .fake_control_plane import NODE_ID
 from .fake_nvml import fake_nvml
-from .test_agent_loop import _alive, assignment, plane, python, run_agent, timestamps  # noqa: F401 (fixtures)
+
+# plane and run_agent are fixtures: `as` marks them re-exported.
+from .test_agent_loop import _alive, assignment, plane as plane, python, run_agent as run_agent, timestamps
 from .test_agent_runner import wait_for
 
 LONG_JOB = python("import os, time; print('pid', os.getpid(), flush=True); time.sleep(60)")

@@ -45,8 +45,8 @@ def run_agent(tmp_path):
             "upload_interval_s": 0.3, "heartbeat_interval_s": 0.5, "poll_interval_s": 0.2,
             "progress_interval_s": 0.3, "grace_s": 0.5, "retry_s": 0.2, **overrides,
         }
-        agent = Agent(backend=NvmlBackend(nvml=nvml or fake_nvml(count=gpus)), client=ControlPlane(plane.url, token, timeout=2),
-                      config=AgentConfig(**config))
+        agent = Agent(backend=NvmlBackend(nvml=nvml or fake_nvml(count=gpus)),
+                      client=ControlPlane(plane.url, token, timeout=2), config=AgentConfig(**config))
         agent.errors = []
 
         def target():
@@ -72,8 +72,9 @@ def python(code: str) -> str:
 
 def assignment(job_id, command, gpu_indexes=(0,), allocations=None, **fields):
     return {
-        "job": job_id, "state": "placed", "allocations": allocations or [100 + job_id], "gpu_indexes": list(gpu_indexes),
-        "gpu_type": "v100", "workload": "ResNet-50 (batch size 64)", "partners": [], "command": command,
+        "job": job_id, "state": "placed", "allocations": allocations or [100 + job_id],
+        "gpu_indexes": list(gpu_indexes), "gpu_type": "v100", "workload": "ResNet-50 (batch size 64)", "partners": [],
+        "command": command,
         "environment": {"PYTHONPATH": os.getcwd()}, "total_steps": None, "steps_done": 0, **fields,
     }
 
@@ -192,7 +193,9 @@ def test_a_simulated_job_follows_its_partner_changes_without_a_restart(plane, ru
     log, partner_file = tmp_path / "logs" / "job-6.out", tmp_path / "logs" / "job-6.partner"
     assert wait_for(lambda: log.exists() and f"with {partner}:" in log.read_text())
     pid = agent._running[6][1].pid
-    plane.assignments = [assignment(6, "", allocations=[31], partners=[joiner, partner], total_steps=100_000)]  # a third job
+    plane.assignments = [
+        assignment(6, "", allocations=[31], partners=[joiner, partner], total_steps=100_000)
+    ]  # a third job
     assert wait_for(lambda: f"with {joiner}, {partner}:" in log.read_text())
     assert partner_file.read_text() == f"{joiner}\n{partner}\n"  # one workload per line
     plane.assignments = [assignment(6, "", allocations=[32], partners=[], total_steps=100_000)]  # both ended

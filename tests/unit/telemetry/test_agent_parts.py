@@ -186,7 +186,11 @@ def test_a_simulated_job_next_to_two_partners_runs_at_group_fraction_of_its_pair
     workload, first, second = "ResNet-50 (batch size 64)", "ResNet-18 (batch size 64)", "ResNet-18 (batch size 32)"
     reference = {p: simjob.reference_throughput(workload, "v100", 1, p) for p in (None, first, second)}
     rates = simjob.PartnerRates(workload, "v100", 1, factor=1.5)
-    expected = 1.5 * reference[None] * group_fraction([reference[first] / reference[None], reference[second] / reference[None]])
+    expected = (
+        1.5
+        * reference[None]
+        * group_fraction([reference[first] / reference[None], reference[second] / reference[None]])
+    )
     assert rates.start((second, first)) == pytest.approx(expected)
     assert expected < 1.5 * min(reference[first], reference[second])  # slower than next to either alone
     assert rates.now((first,)) == reference[first] * 1.5

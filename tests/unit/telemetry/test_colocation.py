@@ -5,9 +5,10 @@ from telemetry.agent.colocation import group_fraction
 
 
 def test_one_partner_is_the_measured_pair_exactly():
-    # 1 / (1 + (1 / 0.013 - 1)) is not 0.013 in floating point: the pair must not drift.
-    assert 1 / (1 + (1 / 0.013 - 1)) != 0.013
-    assert group_fraction([0.013]) == 0.013
+    # The additive formula 1 / (1 + (1 / rho - 1)) drifts in the last bit for many rho (0.013
+    # among them): a pair must keep its measured figure, bit for bit.
+    pairs = [i / 1000 for i in range(1, 1001)]
+    assert [group_fraction([rho]) for rho in pairs] == pairs
     assert group_fraction(iter([0.6])) == 0.6
 
 

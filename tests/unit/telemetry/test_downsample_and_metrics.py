@@ -1,6 +1,5 @@
 """Raw samples folded into per-minute aggregates by the beat task; /metrics for Prometheus."""
-from datetime import datetime, timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.contrib.auth.models import Permission
@@ -16,7 +15,7 @@ from telemetry.services import gpu_samples_downsample
 
 from .jobs import placed_job
 
-NOW = datetime(2026, 11, 30, 12, 0, 30, tzinfo=dt_timezone.utc)
+NOW = datetime(2026, 11, 30, 12, 0, 30, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -35,7 +34,7 @@ def test_old_samples_become_minutes_recent_ones_stay_raw(gpu):
     folded = gpu_samples_downsample(retention_s=2 * 3600 - 90, now=NOW)
     assert folded == 10
     first, second = GpuSampleMinute.objects.order_by("minute")
-    assert first.minute == datetime(2026, 11, 30, 10, 0, tzinfo=dt_timezone.utc)
+    assert first.minute == datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
     assert (first.samples, first.power_w_mean, first.power_w_max) == (4, pytest.approx(110), 120)
     assert (second.samples, second.power_w_mean, second.temperature_c_max) == (6, pytest.approx(155), 58)
     assert second.utilization_mean == pytest.approx(0.5) and second.ecc_corrected_max == 1
@@ -43,7 +42,7 @@ def test_old_samples_become_minutes_recent_ones_stay_raw(gpu):
     assert GpuSample.objects.count() == 4  # 10:02:00, 10:02:10, 10:02:20 and the recent one
 
     # A late sample of a folded minute is merged into it.
-    GpuSample.objects.create(gpu=gpu, ts=datetime(2026, 11, 30, 10, 0, 59, tzinfo=dt_timezone.utc), power_w=210)
+    GpuSample.objects.create(gpu=gpu, ts=datetime(2026, 11, 30, 10, 0, 59, tzinfo=UTC), power_w=210)
     assert gpu_samples_downsample(retention_s=2 * 3600 - 90, now=NOW) == 1
     first = GpuSampleMinute.objects.order_by("minute").first()
     assert (first.samples, first.power_w_mean, first.power_w_max) == (5, pytest.approx(130), 210)

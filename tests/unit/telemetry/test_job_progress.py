@@ -96,7 +96,9 @@ def test_the_end_adds_a_measurement_when_the_last_one_is_older_than_its_window(r
     job = placed_job(alice, resnet50, gpus[:1])
     report({"job": job.pk, "status": "running", "steps": 0})
     report({"job": job.pk, "status": "running", "steps": 100, "steps_per_s": 4.2})
-    Measurement.objects.filter(source="telemetry").update(observed_at=timezone.now() - timedelta(seconds=SAMPLE_WINDOW_S + 10))
+    Measurement.objects.filter(source="telemetry").update(
+        observed_at=timezone.now() - timedelta(seconds=SAMPLE_WINDOW_S + 10)
+    )
     report({"job": job.pk, "status": "succeeded", "steps": 300, "steps_per_s": 4.4, "exit_code": 0})
     assert sorted(Measurement.objects.filter(source="telemetry").values_list("throughput", flat=True)) == [4.2, 4.4]
 

@@ -1,14 +1,22 @@
 """The liveness rules as plain data (telemetry.lifecycle): a drain outlives down and back, the
 fence leaves the control plane a margin, and the silence detector presumes itself away when it
 heard nobody or did not run."""
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from telemetry import lifecycle
-from telemetry.lifecycle import DOWN, DRAINING, READY, Hearing, fence_after_s, hearing_after_check, silence_may_be_declared
+from telemetry.lifecycle import (
+    DOWN,
+    DRAINING,
+    READY,
+    Hearing,
+    fence_after_s,
+    hearing_after_check,
+    silence_may_be_declared,
+)
 
-T0 = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 TIMEOUT = 60.0
 
 

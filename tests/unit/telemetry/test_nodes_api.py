@@ -25,8 +25,11 @@ def test_register_by_staff_is_allowed(register, gpu_types, staff):
 
 
 def test_register_takeover_is_403(register, node1, make_user):
-    response = register(make_user("agent-other", agent=True), node_report())
+    before = Node.objects.filter(pk=node1.pk).values().get(), list(Gpu.objects.order_by("pk").values())
+    other = make_user("agent-other", agent=True)
+    response = register(other, node_report(labels={"rack": "r9"}, cell="cell-z", gpus=[gpu_report(0)]))
     assert response.status_code == 403
+    assert (Node.objects.filter(pk=node1.pk).values().get(), list(Gpu.objects.order_by("pk").values())) == before
 
 
 def test_register_needs_an_agent_or_staff(register, gpu_types, alice, client_for):
@@ -152,8 +155,10 @@ def test_drain_is_staff_only(client_for, node1, agent, alice):
 
 def test_draining_a_down_node_is_409(client_for, node1, staff):
     node_set_state(node=node1, state=NodeState.DOWN, reason="dead")
+    before = Node.objects.filter(pk=node1.pk).values().get()
     response = client_for(staff).post(f"/api/nodes/{node1.pk}/drain/")
     assert response.status_code == 409
+    assert Node.objects.filter(pk=node1.pk).values().get() == before  # still down, not drained
 
 
 def test_drain_with_bad_body_is_400(client_for, node1, staff):

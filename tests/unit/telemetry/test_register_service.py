@@ -26,7 +26,9 @@ def test_creates_node_and_gpus(gpu_types, agent):
 
 def test_re_registration_is_idempotent_and_updates(node1, agent):
     before = list(Gpu.objects.values_list("pk", "uuid", "index"))
-    node, created = node_register(agent_user=agent, **node_report(labels={"rack": "r9"}, cell="cell-b", agent_version="1.1"))
+    node, created = node_register(
+        agent_user=agent, **node_report(labels={"rack": "r9"}, cell="cell-b", agent_version="1.1")
+    )
     assert not created and node.pk == node1.pk
     assert list(Gpu.objects.values_list("pk", "uuid", "index")) == before
     assert (node.labels, node.cell, node.agent_version) == ({"rack": "r9"}, "cell-b", "1.1")
@@ -34,7 +36,10 @@ def test_re_registration_is_idempotent_and_updates(node1, agent):
 
 
 def test_product_name_is_mapped_to_a_type(gpu_types, agent):
-    gpus = [gpu_report(0, gpu_type="", product_name="Tesla K80"), gpu_report(1, gpu_type="", product_name="Tesla P100-PCIE-16GB")]
+    gpus = [
+        gpu_report(0, gpu_type="", product_name="Tesla K80"),
+        gpu_report(1, gpu_type="", product_name="Tesla P100-PCIE-16GB"),
+    ]
     node, _ = node_register(agent_user=agent, **node_report(gpus=gpus))
     assert [g.gpu_type.name for g in node.gpus.order_by("index")] == ["k80", "p100"]
     assert node.gpus.get(index=0).product_name == "Tesla K80"
@@ -77,7 +82,12 @@ def test_failed_and_disabled_gpus_stay_so_when_reported(node1, agent):
     gpu_set_state(gpu=Gpu.objects.get(index=1), state=GpuState.DISABLED, reason="flaky")
     gpu_set_state(gpu=Gpu.objects.get(index=2), state=GpuState.FAILED, reason="ECC")
     node_register(agent_user=agent, **node_report())
-    assert list(Gpu.objects.order_by("index").values_list("state", flat=True)) == ["healthy", "disabled", "failed", "healthy"]
+    assert list(Gpu.objects.order_by("index").values_list("state", flat=True)) == [
+        "healthy",
+        "disabled",
+        "failed",
+        "healthy",
+    ]
 
 
 def test_new_card_can_take_the_index_of_a_missing_one(node1, agent):

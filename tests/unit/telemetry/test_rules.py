@@ -6,13 +6,16 @@ from telemetry.models import GpuState, NodeState
 from telemetry.registration_rules import hostname_error, label_errors, normalize_hostname, registration_errors
 
 
-@pytest.mark.parametrize("name", ["node1", "gpu-07.rack3.example.org", "a", "1node", "x" * 63, ".".join(["a" * 63] * 3)])
+@pytest.mark.parametrize(
+    "name", ["node1", "gpu-07.rack3.example.org", "a", "1node", "x" * 63, ".".join(["a" * 63] * 3)]
+)
 def test_valid_hostnames(name):
     assert hostname_error(name) is None
 
 
 @pytest.mark.parametrize(
-    "name", ["", "-node", "node-", "no_de", "node..x", "node.", "x" * 64, "nöde", "a b", ".".join(["a" * 63] * 4 + ["b"])]
+    "name",
+    ["", "-node", "node-", "no_de", "node..x", "node.", "x" * 64, "nöde", "a b", ".".join(["a" * 63] * 4 + ["b"])],
 )
 def test_invalid_hostnames(name):
     assert hostname_error(name)

@@ -1,7 +1,6 @@
 """Sample storage stays bounded: per-minute aggregates past their retention are pruned by the
 downsampling beat task (docs/telemetry.md, "Storage"), and an upload writes only its samples."""
-from datetime import datetime, timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connection
@@ -12,7 +11,7 @@ from telemetry import tasks
 from telemetry.models import Gpu, GpuSample, GpuSampleMinute, Node
 from telemetry.services import gpu_sample_minutes_prune, gpu_samples_ingest
 
-NOW = datetime(2026, 11, 30, 12, 0, 30, tzinfo=dt_timezone.utc)
+NOW = datetime(2026, 11, 30, 12, 0, 30, tzinfo=UTC)
 
 
 @pytest.fixture

@@ -30,7 +30,10 @@ def upload(client_for, agent, node1):
 
 
 def test_a_batch_is_stored(upload):
-    body = {"samples": [sample(seconds_ago=2), sample(seconds_ago=1), sample("GPU-node1-3", power_w=None)], "dropped": 4}
+    body = {
+        "samples": [sample(seconds_ago=2), sample(seconds_ago=1), sample("GPU-node1-3", power_w=None)],
+        "dropped": 4,
+    }
     response = upload(body)
     assert response.status_code == 201, response.json()
     assert response.json() == {"accepted": 3}

@@ -1,12 +1,12 @@
 """The predictor tests' slice of the reference catalog, written to the test database."""
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from catalog.gavel import read_throughputs
 from catalog.models import GpuType, Measurement, Workload
 
 from .conftest import SLICE
 
-OBSERVED = datetime(2020, 11, 4, tzinfo=timezone.utc)
+OBSERVED = datetime(2020, 11, 4, tzinfo=UTC)
 
 
 def load_slice():

@@ -1,4 +1,4 @@
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
@@ -6,7 +6,7 @@ from catalog.measurement_record import MeasurementRecord
 from catalog.predictors import CatalogPolicy, build_catalog
 from catalog.predictors.data import apply_policy, peak_memory
 
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 
 def records(extra=()):

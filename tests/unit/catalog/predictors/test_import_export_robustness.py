@@ -114,8 +114,9 @@ BAD_FILES = {
     "architecture nope": lambda s: saved(payload(s, architecture="nope")),
     "state of another architecture": lambda s: saved(payload(s, architecture="rnn")),
     "hidden -1": lambda s: saved(payload(s, state={**s, "params": {**s["params"], "hidden": -1}})),
-    "all-NaN tau": lambda s: saved(payload(s, state={**s, "catalog": {**s["catalog"],
-                                                                       "tau": torch.full_like(s["catalog"]["tau"], math.nan)}})),
+    "all-NaN tau": lambda s: saved(payload(s, state={
+        **s, "catalog": {**s["catalog"], "tau": torch.full_like(s["catalog"]["tau"], math.nan)}
+    })),
     "rho of the wrong shape": lambda s: saved(payload(s, state=_tensor_state(copy.deepcopy(s)))),
 }
 

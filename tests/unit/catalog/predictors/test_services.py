@@ -1,5 +1,6 @@
 """The Django shell of the predictors: versions, promotion, rollback, export/import, inference."""
 import hashlib
+
 import numpy as np
 import pytest
 from django.core.management import call_command

@@ -5,12 +5,12 @@ from catalog.gpu_type_defaults import GPU_TYPE_DEFAULTS
 from catalog.models import GpuType
 from catalog.services import predictors as services
 
-from .test_services import slice_, train, var  # noqa: F401 (fixtures)
+from .test_services import slice_ as slice_, train, var as var  # fixtures, `as` marks them re-exported
 
 pytestmark = pytest.mark.django_db
 
 
-def test_all_untrained_types_get_spec_estimates(slice_):  # noqa: F811
+def test_all_untrained_types_get_spec_estimates(slice_):
     workloads, _ = slice_
     train()
     newer = [d for d in GPU_TYPE_DEFAULTS if d.name not in ("k80", "p100", "v100")]

@@ -113,7 +113,9 @@ def test_multi_gpu_configurations_are_a_one_gpu_step_plus_communication(structur
     comm = model.communication(features)
     observed = 3.0 * float(np.exp(log_tau[one]))  # much faster than the neighbours on one GPU
     shifted = model.tau_shift(log_tau, [(one, observed)], comm)
-    v100_multi = [c for c, (gpu, n, _) in enumerate(catalog.configs) if gpu == "v100" and n > 1 and np.isfinite(comm[c])]
+    v100_multi = [
+        c for c, (gpu, n, _) in enumerate(catalog.configs) if gpu == "v100" and n > 1 and np.isfinite(comm[c])
+    ]
     assert v100_multi
     alone = float(np.exp(shifted[one]))  # the observation itself, not the shrunk posterior mean
     assert alone == pytest.approx(observed, rel=1e-9)

@@ -46,7 +46,10 @@ def test_jobs_page_shows_own_tenant_only_and_staff_everything(browser_for, alice
     rows = {job["id"] for job in alice_page.context["jobs"]}
     assert rows == {mine.pk}
     assert f'data-job="{theirs.pk}"' not in alice_page.content.decode()
-    assert {job["id"] for job in browser_for(staff).get(reverse("dashboard:jobs")).context["jobs"]} == {mine.pk, theirs.pk}
+    assert {job["id"] for job in browser_for(staff).get(reverse("dashboard:jobs")).context["jobs"]} == {
+        mine.pk,
+        theirs.pk,
+    }
 
 
 def test_jobs_page_row_has_reason_placement_and_slo(browser_for, alice, cluster, submit):

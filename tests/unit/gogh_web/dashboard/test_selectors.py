@@ -13,7 +13,7 @@ from telemetry.models import Gpu, GpuSample, GpuSampleMinute, Node
 def test_energy_today_adds_raw_spans_and_minute_aggregates(cluster):
     now = timezone.now().replace(hour=12, minute=0, second=0, microsecond=0)
     gpu = cluster[0]
-    for s in range(0, 61):  # one minute at 200 W, one sample a second
+    for s in range(61):  # one minute at 200 W, one sample a second
         GpuSample.objects.create(gpu=gpu, ts=now - timedelta(seconds=60 - s), power_w=200.0)
     GpuSampleMinute.objects.create(gpu=gpu, minute=now - timedelta(hours=1), samples=60, power_w_mean=300.0)
     GpuSampleMinute.objects.create(gpu=gpu, minute=now - timedelta(days=1), samples=60, power_w_mean=999.0)  # yesterday
@@ -95,8 +95,8 @@ def test_coverage_marks_cells_a_stored_estimate_predicts(cluster, resnet50, lm, 
     version = PredictorVersion.objects.create(name="p1", architecture="feedforward", weights_file="p1.pt",
                                               weights_sha256="0" * 64, metrics={"val_mae": 0.09})
     PredictionRecord.objects.create(workload=lm, version=version, estimates={
-        "partners": [resnet50.name], "gpu_types": ["v100"], "rho": [[0.8]], "configs": [["v100", 1, True]], "tau": [3.0],
-        "low_confidence": True,
+        "partners": [resnet50.name], "gpu_types": ["v100"], "rho": [[0.8]], "configs": [["v100", 1, True]],
+        "tau": [3.0], "low_confidence": True,
     })
     lm_row, _ = selectors.catalog_coverage()["by_type"]["v100"]
     assert lm_row == [selectors.PREDICTED, selectors.UNKNOWN, selectors.PREDICTED]  # alone, with LM, with ResNet

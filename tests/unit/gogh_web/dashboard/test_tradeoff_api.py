@@ -29,11 +29,16 @@ def dispatched(monkeypatch):
     return sent
 
 
-def test_sweep_is_created_once_per_cluster_state(browser_for, alice, cluster, submit, dispatched, django_capture_on_commit_callbacks):
+def test_sweep_is_created_once_per_cluster_state(browser_for, alice, cluster, submit, dispatched,
+                                                  django_capture_on_commit_callbacks):
     client = browser_for(alice)
     with django_capture_on_commit_callbacks(execute=True):
         first = sweep_of_now(client)
-    assert first["status"] == "solving" and first["points"] == [] and first["points_expected"] == len(tradeoff.sweep_grid()) == 21
+    assert (
+        first["status"] == "solving"
+        and first["points"] == []
+        and first["points_expected"] == len(tradeoff.sweep_grid()) == 21
+    )
     assert dispatched == [first["sweep"]]
     with django_capture_on_commit_callbacks(execute=True):
         again = sweep_of_now(client)
@@ -120,7 +125,12 @@ def test_staff_apply_changes_the_live_settings_and_is_audited(browser_for, staff
     response = post(browser_for(staff), "dashboard:tradeoff-apply", SETTINGS)
     assert response.status_code == 200 and response.json() == SETTINGS
     config = SolverConfig.load()
-    assert (config.base_energy_weight, config.adaptive_weight, config.load_window, config.throughput_value_w) == (0.5, False, 10, 100.0)
+    assert (config.base_energy_weight, config.adaptive_weight, config.load_window, config.throughput_value_w) == (
+        0.5,
+        False,
+        10,
+        100.0,
+    )
     changes = {(c.field, c.old_value, c.new_value, c.changed_by_id) for c in SolverConfigChange.objects.all()}
     assert changes == {
         ("base_energy_weight", "1.0", "0.5", staff.pk), ("adaptive_weight", "True", "False", staff.pk),
@@ -191,8 +201,9 @@ def test_reading_a_sweep_is_read_only_and_get_starts_nothing(browser_for, alice,
 
 
 def test_new_measurements_keep_the_cached_sweep(browser_for, alice, cluster, submit, dispatched, resnet50, v100):
-    from catalog.models import Measurement
     from django.utils import timezone
+
+    from catalog.models import Measurement
 
     submit(alice)
     client = browser_for(alice)
@@ -219,7 +230,9 @@ def test_preview_solves_with_a_short_time_limit(browser_for, alice, cluster, sub
     submit(alice)
     limits = []
     solve = services._solve
-    monkeypatch.setattr(services, "_solve", lambda problem: limits.append(problem.settings.time_limit_s) or solve(problem))
+    monkeypatch.setattr(
+        services, "_solve", lambda problem: limits.append(problem.settings.time_limit_s) or solve(problem)
+    )
     assert post(browser_for(alice), "dashboard:tradeoff-preview", SETTINGS).status_code == 200
     assert limits == [services.PREVIEW_TIME_LIMIT_S]
 
@@ -230,7 +243,12 @@ def test_preview_solves_with_a_short_time_limit(browser_for, alice, cluster, sub
 def test_apply_of_the_weight_alone_changes_nothing_else(browser_for, staff, cluster):
     response = post(browser_for(staff), "dashboard:tradeoff-apply", {"base_energy_weight": 0.5})
     assert response.status_code == 200
-    assert response.json() == {"base_energy_weight": 0.5, "adaptive_weight": True, "load_window": 20, "throughput_value_w": 0.0}
+    assert response.json() == {
+        "base_energy_weight": 0.5,
+        "adaptive_weight": True,
+        "load_window": 20,
+        "throughput_value_w": 0.0,
+    }
     assert [(c.field, c.new_value) for c in SolverConfigChange.objects.all()] == [("base_energy_weight", "0.5")]
 
 

@@ -26,7 +26,9 @@ class EmptyPredictions:
 
 
 def problem(jobs, **settings):
-    return Problem(jobs=tuple(jobs), gpus=(), gpu_types={}, predictions=EmptyPredictions(), settings=SolverSettings(**settings))
+    return Problem(
+        jobs=tuple(jobs), gpus=(), gpu_types={}, predictions=EmptyPredictions(), settings=SolverSettings(**settings)
+    )
 
 
 def test_jain_index_is_the_simulations_own_and_handles_zeros():
@@ -59,7 +61,9 @@ def test_a_near_zero_t_min_cannot_make_the_fairness_index_nan():
 def test_moves_name_placed_moved_and_preempted_jobs_only():
     jobs = (job("1", "a"), job("2", "a", current=CurrentPlacement(("7",))),
             job("3", "a", current=CurrentPlacement(("8",))), job("4", "a", current=CurrentPlacement(("9",))))
-    moves = tradeoff.job_moves(problem(jobs), allocation([placement("1", ["5"]), placement("2", ["6"]), placement("4", ["9"])]))
+    moves = tradeoff.job_moves(
+        problem(jobs), allocation([placement("1", ["5"]), placement("2", ["6"]), placement("4", ["9"])])
+    )
     assert [(m.job_id, m.kind, m.from_gpus, m.to_gpus) for m in moves] == [
         ("1", "place", (), ("5",)), ("2", "move", ("7",), ("6",)), ("3", "preempt", ("8",), ()),
     ]
@@ -76,17 +80,25 @@ def test_grid_covers_every_energy_weight_at_every_fairness_weight():
 
 
 def test_point_problem_fixes_the_energy_and_fairness_weights():
-    p = tradeoff.point_problem(problem([], adaptive_weight=True, base_energy_weight=1.0), tradeoff.SweepSetting(3, 0.2, 0.5))
+    p = tradeoff.point_problem(
+        problem([], adaptive_weight=True, base_energy_weight=1.0), tradeoff.SweepSetting(3, 0.2, 0.5)
+    )
     assert (p.settings.base_energy_weight, p.settings.adaptive_weight, p.settings.fairness_weight) == (0.2, False, 0.5)
 
 
 def test_digest_ignores_swept_settings_and_load_history_but_not_the_cluster():
     base = problem_to_dict(problem([job("1", "a")]))
-    same = problem_to_dict(problem([job("1", "a")], base_energy_weight=3.0, adaptive_weight=False, load_window=5, fairness_weight=2.0))
+    same = problem_to_dict(
+        problem([job("1", "a")], base_energy_weight=3.0, adaptive_weight=False, load_window=5, fairness_weight=2.0)
+    )
     same["load_history"] = [0.5, 0.7]
     assert tradeoff.state_digest(base) == tradeoff.state_digest(same)
-    assert tradeoff.state_digest(base) != tradeoff.state_digest(problem_to_dict(problem([job("1", "a"), job("2", "b")])))
-    assert tradeoff.state_digest(base) != tradeoff.state_digest(problem_to_dict(problem([job("1", "a")], throughput_value_w=50.0)))
+    assert tradeoff.state_digest(base) != tradeoff.state_digest(
+        problem_to_dict(problem([job("1", "a"), job("2", "b")]))
+    )
+    assert tradeoff.state_digest(base) != tradeoff.state_digest(
+        problem_to_dict(problem([job("1", "a")], throughput_value_w=50.0))
+    )
 
 
 def test_digest_ignores_the_prediction_tables():

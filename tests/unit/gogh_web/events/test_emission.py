@@ -16,7 +16,9 @@ from telemetry.services import gpu_samples_ingest, node_heartbeat
 def test_a_sample_batch_emits_one_event_per_gpu(cluster, staff, committed):
     now = timezone.now()
     gpus = Gpu.objects.order_by("pk")[:2]
-    samples = [{"gpu": gpu.uuid, "ts": now - timedelta(seconds=s), "power_w": 200.0 - s} for gpu in gpus for s in range(5)]
+    samples = [
+        {"gpu": gpu.uuid, "ts": now - timedelta(seconds=s), "power_w": 200.0 - s} for gpu in gpus for s in range(5)
+    ]
     with committed():
         gpu_samples_ingest(agent_user=staff, samples=samples)
     events = list(Event.objects.filter(kind="gpu"))
@@ -48,11 +50,17 @@ def test_promotion_and_rollback_emit_every_version_whose_status_changed(db, comm
     old, new = _version("active", 0.2), _version("candidate", 0.1)
     with committed():
         predictor_promote(version=new)
-    assert {(e.key, e.data["status"]) for e in Event.objects.all()} == {(str(old.pk), "retired"), (str(new.pk), "active")}
+    assert {(e.key, e.data["status"]) for e in Event.objects.all()} == {
+        (str(old.pk), "retired"),
+        (str(new.pk), "active"),
+    }
     Event.objects.all().delete()
     with committed():
         predictor_rollback(version=old)
-    assert {(e.key, e.data["status"]) for e in Event.objects.all()} == {(str(old.pk), "active"), (str(new.pk), "retired")}
+    assert {(e.key, e.data["status"]) for e in Event.objects.all()} == {
+        (str(old.pk), "active"),
+        (str(new.pk), "retired"),
+    }
 
 
 def test_pruning_deletes_old_events_but_keeps_the_newest(db):
@@ -89,7 +97,10 @@ def test_jobs_changed_in_bulk_are_one_batch_of_events(measured, alice, bob, resn
     from scheduler import live, services
 
     with committed():
-        jobs = [services.job_submit(owner=owner, workload=resnet50, min_throughput=1, max_gpus=1).job for owner in (alice, bob, alice)]
+        jobs = [
+            services.job_submit(owner=owner, workload=resnet50, min_throughput=1, max_gpus=1).job
+            for owner in (alice, bob, alice)
+        ]
     Event.objects.all().delete()
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         live.jobs_changed(job.pk for job in jobs)

@@ -23,7 +23,8 @@ def _version(status, mae):
                                            metrics={"val_mae": mae}, weights_file="x.pt", weights_sha256="0" * 64)
 
 
-def test_state_after_applying_events_equals_a_fresh_snapshot(measured, alice, bob, staff, resnet50, lm, committed, settings):
+def test_state_after_applying_events_equals_a_fresh_snapshot(measured, alice, bob, staff, resnet50, lm, committed,
+                                                             settings):
     settings.GOGH_LIVE_ENDED_JOBS_KEPT = 1  # so that jobs and solve runs also leave their windows
     settings.GOGH_LIVE_SOLVE_RUNS_KEPT = 2
     active, candidate = _version("active", 0.2), _version("candidate", 0.1)

@@ -13,7 +13,8 @@ def _jobs(measured, alice, bob, resnet50, committed):
     return mine, theirs
 
 
-def test_snapshot_shows_a_user_their_tenant_and_staff_everything(measured, alice, bob, staff, resnet50, committed, client_for):
+def test_snapshot_shows_a_user_their_tenant_and_staff_everything(measured, alice, bob, staff, resnet50, committed,
+                                                                 client_for):
     mine, theirs = _jobs(measured, alice, bob, resnet50, committed)
     body = client_for(alice).get("/api/live/snapshot/").json()
     assert set(body["state"]["job"]) == {str(mine.pk)}

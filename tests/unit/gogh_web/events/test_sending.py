@@ -44,7 +44,8 @@ def test_events_are_numbered_in_commit_order(db, django_capture_on_commit_callba
     assert list(Event.objects.order_by("id").values_list("key", flat=True)) == ["0", "1", "2"]
 
 
-def test_send_events_stores_a_batch_together_and_deletes_what_the_builder_left_out(db, django_capture_on_commit_callbacks):
+def test_send_events_stores_a_batch_together_and_deletes_what_the_builder_left_out(db,
+                                                                                  django_capture_on_commit_callbacks):
     asked = []
 
     def build(keys):
@@ -54,7 +55,10 @@ def test_send_events_stores_a_batch_together_and_deletes_what_the_builder_left_o
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         send_events(kind="gpu", keys=[1, 2], data=build)
     assert len(callbacks) == 1 and asked == [["1", "2"]]  # one build for the whole batch
-    assert list(Event.objects.order_by("id").values_list("key", "op", "data")) == [("1", "upsert", {"id": 1}), ("2", "delete", None)]
+    assert list(Event.objects.order_by("id").values_list("key", "op", "data")) == [
+        ("1", "upsert", {"id": 1}),
+        ("2", "delete", None),
+    ]
 
 
 def _failing(monkeypatch, times: int):
@@ -88,7 +92,8 @@ def test_events_lost_twice_leave_a_resync_marker(db, monkeypatch, django_capture
     assert list(Event.objects.values_list("kind", "tenant_id")) == [("resync", None)]  # every page sees it
 
 
-def test_a_marker_that_could_not_be_stored_goes_first_with_the_next_events(db, monkeypatch, django_capture_on_commit_callbacks):
+def test_a_marker_that_could_not_be_stored_goes_first_with_the_next_events(db, monkeypatch,
+                                                                           django_capture_on_commit_callbacks):
     _failing(monkeypatch, times=3)  # the event, its retry and the marker
     with django_capture_on_commit_callbacks(execute=True):
         send_event(kind="node", key=1, data={"id": 1})
@@ -96,4 +101,8 @@ def test_a_marker_that_could_not_be_stored_goes_first_with_the_next_events(db, m
     with django_capture_on_commit_callbacks(execute=True):
         send_event(kind="node", key=2, data={"id": 2})
         send_event(kind="node", key=3, data={"id": 3})
-    assert list(Event.objects.order_by("id").values_list("kind", "key")) == [("resync", ""), ("node", "2"), ("node", "3")]
+    assert list(Event.objects.order_by("id").values_list("kind", "key")) == [
+        ("resync", ""),
+        ("node", "2"),
+        ("node", "3"),
+    ]

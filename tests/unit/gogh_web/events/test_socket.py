@@ -79,7 +79,11 @@ def test_reconnect_gets_exactly_the_missed_visible_events_then_live_ones(alice, 
     missed, live = async_to_sync(follow)()
     expected = [e.as_message() for e in Event.objects.filter(pk__gt=seen).exclude(key="11").order_by("id")]
     assert missed == expected[:3] and live == expected[3]
-    assert [(m["kind"], m["key"], m["op"]) for m in missed] == [("job", "10", "upsert"), ("gpu", "3", "upsert"), ("job", "10", "delete")]
+    assert [(m["kind"], m["key"], m["op"]) for m in missed] == [
+        ("job", "10", "upsert"),
+        ("gpu", "3", "upsert"),
+        ("job", "10", "delete"),
+    ]
     assert [m["id"] for m in missed] == sorted(m["id"] for m in missed)
 
 

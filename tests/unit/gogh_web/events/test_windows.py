@@ -11,7 +11,9 @@ from .conftest import apply_events, plain
 
 def _pending_jobs(owner, workload, count, committed):
     with committed():
-        return [services.job_submit(owner=owner, workload=workload, min_throughput=1, max_gpus=1).job for _ in range(count)]
+        return [
+            services.job_submit(owner=owner, workload=workload, min_throughput=1, max_gpus=1).job for _ in range(count)
+        ]
 
 
 def test_two_jobs_ending_concurrently_each_push_out_their_own_ended_job(

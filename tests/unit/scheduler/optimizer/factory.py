@@ -34,7 +34,8 @@ def gpu_type(name: str, tdp: float, idle: float = 10.0, memory: float = 16.0) ->
 
 def node(gpu_type_name: str, name: str, count: int, switch_every: int = 0) -> list[GpuSpec]:
     return [
-        GpuSpec(f"{name}-{i}", name, gpu_type_name, f"sw{i // switch_every}" if switch_every else "") for i in range(count)
+        GpuSpec(f"{name}-{i}", name, gpu_type_name, f"sw{i // switch_every}" if switch_every else "")
+        for i in range(count)
     ]
 
 

@@ -68,7 +68,8 @@ def instances(draw):
 
 
 @hsettings(max_examples=25, deadline=None)
-@given(instances(), st.floats(0.1, 1.0), st.floats(1.5, 4.0))  # weights well apart: HiGHS optima are exact to tolerances
+# Weights well apart: HiGHS optima are exact to tolerances.
+@given(instances(), st.floats(0.1, 1.0), st.floats(1.5, 4.0))
 def test_a_larger_weight_never_lowers_the_least_served_tenants_share(case, low, factor):
     """At the optimum (gap 0) of the power phase, minimising P - lambda z with a larger lambda
     never gives a smaller z; the admission values are the same for any positive weight."""
@@ -82,7 +83,8 @@ def test_a_larger_weight_never_lowers_the_least_served_tenants_share(case, low, 
         choices = [None] * len(inst.jobs)
         for job_id, placement in result.placements.items():
             j = index[job_id]
-            choices[j] = next(("o", i) for i in inst.job_options[j] if inst.all_options[i].gpu_type == placement.gpu_type
+            choices[j] = next(("o", i) for i in inst.job_options[j]
+                              if inst.all_options[i].gpu_type == placement.gpu_type
                               and inst.all_options[i].num_gpus == placement.num_gpus)
         shares.append(least_share(inst, choices))
     assert shares[1] >= shares[0] - 1e-6

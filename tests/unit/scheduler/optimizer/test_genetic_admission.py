@@ -61,7 +61,9 @@ def test_the_relaxed_seed_reaches_the_ilps_admission_on_the_1024_gpu_benchmark(i
 
 def test_genetic_admits_like_the_ilp_and_draws_within_3_percent_on_the_1024_gpu_benchmark(instance_1024):
     ilp = get_solver("ilp").solve(instance_1024)
-    genetic = get_solver("genetic").solve(replace(instance_1024, settings=replace(instance_1024.settings, genetic_generations=2)))
+    genetic = get_solver("genetic").solve(
+        replace(instance_1024, settings=replace(instance_1024.settings, genetic_generations=2))
+    )
     priority = {j.id: j.priority for j in instance_1024.jobs}
 
     def levels(result):

@@ -86,13 +86,17 @@ def test_admission_comes_before_power():
     preds = TablePredictions(taus={(w, t, 1, True): 10 for w in "ab" for t in ("slow", "fast")})
     jobs = [job(1, "a", tmin=5), job(2, "b", tmin=5)]
     for solver in ("ilp", "genetic", "greedy"):
-        result = get_solver(solver).solve(problem(jobs, node("slow", "s", 1) + node("fast", "f", 1), [SLOW, FAST], preds))
+        result = get_solver(solver).solve(
+            problem(jobs, node("slow", "s", 1) + node("fast", "f", 1), [SLOW, FAST], preds)
+        )
         assert len(result.placements) == 2, solver
         assert result.power_w == pytest.approx(400)
 
 
 def test_every_pending_job_has_its_reason():
-    preds = TablePredictions(taus={("a", "fast", 1, True): 10, ("a", "fast", 2, True): 18, ("slow-one", "fast", 1, True): 1})
+    preds = TablePredictions(
+        taus={("a", "fast", 1, True): 10, ("a", "fast", 2, True): 18, ("slow-one", "fast", 1, True): 1}
+    )
     jobs = [
         job(1, "a", tmin=5), job(2, "a", tmin=5), job(3, "a", tmin=5),  # 2 GPUs for 3 jobs
         job(4, "slow-one", tmin=5, dj=4),  # nothing reaches its T_min
@@ -126,7 +130,9 @@ def test_a_type_on_one_node_offers_no_spread_configuration(solver):
     server; with every GPU of the type on one node it can only run there, so the decision
     says consolidated at 5.5 (it used to take the spread option, recorded "spread" at 6.0 on
     GPUs of one node). With a second node the spread configuration is offered again."""
-    preds = TablePredictions(taus={("a", "fast", 1, True): 3.0, ("a", "fast", 2, True): 5.5, ("a", "fast", 2, False): 6.0})
+    preds = TablePredictions(
+        taus={("a", "fast", 1, True): 3.0, ("a", "fast", 2, True): 5.5, ("a", "fast", 2, False): 6.0}
+    )
     one_node = problem([job(1, "a", tmin=5, dj=2)], node("fast", "x", 4), [FAST], preds, throughput_value_w=100)
     placement = get_solver(solver).solve(one_node).placements["1"]
     assert placement.consolidated and placement.predicted_throughput == 5.5
@@ -175,7 +181,7 @@ def test_topology_isolation_keeps_tenants_off_a_shared_switch():
     jobs = [job(1, "a", tenant="t", tmin=5), job(2, "a", tenant="u", tmin=5)]
     gpus = node("fast", "f", 4, switch_every=2)  # two switches of two GPUs
     result = get_solver("greedy").solve(problem(jobs, gpus, [FAST], preds, topology_isolation=True))
-    switches = {p.job_id: {g for g in p.gpu_ids} for p in result.placements.values()}
+    switches = {p.job_id: set(p.gpu_ids) for p in result.placements.values()}
     assert len(result.placements) == 2
     assert {int(g.split("-")[1]) // 2 for g in switches["1"]} != {int(g.split("-")[1]) // 2 for g in switches["2"]}
 
@@ -205,8 +211,8 @@ def test_the_genetic_repair_admits_what_the_greedy_leaves_out():
     the genetic algorithm's repair finds without any generation."""
     cheap, dear = gpu_type("x", tdp=100), gpu_type("y", tdp=300)
     preds = TablePredictions(taus={("a", "x", 1, True): 10, ("a", "y", 1, True): 10, ("b", "x", 1, True): 10})
-    p = problem([job(1, "a", tmin=5), job(2, "b", tmin=5)], node("x", "nx", 1) + node("y", "ny", 1), [cheap, dear], preds,
-                theta=1, genetic_generations=0)
+    p = problem([job(1, "a", tmin=5), job(2, "b", tmin=5)], node("x", "nx", 1) + node("y", "ny", 1), [cheap, dear],
+                preds, theta=1, genetic_generations=0)
     assert len(get_solver("greedy").solve(p).placements) == 1
     result = get_solver("genetic").solve(p)
     assert set(result.placements) == {"1", "2"}
@@ -282,9 +288,12 @@ def test_theta_above_the_maximum_acts_as_the_maximum_and_says_why(solver):
 def running_group(n_running: int, n_waiting: int, theta: int, migration_cost_w: float):
     """Jobs doing 10/s alone on the one fast GPU (300 W) or 6/s on a slow one (80 W), T_min 5,
     0.8 next to one partner (a trio: 6.67/s each); the first n_running share f-0 now."""
-    preds = TablePredictions(taus={("a", "fast", 1, True): 10, ("a", "slow", 1, True): 6}, rhos={("a", "a", "fast"): 0.8})
+    preds = TablePredictions(
+        taus={("a", "fast", 1, True): 10, ("a", "slow", 1, True): 6}, rhos={("a", "a", "fast"): 0.8}
+    )
     ids = [str(i) for i in range(1, n_running + n_waiting + 1)]
-    jobs = [job(i, "a", tmin=5, current=(["f-0"], [x for x in ids[:n_running] if x != i]) if i in ids[:n_running] else None)
+    running = ids[:n_running]
+    jobs = [job(i, "a", tmin=5, current=(["f-0"], [x for x in running if x != i]) if i in running else None)
             for i in ids]
     return problem(jobs, node("fast", "f", 1) + node("slow", "s", 3), [FAST, gpu_type("slow", tdp=80)], preds,
                    theta=theta, migration_cost_w=migration_cost_w)

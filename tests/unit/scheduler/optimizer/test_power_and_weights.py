@@ -31,7 +31,9 @@ def test_adaptive_weight_uses_only_the_window_and_needs_spread():
     assert energy_weight(base=1.0, current_load=0.9, history=(0.5,), window=10, clip=(0.25, 4)) == 1.0
     assert energy_weight(base=1.0, current_load=0.9, history=(0.5, 0.5), window=10, clip=(0.25, 4)) == 1.0
     # only the last two count: mean 0.5, std 0.1
-    assert energy_weight(base=1.0, current_load=0.6, history=(9.0, 0.4, 0.6), window=2, clip=(0.1, 10)) == pytest.approx(2.0)
+    assert energy_weight(
+        base=1.0, current_load=0.6, history=(9.0, 0.4, 0.6), window=2, clip=(0.1, 10)
+    ) == pytest.approx(2.0)
 
 
 def test_capacity_levels_by_node_shape():

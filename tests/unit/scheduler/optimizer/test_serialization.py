@@ -9,12 +9,20 @@ from .factory import TablePredictions, gpu_type, job, node, problem
 
 def sample():
     preds = TablePredictions(
-        taus={("a", "fast", 1, True): 10, ("a", "fast", 2, True): 18, ("a", "fast", 2, False): 15, ("b", "slow", 1, True): 4},
+        taus={
+            ("a", "fast", 1, True): 10, ("a", "fast", 2, True): 18, ("a", "fast", 2, False): 15,
+            ("b", "slow", 1, True): 4,
+        },
         rhos={("a", "a", "fast"): 0.6},
     )
-    jobs = [job(1, "a", tmin=5), job(2, "a", tmin=5, current=(["f-1"], ())), job(3, "a", tmin=12, dj=2), job(4, "b", tmin=3)]
-    return problem(jobs, node("fast", "f", 4) + node("slow", "s", 2), [gpu_type("fast", 300), gpu_type("slow", 100)], preds,
-                   fairness_weight=1.0, seed=3)
+    jobs = [
+        job(1, "a", tmin=5),
+        job(2, "a", tmin=5, current=(["f-1"], ())),
+        job(3, "a", tmin=12, dj=2),
+        job(4, "b", tmin=3),
+    ]
+    return problem(jobs, node("fast", "f", 4) + node("slow", "s", 2), [gpu_type("fast", 300), gpu_type("slow", 100)],
+                   preds, fairness_weight=1.0, seed=3)
 
 
 def test_problem_round_trip_gives_the_same_decision():

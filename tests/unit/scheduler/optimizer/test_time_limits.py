@@ -78,7 +78,9 @@ def test_highs_interrupted_by_the_cpu_clock_without_an_answer_falls_back_to_its_
     at its word, the ILP would have answered an empty decision."""
     p = benchmark_24
     best = get_solver("ilp").solve(p)
-    start = tuple((pl.job_id, pl.gpu_type, pl.num_gpus, pl.consolidated, pl.partners) for pl in best.placements.values())
+    start = tuple(
+        (pl.job_id, pl.gpu_type, pl.num_gpus, pl.consolidated, pl.partners) for pl in best.placements.values()
+    )
     clock_run_out(monkeypatch)
     result = get_solver("ilp").solve(replace(p, admission_start=start))
     assert admitted(result, p) == admitted(best, p) > admitted(get_solver("greedy").solve(p), p)

@@ -6,7 +6,9 @@ from io import StringIO
 import pytest
 from django.core.management import call_command, get_commands, load_command_class
 
-POLICY_KEYS = {"energy_kwh", "energy_per_step_j", "slo_violation", "avg_jct_s", "makespan_s", "jain_fairness", "completed"}
+POLICY_KEYS = {
+    "energy_kwh", "energy_per_step_j", "slo_violation", "avg_jct_s", "makespan_s", "jain_fairness", "completed"
+}
 POLICIES = {"gogh", "gogh_fixed_weight", "oracle", "round_robin", "random", "greedy_fastest", "greedy_efficient"}
 
 

@@ -55,5 +55,6 @@ def test_a_byte_order_mark_is_not_part_of_the_first_workload(tmp_path):
 def test_an_arrival_past_the_horizon_is_an_error_at_its_line(tmp_path):
     path = tmp_path / "late.trace"
     path.write_text("A3C\tcmd\tdir\t-n\t1\t100\t1\t1\t-1\t31536000\n\nA3C\tcmd\tdir\t-n\t1\t100\t1\t1\t-1\t31536001\n")
-    with pytest.raises(TraceError, match=r"late.trace:3: arrival_time_s 3.1536e\+07 is beyond the simulation's horizon"):
+    beyond = r"late.trace:3: arrival_time_s 3.1536e\+07 is beyond the simulation's horizon"
+    with pytest.raises(TraceError, match=beyond):
         parse_trace(str(path))
