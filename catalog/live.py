@@ -11,7 +11,9 @@ from .models import PredictorVersion
 
 def predictor_version_state(version) -> dict:
     """A predictor version: its numeric metrics (not the held-out name lists) and what it trained on."""
-    metrics = {k: number(v) for k, v in version.metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    metrics = {
+        k: number(v) for k, v in version.metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
     return {
         "id": version.pk,
         "name": version.name,

@@ -160,7 +160,10 @@ def newest_solve_run_ids(count: int) -> list[str]:
 
 def job_tenants(keys) -> dict[str, int]:
     """{job key: tenant id} of the jobs that still exist."""
-    return {str(pk): tenant_id for pk, tenant_id in Job.objects.filter(pk__in=[int(k) for k in keys]).values_list("pk", "tenant_id")}
+    return {
+        str(pk): tenant_id
+        for pk, tenant_id in Job.objects.filter(pk__in=[int(k) for k in keys]).values_list("pk", "tenant_id")
+    }
 
 
 def jobs_in_window(jobs):
@@ -187,7 +190,8 @@ def solve_runs_changes(*, emitted) -> list[Change]:
     """Like ended_jobs_changes, for the newest solve runs."""
     kept = solve_runs_kept()
     return window_changes(
-        SOLVE_RUNS, kind="solve_run", members=newest_solve_run_ids(kept), unknown=lambda: newest_solve_run_ids(2 * kept + 1),
+        SOLVE_RUNS, kind="solve_run", members=newest_solve_run_ids(kept),
+        unknown=lambda: newest_solve_run_ids(2 * kept + 1),
         emitted=emitted, data=solve_runs_data_by_key,
     )
 
@@ -198,7 +202,8 @@ def solve_runs_changes(*, emitted) -> list[Change]:
 def jobs_data(jobs) -> dict[str, dict]:
     jobs = list(jobs.select_related("workload", "tenant", "owner"))
     allocations: dict[int, list] = {}
-    for allocation in Allocation.objects.filter(job__in=jobs, end__isnull=True).select_related("gpu__node", "gpu__gpu_type"):
+    open_allocations = Allocation.objects.filter(job__in=jobs, end__isnull=True)
+    for allocation in open_allocations.select_related("gpu__node", "gpu__gpu_type"):
         allocations.setdefault(allocation.job_id, []).append(allocation)
     partners: dict[int, set[int]] = {}
     for job_id, partner_id in Allocation.partners.through.objects.filter(
@@ -230,7 +235,9 @@ def solve_runs_data_by_key(keys: list[str]) -> dict[str, dict]:
 def solver_config() -> SolverConfig:
     """The settings row, or the defaults it will be created with: SolverConfig.load() creates it
     on first use, from any process, without a service (and so without an event)."""
-    return SolverConfig.objects.filter(pk=SolverConfig.SINGLETON_PK).first() or SolverConfig(pk=SolverConfig.SINGLETON_PK)
+    return SolverConfig.objects.filter(pk=SolverConfig.SINGLETON_PK).first() or SolverConfig(
+        pk=SolverConfig.SINGLETON_PK
+    )
 
 
 def solver_config_data(config_id: int) -> dict | None:

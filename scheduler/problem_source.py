@@ -1,10 +1,9 @@
 """Reads that turn the database into an optimisation Problem (the shell side of the
 functional core): the jobs still to run, the GPUs that can take work, the catalog's GPU types
 and measurements, the solver settings and the load history of earlier rounds."""
-from catalog.models import GpuType
 from catalog.measurement_record import MeasurementRecord
+from catalog.models import GpuType
 from catalog.predictors.data import apply_policy, cell_is_known, peak_memory
-from catalog.services.predictors_store import catalog_policy, catalog_window_records
 from catalog.selectors import latest_estimates_by_workload
 from catalog.services.predictors_store import catalog_policy, catalog_window_records
 from telemetry.models import Gpu, GpuState, NodeState

@@ -18,7 +18,7 @@ from telemetry.models import Gpu, GpuState, NodeState
 from . import live, optimizer
 from .cell_runner import solve_cells
 from .lifecycle import TERMINAL, IllegalTransition, JobState, check_transition
-from .models import Allocation, Job, SolveRun, SolverConfig, SolverConfigChange, SolveStatus, SolveTrigger
+from .models import Allocation, Job, SolveRun, SolveStatus, SolveTrigger, SolverConfig, SolverConfigChange
 from .optimizer.ilp import IlpSolver
 from .optimizer.serialization import plan_to_dict, problem_from_dict
 from .problem_source import problem_from_database

@@ -37,7 +37,9 @@ class GpuDatasheet:
 
 #: Per GPU (not per board), boost clocks, the variants catalog/gpu_type_defaults.py describes.
 GPU_DATASHEETS: dict[str, GpuDatasheet] = {
-    "k80": GpuDatasheet(4.37, 240.0, 12, "NVIDIA Tesla K80 datasheet: 8.73 TFLOPS FP32 and 480 GB/s per board of two GPUs"),
+    "k80": GpuDatasheet(
+        4.37, 240.0, 12, "NVIDIA Tesla K80 datasheet: 8.73 TFLOPS FP32 and 480 GB/s per board of two GPUs"
+    ),
     "p100": GpuDatasheet(9.3, 732.0, 16, "NVIDIA Tesla P100 datasheet, PCIe 16 GB: 9.3 TFLOPS FP32, 732 GB/s"),
     "v100": GpuDatasheet(15.7, 900.0, 16, "NVIDIA Tesla V100 datasheet, SXM2: 15.7 TFLOPS FP32, 900 GB/s"),
     "t4": GpuDatasheet(8.1, 320.0, 16, "NVIDIA T4 datasheet: 8.1 TFLOPS FP32, 320 GB/s"),

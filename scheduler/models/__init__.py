@@ -5,4 +5,15 @@ from .solve_runs import SolveRun, SolveStatus, SolveTrigger
 from .solver_config import SolverConfig, SolverConfigChange
 from .tenancy import Membership, Tenant
 
-__all__ = ["Allocation", "Job", "JobMeasurement", "Membership", "SolveRun", "SolveStatus", "SolveTrigger", "SolverConfig", "SolverConfigChange", "Tenant"]
+__all__ = [
+    "Allocation",
+    "Job",
+    "JobMeasurement",
+    "Membership",
+    "SolveRun",
+    "SolveStatus",
+    "SolveTrigger",
+    "SolverConfig",
+    "SolverConfigChange",
+    "Tenant",
+]

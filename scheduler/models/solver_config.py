@@ -6,6 +6,7 @@ from django.db import models
 
 from ..optimizer.problem import MAX_THETA, THETA_REFUSED
 from ..optimizer.registry import SOLVER_CHOICES
+
 BACKEND_CHOICES = [("highs", "HiGHS (highspy)"), ("cbc", "CBC (bundled with PuLP)")]
 # Upper bounds of the weights: far beyond any useful setting, and low enough that the
 # objective's coefficients stay in the range a MIP solver handles (fairness_weight 1e308 left

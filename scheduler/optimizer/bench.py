@@ -290,7 +290,9 @@ def format_table(report: dict) -> str:
             notes = []
             if not row["same_admission"]:
                 ilp = block["ilp"]["admitted_per_priority"]
-                notes.append(f"admitted {_levels(row['admitted_per_priority'])} vs ilp {_levels(ilp)}: power not comparable")
+                notes.append(
+                    f"admitted {_levels(row['admitted_per_priority'])} vs ilp {_levels(ilp)}: power not comparable"
+                )
             if key in REFERENCE_ROWS:
                 notes.append(f"{row['status']}, {row['variables']} vars, {row['constraints']} cons")
             elif row["status"] == "fallback":

@@ -27,7 +27,14 @@ from collections import defaultdict
 
 from .choices import Group
 from .feasibility import (
-    group_cost, group_meets_tmin, group_memory_fits, keeps_tmin, may_share, memory_fits, one_tenant, sharing_theta,
+    group_cost,
+    group_meets_tmin,
+    group_memory_fits,
+    keeps_tmin,
+    may_share,
+    memory_fits,
+    one_tenant,
+    sharing_theta,
 )
 from .group_estimates import GroupEstimates
 from .problem import JobSpec, Problem

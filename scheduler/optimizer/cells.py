@@ -1,19 +1,21 @@
 """`cells`: hierarchical scheduling for large clusters.
 
 Nodes are partitioned into cells, by their cell label when they have one, otherwise
-automatically: the nodes, type by type, are dealt round-robin over ceil(GPUs / cell size)
-cells, so every cell holds a slice of every type (when there are enough nodes of it). An upper coordinator routes jobs to cells: a
-placed or running job to the cell it runs in, any other job to a cell with room for the
-configuration the whole cluster's admission decision gives it (cell_routing.py), and fixes
-the co-location matching for the whole cluster; jobs that decision, when proven to admit the
-most, leaves out go to no cell. Each cell is then solved alone with the ILP; jobs a cell could not admit, and those, get a second chance, in one more (small) ILP
-over the GPUs all cells left free (with topology-aware isolation: first per tenant on the
-free GPUs of switches it owns, then on switches nobody owns; see second_chances). `run_cells` maps the per-cell solve: in turn by default, or as a Celery
-group from the Django shell. Admission comes first: when the cells admit lexicographically
-less than the global decision (some of its jobs fit no single cell, or a cell's solve stopped
-at its time limit), that decision is placed instead (admission_check). A cell whose solve stops
-without an answer keeps its share of the decision (the ILP falls back to its admission start),
-and the plan says so. Time limits count CPU seconds (cpu_clock.py).
+automatically: the nodes, type by type, are dealt round-robin over ceil(GPUs / cell size) cells,
+so every cell holds a slice of every type (when there are enough nodes of it). An upper
+coordinator routes jobs to cells: a placed or running job to the cell it runs in, any other job
+to a cell with room for the configuration the whole cluster's admission decision gives it
+(cell_routing.py), and fixes the co-location matching for the whole cluster; jobs that decision,
+when proven to admit the most, leaves out go to no cell. Each cell is then solved alone with the
+ILP; jobs a cell could not admit, and those, get a second chance, in one more (small) ILP over
+the GPUs all cells left free (with topology-aware isolation: first per tenant on the free GPUs
+of switches it owns, then on switches nobody owns; see second_chances). `run_cells` maps the
+per-cell solve: in turn by default, or as a Celery group from the Django shell. Admission comes
+first: when the cells admit lexicographically less than the global decision (some of its jobs
+fit no single cell, or a cell's solve stopped at its time limit), that decision is placed
+instead (admission_check). A cell whose solve stops without an answer keeps its share of the
+decision (the ILP falls back to its admission start), and the plan says so. Time limits count
+CPU seconds (cpu_clock.py).
 """
 import math
 import time

@@ -30,11 +30,11 @@ of the instance built once per solve: genetic_table.py (the table, and the decis
 changes), genetic_fitness.py, genetic_admit.py (insert, evict), genetic_room.py (shrink,
 exchange, relocate), genetic_repair.py (repair, swap), genetic_operators.py (decode, mutate,
 crossover, select, descend, polish); this module runs the generations.
-The first population holds the greedy decision and the rounded LP relaxation of admission (relaxation.py: HiGHS on the continuous admission
-program, no integer search; without it the greedy-seeded search admitted 26 jobs fewer than
-the ILP at 6144 GPUs), or the group-first decision (greedy.group_first_choices) where the
-relaxation is unavailable, each repaired, and mutants of them; the elite is kept, so the
-answer is never worse by the fitness than either.
+The first population holds the greedy decision and the rounded LP relaxation of admission
+(relaxation.py: HiGHS on the continuous admission program, no integer search; without it the
+greedy-seeded search admitted 26 jobs fewer than the ILP at 6144 GPUs), or the group-first
+decision (greedy.group_first_choices) where the relaxation is unavailable, each repaired, and
+mutants of them; the elite is kept, so the answer is never worse by the fitness than either.
 
 Stop criterion: a generation budget, so that the same seed gives the same plan on any
 machine: settings.genetic_generations, lowered for large instances so that the work

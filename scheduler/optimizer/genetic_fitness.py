@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from .choices import Choice
-from .fairness import fairness_price_w, least_share, tenant_sizes
-from .fairness import rate as job_rate
+from .fairness import fairness_price_w, least_share, rate as job_rate, tenant_sizes
 from .genetic_table import GeneticTable
 from .ilp_model import objective
 
@@ -63,7 +62,7 @@ def cost_floor(table: GeneticTable, share: dict, price: float) -> float:
     floor = sum(min([0.0] + [share[c] for c in row]) for row in table.genes)
     if price > 0:
         sizes = tenant_sizes(inst)
-        best = {t: 0.0 for t in sizes}
+        best = dict.fromkeys(sizes, 0.0)
         for j, row in enumerate(table.genes):
             best[inst.jobs[j].tenant] += max([0.0] + [job_rate(inst, j, c) for c in row]) / sizes[inst.jobs[j].tenant]
         floor -= price * min(best.values())

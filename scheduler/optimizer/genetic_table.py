@@ -62,9 +62,12 @@ def _cheapest_first(inst: Instance, opts, placeable: list[int], rank: dict) -> M
     """GPU type -> the jobs with an option or group there, least valuable first (whom to evict)."""
     by_type: dict[str, list[int]] = {}
     for j in placeable:
-        for t in {inst.all_options[i].gpu_type for i in opts[j]} | {inst.groups[p].gpu_type for p in inst.job_groups[j]}:
+        types = {inst.all_options[i].gpu_type for i in opts[j]} | {inst.groups[p].gpu_type for p in inst.job_groups[j]}
+        for t in types:
             by_type.setdefault(t, []).append(j)
-    return MappingProxyType({t: tuple(sorted(js, key=lambda w: (inst.values[w], -rank[w]))) for t, js in by_type.items()})
+    return MappingProxyType(
+        {t: tuple(sorted(js, key=lambda w: (inst.values[w], -rank[w]))) for t, js in by_type.items()}
+    )
 
 
 def _siblings(inst: Instance) -> tuple[tuple[int, ...], ...]:

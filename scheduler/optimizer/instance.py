@@ -126,7 +126,9 @@ def compile_instance(problem: Problem) -> Instance:
         for gpu_type in capacity:
             if not memory_fits(memory[j], problem.gpu_types[gpu_type]):
                 continue
-            all_options.extend(_job_options(problem, j, job, gpu_type, capacity[gpu_type], sizes, currents[j], weight, idle_on))
+            all_options.extend(
+                _job_options(problem, j, job, gpu_type, capacity[gpu_type], sizes, currents[j], weight, idle_on)
+            )
     options_idx = _useful(all_options, settings.throughput_value_w > 0 or settings.fairness_weight > 0)
     cheapest_alone = [float("inf")] * len(jobs)
     for i in options_idx:
@@ -216,7 +218,9 @@ def _job_options(problem, j, job, gpu_type, cap, sizes, current, weight, idle_on
                 k == 1 or current[2] == consolidated
             )
             power = k * per_gpu
-            cost = option_cost(job, spec, settings, k, tau, power, weight, idle_on, current is not None and not is_current)
+            cost = option_cost(
+                job, spec, settings, k, tau, power, weight, idle_on, current is not None and not is_current
+            )
             out.append(Option(j, gpu_type, k, consolidated, tau, power, cost, meets_tmin(tau, job), is_current))
     return out
 

@@ -1,7 +1,8 @@
 """A simulated job: a real process that makes progress at the rate a real job would.
 
     python -m telemetry.agent.simjob --workload 'ResNet-50 (batch size 64)' --gpu-type v100 \
-        --num-gpus 1 --steps 500 [--partner NAME ... | --partner-file PATH] [--seed 0] [--deviation 0.15] [--noise 0.05] \
+        --num-gpus 1 --steps 500 [--partner NAME ... | --partner-file PATH] [--seed 0] \
+        [--deviation 0.15] [--noise 0.05] \
         [--throughputs simulation_throughputs.json]
 
 True throughput = the reference throughput (Gavel's measurements, read from --throughputs: the

@@ -70,5 +70,7 @@ class AssignmentSerializer(serializers.Serializer):
     steps_done = serializers.IntegerField()
     placed_at = serializers.CharField(
         allow_null=True,
-        help_text="When the job was placed (ISO 8601): changes when it is placed anew, not when only its partners change.",
+        help_text=(
+            "When the job was placed (ISO 8601): changes when it is placed anew, not when only its partners change."
+        ),
     )

@@ -1,8 +1,7 @@
 """The agents' job endpoints: the assignments of their node (/api/nodes/{id}/assignments/) and
 their reports of its jobs (/api/telemetry/job-progress/, single and batch); rules live in
 scheduler.dispatch."""
-from django.core.exceptions import PermissionDenied
-from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.exceptions import PermissionDenied, ValidationError as DjangoValidationError
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError

@@ -20,7 +20,11 @@ def _migrate(node):
 @pytest.mark.django_db(transaction=True)
 def test_telemetry_measurements_are_linked_to_the_job_their_reference_names():
     old = _migrate(BEFORE)
-    Job, Tenant, User = old.get_model("scheduler", "Job"), old.get_model("scheduler", "Tenant"), old.get_model("auth", "User")
+    Job, Tenant, User = (
+        old.get_model("scheduler", "Job"),
+        old.get_model("scheduler", "Tenant"),
+        old.get_model("auth", "User"),
+    )
     Workload, GpuType = old.get_model("catalog", "Workload"), old.get_model("catalog", "GpuType")
     Measurement = old.get_model("catalog", "Measurement")
     owner, tenant = User.objects.create(username="u"), Tenant.objects.create(name="t", slug="t")
@@ -49,4 +53,6 @@ def test_telemetry_measurements_are_linked_to_the_job_their_reference_names():
     links = dict(JobMeasurement.objects.values_list("measurement_id", "job_id"))
     assert links == {mine[0]: job.pk, mine[1]: job.pk, theirs: other.pk}
     assert not set(unlinked) & set(links)
-    MigrationExecutor(connection).migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())  # as the other tests expect
+    MigrationExecutor(connection).migrate(
+        MigrationExecutor(connection).loader.graph.leaf_nodes()
+    )  # as the other tests expect

@@ -55,7 +55,9 @@ def test_slo_met_at_exactly_t_min_and_mixed_gpu_types_named_together():
 
 
 def test_non_finite_numbers_become_null_so_any_json_column_takes_them():
-    run = SolveRun(pk=1, solver="ilp", status="optimal", objective=math.inf, gap=math.nan, duration_s=0.5, started_at=T0)
+    run = SolveRun(
+        pk=1, solver="ilp", status="optimal", objective=math.inf, gap=math.nan, duration_s=0.5, started_at=T0
+    )
     data = live.solve_run_state(run)
     assert data["objective"] is None and data["gap"] is None and data["duration_s"] == 0.5
     assert data["started_at"] == T0.isoformat() and "decision" not in data

@@ -120,7 +120,7 @@ def test_job_predict_without_a_trained_predictor_leaves_planning_to_measurements
     assert services.job_predict(job=job) is None and not PredictionRecord.objects.exists()
 
 
-def test_telemetry_measurement_is_sent_to_p2(unmeasured, alice, agent, broker, django_capture_on_commit_callbacks):  # noqa: F811
+def test_telemetry_measurement_is_sent_to_p2(unmeasured, alice, agent, broker, django_capture_on_commit_callbacks):
     from scheduler.dispatch.progress import job_progress_report
 
     job = services.job_submit(owner=alice, workload=unmeasured, min_throughput=2.5, max_gpus=1).job

@@ -79,8 +79,10 @@ def test_metrics_show_gpus_queue_solver_and_predictions(client_for, staff, node1
     on_time = job_transition(job=placed_job(alice, resnet50, gpus[2:3], predicted=4.0), to="running")
     slow = job_transition(job=placed_job(alice, resnet50, gpus[3:4], predicted=4.0, min_throughput=3.5), to="running")
     for job, observed in ((on_time, 5.0), (slow, 3.0)):
-        measurement = Measurement.objects.create(workload=resnet50, gpu_type=gpus[0].gpu_type, throughput=observed,
-                                                 source="telemetry", reference=f"telemetry: job {job.pk}", observed_at=now)
+        measurement = Measurement.objects.create(
+            workload=resnet50, gpu_type=gpus[0].gpu_type, throughput=observed,
+            source="telemetry", reference=f"telemetry: job {job.pk}", observed_at=now,
+        )
         JobMeasurement.objects.create(job=job, measurement=measurement)
     placed_job(alice, resnet50, gpus[:1])
     SolveRun.objects.create(trigger="periodic", solver="ilp", status="optimal", duration_s=0.5)

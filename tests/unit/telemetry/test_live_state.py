@@ -13,5 +13,10 @@ def test_gpu_state_carries_the_newest_sample():
               state="healthy")
     sample = GpuSample(ts=T0, power_w=250.0, utilization=0.9, temperature_c=70.0, memory_used_mb=None)
     data = live.gpu_state(gpu, sample=sample)
-    assert (data["power_w"], data["utilization"], data["temperature_c"], data["sampled_at"]) == (250.0, 0.9, 70.0, T0.isoformat())
+    assert (data["power_w"], data["utilization"], data["temperature_c"], data["sampled_at"]) == (
+        250.0,
+        0.9,
+        70.0,
+        T0.isoformat(),
+    )
     assert live.gpu_state(gpu, sample=None)["power_w"] is None

@@ -5,8 +5,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from scheduler.models import Allocation, Job
 from scheduler.dispatch import requeue
+from scheduler.models import Allocation, Job
 from scheduler.services import job_transition
 from telemetry.models import Gpu, Node
 from telemetry.services import (

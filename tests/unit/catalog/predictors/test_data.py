@@ -30,7 +30,8 @@ def test_rho_is_fraction_of_isolated_and_clipped():
 
 def test_sliding_window_keeps_newest_records():
     telemetry = [MeasurementRecord(workload="A (batch size 8)", gpu_type="v100", throughput=v,
-                                   partner="B (batch size 8)", source="telemetry", observed_at=T0 + timedelta(minutes=i))
+                                   partner="B (batch size 8)", source="telemetry",
+                                   observed_at=T0 + timedelta(minutes=i))
                  for i, v in enumerate([1.0, 1.0, 1.0, 9.0, 9.0, 9.0])]
     only_telemetry = [r for r in records() if r.partner is None] + telemetry
     catalog = build_catalog(only_telemetry, CatalogPolicy(window=3, min_samples=3))
@@ -48,7 +49,8 @@ def test_below_min_samples_is_unknown():
 def test_telemetry_outliers_are_rejected():
     values = [5.0, 5.1, 4.9, 5.0, 5.05, 50.0]
     telemetry = [MeasurementRecord(workload="A (batch size 8)", gpu_type="v100", throughput=v,
-                                   partner="B (batch size 8)", source="telemetry", observed_at=T0 + timedelta(seconds=i))
+                                   partner="B (batch size 8)", source="telemetry",
+                                   observed_at=T0 + timedelta(seconds=i))
                  for i, v in enumerate(values)]
     catalog = build_catalog([r for r in records() if r.partner is None] + telemetry)
     assert catalog.samples[0, 1, 0] == 5

@@ -44,4 +44,6 @@ def test_a_sweep_stored_with_the_old_key_loads_after_the_migration_and_goes_back
 
     old = _migrate(BEFORE)
     assert old.get_model("dashboard", "TradeoffSweep").objects.get(pk=sweep.pk).problem == _as_stored_before(data)
-    MigrationExecutor(connection).migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())  # as the other tests expect
+    MigrationExecutor(connection).migrate(
+        MigrationExecutor(connection).loader.graph.leaf_nodes()
+    )  # as the other tests expect

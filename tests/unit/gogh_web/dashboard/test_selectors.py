@@ -106,7 +106,9 @@ def test_coverage_marks_cells_a_stored_estimate_predicts(cluster, resnet50, lm, 
 def test_live_prediction_error_of_a_running_job(alice, cluster, submit, resnet50, v100):
     job = submit(alice)
     Job.objects.filter(pk=job.pk).update(state="running", pending_reason="")
-    Allocation.objects.create(job=job, gpu=cluster[0], start=timezone.now(), predicted_throughput=4.0, predicted_power_w=250)
+    Allocation.objects.create(
+        job=job, gpu=cluster[0], start=timezone.now(), predicted_throughput=4.0, predicted_power_w=250
+    )
     measurement = Measurement.objects.create(workload=resnet50, gpu_type=v100, throughput=3.0, source="telemetry",
                                              reference=f"telemetry: job {job.pk}", observed_at=timezone.now())
     JobMeasurement.objects.create(job=job, measurement=measurement)

@@ -93,7 +93,9 @@ def test_a_round_emits_a_pending_job_only_when_its_reason_changed(measured, alic
     assert Event.objects.filter(kind="job").count() == 2  # the same reason: nothing to tell
 
 
-def test_jobs_changed_in_bulk_are_one_batch_of_events(measured, alice, bob, resnet50, committed, django_capture_on_commit_callbacks):
+def test_jobs_changed_in_bulk_are_one_batch_of_events(
+    measured, alice, bob, resnet50, committed, django_capture_on_commit_callbacks
+):
     from scheduler import live, services
 
     with committed():

@@ -21,5 +21,10 @@ def test_the_event_stream_imports_no_app_not_even_inside_a_function():
     root = Path(gogh_web.events.__file__).parent
     modules = [path for path in root.rglob("*.py") if "migrations" not in path.parts]
     assert len(modules) > 10  # the walk found the package
-    found = {f"{path.relative_to(root)}: {name}" for path in modules for name in _imported_modules(path) if name.split(".")[0] in APPS}
+    found = {
+        f"{path.relative_to(root)}: {name}"
+        for path in modules
+        for name in _imported_modules(path)
+        if name.split(".")[0] in APPS
+    }
     assert found == set()

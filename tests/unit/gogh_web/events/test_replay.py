@@ -75,4 +75,7 @@ def test_state_after_applying_events_equals_a_fresh_snapshot(measured, alice, bo
     assert final["job"][str(mine.pk)]["state"] == "pending"  # its V100 node went down; a K80 is too slow
     assert final["node"][str(node.pk)]["state"] == "down"
     assert set(final) == KINDS
-    assert {key: v["status"] for key, v in final["predictor_version"].items()} == {str(active.pk): "active", str(candidate.pk): "retired"}
+    assert {key: v["status"] for key, v in final["predictor_version"].items()} == {
+        str(active.pk): "active",
+        str(candidate.pk): "retired",
+    }

@@ -3,8 +3,7 @@ from dataclasses import replace
 
 import pytest
 
-from scheduler.optimizer import get_solver
-from scheduler.optimizer import feasibility as rules
+from scheduler.optimizer import feasibility as rules, get_solver
 from scheduler.optimizer.aggregation import aggregate
 from scheduler.optimizer.problem import SolverSettings
 
@@ -59,9 +58,13 @@ def test_scores_the_cost_of_an_option_and_of_a_group():
     settings = SolverSettings(throughput_value_w=10.0, migration_cost_w=50.0)
     j = job(1, tmin=4.0)
     assert rules.option_cost(j, BIG, settings, 2, 6.0, 600.0, 1.0, False, False) == pytest.approx(600 - 10 * 0.5)
-    assert rules.option_cost(j, BIG, settings, 2, 12.0, 600.0, 2.0, True, True) == pytest.approx(2 * (600 - 20) - 10 + 50)
+    assert rules.option_cost(j, BIG, settings, 2, 12.0, 600.0, 2.0, True, True) == pytest.approx(
+        2 * (600 - 20) - 10 + 50
+    )
     both = (j, job(2, tmin=2.0))
-    assert rules.group_cost(both, BIG, settings, (5.0, 2.0), 300.0, 1.0, True, 1) == pytest.approx(300 - 10 + 50 - 10 * 0.25)
+    assert rules.group_cost(both, BIG, settings, (5.0, 2.0), 300.0, 1.0, True, 1) == pytest.approx(
+        300 - 10 + 50 - 10 * 0.25
+    )
 
 
 def test_every_solver_follows_the_memory_and_tmin_filters():
@@ -69,8 +72,8 @@ def test_every_solver_follows_the_memory_and_tmin_filters():
     small node has: the optimising solvers leave it out with the reason, on big it is too slow."""
     preds = TablePredictions(taus={("a", "small", 1, True): 9, ("a", "big", 1, True): 9, ("b", "small", 1, True): 3,
                                    ("b", "small", 2, True): 6, ("b", "big", 1, True): 2})
-    p = problem([job(1, "a", tmin=5, memory=20), job(2, "b", tmin=5, dj=2)], node("small", "s", 1) + node("big", "b", 1),
-                [SMALL, BIG], preds)
+    jobs = [job(1, "a", tmin=5, memory=20), job(2, "b", tmin=5, dj=2)]
+    p = problem(jobs, node("small", "s", 1) + node("big", "b", 1), [SMALL, BIG], preds)
     for name in ("ilp", "genetic", "cells", "greedy", "greedy_efficient"):
         result = get_solver(name).solve(p)
         assert result.placements["1"].gpu_type == "big" and "2" not in result.placements, name

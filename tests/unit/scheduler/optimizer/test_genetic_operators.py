@@ -28,7 +28,9 @@ def table_of(jobs, gpus, types, taus, rhos=None, **settings):
 def option(table, j, gpu_type, k=1):
     """The choice of job j alone on k GPUs of a type (it must meet T_min)."""
     inst = table.inst
-    [i] = [i for i in inst.job_options[j] if (inst.all_options[i].gpu_type, inst.all_options[i].num_gpus) == (gpu_type, k)]
+    [i] = [
+        i for i in inst.job_options[j] if (inst.all_options[i].gpu_type, inst.all_options[i].num_gpus) == (gpu_type, k)
+    ]
     return ("o", i)
 
 
@@ -243,7 +245,9 @@ def test_evolve_keeps_the_elite_and_stops_at_the_deadline():
     fitness = fitness_for(table, [None] * 3)
     best = [option(table, 0, "slow"), option(table, 1, "fast"), None]
     population = [best] + [[None] * 3] * 4
-    scored, generations, timed_out = genetic.evolve(table, random.Random(0), fitness, population, 5, 0.5, cpu_now() + 60)
+    scored, generations, timed_out = genetic.evolve(
+        table, random.Random(0), fitness, population, 5, 0.5, cpu_now() + 60
+    )
     assert generations == 5 and not timed_out and scored[0][0] >= fitness(best)
     assert len(scored) == len(population)
     _, generations, timed_out = genetic.evolve(table, random.Random(0), fitness, population, 5, 0.5, cpu_now() - 1)

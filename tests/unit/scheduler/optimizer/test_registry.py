@@ -53,7 +53,9 @@ def test_every_solver_is_a_benchmark_row_under_its_own_class():
 def test_a_solver_added_to_the_catalogue_is_solvable_and_benchmarked(with_idle):
     assert isinstance(registry.get_solver("idle"), Idle)
     assert ("idle_fast", "idle", {"time_limit_s": 1.0}) in bench.solver_runs(64)
-    p = problem([job(1, "a")], node("fast", "f", 1), [gpu_type("fast", 300)], TablePredictions({("a", "fast", 1, True): 5.0}))
+    p = problem(
+        [job(1, "a")], node("fast", "f", 1), [gpu_type("fast", 300)], TablePredictions({("a", "fast", 1, True): 5.0})
+    )
     rows = bench.solve_all(p, p.settings, 1.0, 1.0, log=lambda line: None)
     assert {"idle", "idle_fast"} <= set(rows) and rows["idle"]["placed"] == 0
 
