@@ -163,7 +163,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["gogh_web.api.parsers.BoundedJSONParser"],
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
-        "rest_framework.filters.OrderingFilter",
+        "gogh_web.api.filters.StrictOrderingFilter",
     ],
     "DEFAULT_PAGINATION_CLASS": "gogh_web.api.pagination.Pagination",
     "PAGE_SIZE": 50,

@@ -6,6 +6,8 @@ import django_filters
 from django import forms
 from django.utils.dateparse import parse_datetime
 from django.utils.encoding import force_str
+from rest_framework.exceptions import ValidationError
+from rest_framework.filters import OrderingFilter
 
 _BOOLEANS = {"true": True, "false": False, "1": True, "0": False}
 
@@ -49,3 +51,33 @@ def boolean_filter(**kwargs) -> django_filters.TypedChoiceFilter:
     return django_filters.TypedChoiceFilter(
         choices=[(key, key) for key in _BOOLEANS], coerce=_BOOLEANS.__getitem__, **kwargs
     )
+
+
+class StrictOrderingFilter(OrderingFilter):
+    """`?ordering=` by the view's ordering fields only. DRF drops an unknown term silently and
+    orders otherwise than asked (`?ordering=bogus` listed in the default order): here it is a
+    400 naming the allowed orderings, as a bad filter value is."""
+
+    def remove_invalid_fields(self, queryset, fields, view, request):
+        allowed = [name for name, _ in self.get_valid_fields(queryset, view, {"request": request})]
+        terms = [term for term in fields if term]  # "a,,b" and a trailing comma order as DRF does
+        unknown = [term for term in terms if term.removeprefix("-") not in allowed]
+        if unknown:
+            raise ValidationError({self.ordering_param: [_unknown_ordering_message(unknown, allowed)]})
+        return terms
+
+    def get_schema_operation_parameters(self, view):
+        parameters = super().get_schema_operation_parameters(view)
+        fields = getattr(view, "ordering_fields", None)
+        if isinstance(fields, list | tuple):
+            parameters[0]["description"] = _allowed_orderings(fields)
+        return parameters
+
+
+def _allowed_orderings(allowed: list[str]) -> str:
+    return f"Order by {', '.join(allowed)}; '-' first for descending (e.g. -{allowed[0]}), several comma-separated."
+
+
+def _unknown_ordering_message(unknown: list[str], allowed: list[str]) -> str:
+    shown = ", ".join(repr(term if len(term) <= 64 else term[:64] + "...") for term in unknown)
+    return f"Cannot order by {shown}. {_allowed_orderings(allowed)}"
