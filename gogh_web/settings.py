@@ -167,7 +167,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PAGINATION_CLASS": "gogh_web.api.pagination.Pagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "gogh_web.api.schema.AutoSchema",
     "EXCEPTION_HANDLER": "gogh_web.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
@@ -181,6 +181,21 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # One section of /api/docs/ per resource, in this order (gogh_web/api/schema.py tags them).
+    "TAGS": [
+        {"name": "jobs", "description": "Submit, list, follow and cancel jobs."},
+        {"name": "solve", "description": "Run a scheduling round now (staff)."},
+        {"name": "nodes", "description": "Nodes with their GPUs. Agents register, heartbeat, report failed GPUs "
+         "and read their assignments; staff approve, drain and revoke."},
+        {"name": "gpus", "description": "Every GPU of the cluster."},
+        {"name": "telemetry", "description": "Node agents report GPU samples and their jobs' progress."},
+        {"name": "live", "description": "The snapshot a live page starts from before it follows /ws/live/."},
+        {"name": "gpu-types", "description": "The catalog's GPU types (staff change them)."},
+        {"name": "workloads", "description": "The catalog's workloads (staff change them)."},
+        {"name": "measurements", "description": "Measured throughput, power and memory; agents and staff report."},
+        {"name": "auth", "description": "Replace your own API token."},
+        {"name": "tradeoff", "description": "The console's trade-off page: sweeps, preview and apply."},
+    ],
     "ENUM_NAME_OVERRIDES": {
         "JobStateEnum": "scheduler.models.jobs.JOB_STATE_CHOICES",
         "NodeStateEnum": "telemetry.models.nodes.NodeState",
