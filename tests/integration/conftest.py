@@ -6,6 +6,7 @@ server fails the run with the command that starts it, never a skip. Processes st
 at their own var/ folder, and are stopped and reaped by the fixtures.
 """
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -25,6 +26,8 @@ from gogh_web.celery_config import EMBEDDED_BROKER, broker_config
 
 ROOT = Path(settings.BASE_DIR)
 REDIS_URL = os.environ.get("GOGH_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+# Where the browser tests' screenshots go, kept by CI as the run's artifacts (.ci/run names it).
+ARTIFACTS = Path(os.environ.get("GOGH_TEST_ARTIFACTS", ROOT / "var" / "test-artifacts"))
 BROKERS = ["embedded", "redis"]
 
 
@@ -34,6 +37,37 @@ def servers_are_up():
         redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
     except redis.RedisError as exc:
         pytest.fail(f"Redis is not reachable at {REDIS_URL} ({exc}); start it with `make services`.")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """A browser test that fails leaves a screenshot of each page it opened,
+    failed-<test>-<n>.png under ARTIFACTS: what the page showed is most of the diagnosis, and
+    the tests' own screenshots are taken only on the way to a pass."""
+    browser = item.funcargs.get("chromium")
+    before = set(_open_pages(browser)) if browser else set()
+    try:
+        return (yield)
+    except BaseException:
+        if browser:
+            _save_failure_screenshots(item, [page for page in _open_pages(browser) if page not in before])
+        raise
+
+
+def _open_pages(browser) -> list:
+    return [page for context in browser.contexts for page in context.pages]
+
+
+def _save_failure_screenshots(item, pages: list) -> None:
+    from playwright.sync_api import Error as PlaywrightError
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    name = re.sub(r"[^\w.-]+", "-", item.name).strip("-")
+    for index, page in enumerate(pages):
+        try:
+            page.screenshot(path=str(ARTIFACTS / f"failed-{name}-{index}.png"), full_page=True)
+        except PlaywrightError:  # a page closed or crashed: the test's own error says what happened
+            continue
 
 
 def test_database_url() -> str:

@@ -24,12 +24,20 @@ from scheduler.models import Job, SolverConfigChange
 from telemetry.models import Gpu, GpuSample, Node
 from telemetry.services.nodes import node_register
 
-from .conftest import REDIS_URL, ROOT, Processes, free_port, process_env, test_database_url, wait_for_http, worker_argv
+from .conftest import (
+    ARTIFACTS,
+    REDIS_URL,
+    Processes,
+    free_port,
+    process_env,
+    test_database_url,
+    wait_for_http,
+    worker_argv,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 CHROMIUM = Path(os.environ.get("GOGH_CHROMIUM", "/usr/bin/chromium"))
-ARTIFACTS = Path(os.environ.get("GOGH_TEST_ARTIFACTS", ROOT / "var" / "test-artifacts"))
 SIZES = {"wide": (1280, 800), "narrow": (390, 844)}
 PAGES = {"cluster": "/dashboard/", "jobs": "/dashboard/jobs/", "predictions": "/dashboard/predictions/",
          "solver": "/dashboard/solver/", "tradeoff": "/dashboard/tradeoff/"}
