@@ -6,6 +6,7 @@ autocomplete widgets (no select box of every workload) and the list skips the fu
 from django.contrib import admin, messages
 from django.db import models
 
+from gogh_web.admin_display import figures, rounded
 from gogh_web.api.poison import PoisonFreeJSONFormField
 
 from .models import GpuType, Measurement, PredictionRecord, PredictorVersion, Workload
@@ -35,8 +36,9 @@ class WorkloadAdmin(admin.ModelAdmin):
 @admin.register(Measurement)
 class MeasurementAdmin(admin.ModelAdmin):
     list_display = [
-        "workload", "gpu_type", "num_gpus", "consolidated", "partner", "throughput", "partner_throughput",
-        "power_w", "utilization", "source", "observed_at",
+        "workload", "gpu_type", "num_gpus", "consolidated", "partner", rounded(Measurement, "throughput"),
+        rounded(Measurement, "partner_throughput"), rounded(Measurement, "power_w"),
+        rounded(Measurement, "utilization"), "source", "observed_at",
     ]
     list_filter = ["source", "gpu_type", "num_gpus", "consolidated"]
     list_select_related = ["workload", "gpu_type", "partner"]
@@ -51,13 +53,18 @@ class MeasurementAdmin(admin.ModelAdmin):
 class PredictorVersionAdmin(admin.ModelAdmin):
     """Versions are made by training and import (services); the admin reads them and rolls back."""
 
-    list_display = ["id", "name", "architecture", "status", "val_mae", "created_at", "note"]
+    list_display = ["id", "name", "architecture", "status", "validation_mae", "created_at", "note"]
     list_filter = ["name", "status", "architecture"]
     readonly_fields = [f.name for f in PredictorVersion._meta.fields]
     actions = ["roll_back"]
 
     def has_add_permission(self, request):
         return False
+
+    @admin.display(description="Val MAE")
+    def validation_mae(self, version):
+        mae = version.val_mae
+        return None if mae is None else figures(mae)
 
     @admin.action(description="Roll back to the selected version (make it active)")
     def roll_back(self, request, queryset):

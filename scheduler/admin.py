@@ -1,5 +1,8 @@
 """Admin for tenants, jobs, allocations, solve runs and solver settings. State changes go through services."""
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+
+from gogh_web.admin_display import clipped, rounded
 
 from . import services
 from .lifecycle import IllegalTransition
@@ -33,7 +36,10 @@ class AllocationInline(admin.TabularInline):
     fk_name = "job"
     extra = 0
     can_delete = False
-    fields = ["gpu", "partners", "start", "end", "predicted_throughput", "predicted_power_w", "solve_run"]
+    fields = [
+        "gpu", "partners", "start", "end", rounded(Allocation, "predicted_throughput"),
+        rounded(Allocation, "predicted_power_w"), "solve_run",
+    ]
     readonly_fields = fields
 
     def get_queryset(self, request):
@@ -46,7 +52,7 @@ class AllocationInline(admin.TabularInline):
 @admin.register(Job)
 class JobAdmin(admin.ModelAdmin):
     list_display = [
-        "id", "name", "workload", "tenant", "owner", "state", "pending_reason", "priority",
+        "id", "name", "workload", "tenant", "owner", "state", "pending_reason_clipped", "priority",
         "min_throughput", "max_gpus", "submitted_at",
     ]
     list_filter = ["state", "tenant", "workload__family", "priority"]
@@ -56,7 +62,8 @@ class JobAdmin(admin.ModelAdmin):
     # What the job is, whose it is and what it was promised are read-only: an edit here bypasses
     # the services, so no live event would tell the old tenant's pages that the job left them,
     # and an owner outside the job's tenant could no longer see it. Priority, name, deadline
-    # and command stay editable. The environment is neither shown nor edited: see environment_keys.
+    # and command stay editable until the job ends (has_change_permission). The environment is
+    # neither shown nor edited: see environment_keys.
     readonly_fields = [
         "workload", "tenant", "owner", "min_throughput", "max_gpus", "memory_gb",
         "state", "pending_reason", "state_reason", "steps_done", "submitted_at", "placed_at",
@@ -65,6 +72,28 @@ class JobAdmin(admin.ModelAdmin):
     exclude = ["environment"]
     inlines = [AllocationInline]
     actions = ["cancel_jobs"]
+
+    def has_change_permission(self, request, obj=None):
+        """An ended job is a record of what ran: its page is read-only and a POST to it is refused
+        (403), so its priority, steps or command can no longer be made to say something else."""
+        return super().has_change_permission(request, obj) and not (obj is not None and obj.is_terminal)
+
+    def save_model(self, request, obj, form, change):
+        """Write only the fields the form changed, under the job's lock, and refuse if the job
+        ended after the page was loaded: saving the whole row read then would write back its old
+        state and progress over what its agent reported since."""
+        if not change:
+            super().save_model(request, obj, form, change)
+            return
+        if Job.objects.select_for_update().get(pk=obj.pk).is_terminal:
+            raise PermissionDenied("The job has ended; it can no longer be changed.")
+        if form.changed_data:
+            obj.save(update_fields=[*form.changed_data, "updated_at"])
+
+    @admin.display(description="Pending reason", ordering="pending_reason")
+    def pending_reason_clipped(self, job):
+        """A sentence per row made the list several lines a row: its first words, the whole in the title."""
+        return clipped(job.pending_reason)
 
     @admin.display(description="Environment")
     def environment_keys(self, job):
@@ -89,7 +118,10 @@ class JobAdmin(admin.ModelAdmin):
 
 @admin.register(Allocation)
 class AllocationAdmin(admin.ModelAdmin):
-    list_display = ["id", "job", "gpu", "partner_ids", "start", "end", "predicted_throughput", "predicted_power_w"]
+    list_display = [
+        "id", "job", "gpu", "partner_ids", "start", "end", rounded(Allocation, "predicted_throughput"),
+        rounded(Allocation, "predicted_power_w"),
+    ]
     list_filter = ["gpu__gpu_type", "gpu__node"]
     search_fields = ["job__name", "job__workload__name", "gpu__uuid", "gpu__node__hostname"]
     list_select_related = ["job__workload", "gpu__node", "gpu__gpu_type"]
@@ -108,8 +140,9 @@ class AllocationAdmin(admin.ModelAdmin):
 @admin.register(SolveRun)
 class SolveRunAdmin(admin.ModelAdmin):
     list_display = [
-        "id", "started_at", "trigger", "solver", "status", "dry_run", "objective", "gap", "duration_s",
-        "num_jobs", "num_placed", "num_gpus", "power_w", "energy_weight", "num_variables", "num_constraints",
+        "id", "started_at", "trigger", "solver", "status", "dry_run", rounded(SolveRun, "objective"),
+        rounded(SolveRun, "gap"), rounded(SolveRun, "duration_s"), "num_jobs", "num_placed", "num_gpus",
+        rounded(SolveRun, "power_w"), rounded(SolveRun, "energy_weight"), "num_variables", "num_constraints",
         "fallback_reason",
     ]
     list_filter = ["status", "solver", "trigger", "dry_run"]

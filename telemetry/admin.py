@@ -4,6 +4,8 @@ approvals to the node's history)."""
 from django.contrib import admin, messages
 from django.db.models import Count
 
+from gogh_web.admin_display import rounded
+
 from . import services
 from .lifecycle import IllegalTransition
 from .models import Gpu, GpuSample, GpuSampleMinute, GpuState, Node, NodeState
@@ -150,7 +152,10 @@ class _ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(GpuSample)
 class GpuSampleAdmin(_ReadOnlyAdmin):
-    list_display = ["gpu", "ts", "power_w", "utilization", "temperature_c", "sm_clock_mhz", "memory_used_mb"]
+    list_display = [
+        "gpu", "ts", *(rounded(GpuSample, field) for field in (
+            "power_w", "utilization", "temperature_c", "sm_clock_mhz", "memory_used_mb")),
+    ]
     list_filter = ["gpu__node"]
     list_select_related = ["gpu__node", "gpu__gpu_type"]
     date_hierarchy = "ts"
@@ -158,7 +163,10 @@ class GpuSampleAdmin(_ReadOnlyAdmin):
 
 @admin.register(GpuSampleMinute)
 class GpuSampleMinuteAdmin(_ReadOnlyAdmin):
-    list_display = ["gpu", "minute", "samples", "power_w_mean", "power_w_max", "utilization_mean", "temperature_c_max"]
+    list_display = [
+        "gpu", "minute", "samples", *(rounded(GpuSampleMinute, field) for field in (
+            "power_w_mean", "power_w_max", "utilization_mean", "temperature_c_max")),
+    ]
     list_filter = ["gpu__node"]
     list_select_related = ["gpu__node", "gpu__gpu_type"]
     date_hierarchy = "minute"

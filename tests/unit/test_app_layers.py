@@ -19,6 +19,7 @@ LAYERS = {
     # 0: gogh_web's shared kit, which imports no app: API plumbing, live events, the outbox,
     # settings and process configuration.
     "gogh_web": 0,
+    "gogh_web.admin_display": 0,
     "gogh_web.api": 0,
     "gogh_web.apps": 0,
     "gogh_web.cache_backend": 0,
@@ -28,6 +29,7 @@ LAYERS = {
     "gogh_web.cli_args": 0,
     "gogh_web.env": 0,
     "gogh_web.events": 0,
+    "gogh_web.formats": 0,
     "gogh_web.outbox": 0,
     "gogh_web.security": 0,
     "gogh_web.settings": 0,
