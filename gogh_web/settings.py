@@ -338,4 +338,7 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("GOGH_LOG_LEVEL", "INFO")},
+    # What happens to jobs and nodes (gogh_web.activity), at INFO whatever the root level, through
+    # a handler of its own: Celery replaces the root logger's handlers and format in its workers.
+    "loggers": {"gogh.activity": {"handlers": ["console"], "level": "INFO", "propagate": False}},
 }

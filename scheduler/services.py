@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from catalog.models import PredictionRecord, PredictorStatus, PredictorVersion
 from catalog.services.predictors import NoActivePredictor, prediction_create
+from gogh_web.activity import announce, gpus_where
 from gogh_web.outbox.services import outbox_acknowledge, outbox_enqueue
 from telemetry.models import Gpu, GpuState, NodeState
 
@@ -97,6 +98,11 @@ def job_submit(
             live.job_changed(job)
             scheduling_round_request(trigger=SolveTrigger.SUBMIT)
             _send_prediction(job.pk)
+            announce(
+                "job %s submitted by %s (tenant %s): %s, T_min %g steps/s, at most %s GPU(s), %s", job.pk,
+                owner.get_username(), tenant.slug, workload.name, min_throughput, max_gpus,
+                f"{total_steps} steps" if total_steps else "steps not given",
+            )
     except IntegrityError:
         # Two requests with one key raced; the other one committed first.
         existing = _job_for_key(owner=owner, key=idempotency_key, fingerprint=fingerprint) if idempotency_key else None
@@ -211,6 +217,7 @@ def job_cancel(*, job: Job, by, reason: str = "") -> Job:
     said = f" {reason.strip()}" if reason.strip() else ""
     job = job_transition(job=job, to=JobState.CANCELLED.value, reason=f"Cancelled by {by.get_username()}.{said}")
     scheduling_round_request(trigger=SolveTrigger.CANCEL)
+    announce("job %s cancelled: %s", job.pk, job.state_reason)
     return job
 
 
@@ -285,6 +292,7 @@ def scheduling_round_run(*, trigger: str, dry_run: bool = False, solver: str | N
         live.solve_run_changed(run)
         if superseded:
             scheduling_round_request(trigger=trigger)
+            announce("round %s superseded: the cluster changed while it solved; another round is asked for", run.pk)
         elif shadow:
             would_run = Job.objects.filter(
                 pk__in=[int(job_id) for job_id in allocation.placements], state=JobState.PENDING.value
@@ -293,8 +301,34 @@ def scheduling_round_run(*, trigger: str, dry_run: bool = False, solver: str | N
             Job.objects.filter(pk__in=changed).update(pending_reason=SHADOW_REASON)
             live.jobs_changed(changed)
         elif not dry_run:
-            _apply(allocation, run, now)
+            news = _apply(allocation, run, now)
+            if news:
+                _announce_round(run, allocation, news)
     return RoundResult(solve_run=run, allocation=allocation)
+
+
+def _announce_round(run: SolveRun, allocation: optimizer.Plan, news: list[tuple]) -> None:
+    """The activity log of a round that changed something: its summary, then one line per job
+    it placed, moved, preempted or gave a new pending reason (news: _apply's). A round that
+    changes nothing says nothing: beat starts one every 30 s."""
+    announce(
+        "round %s (%s): %s placed, %s pending; %s %s in %.2f s", run.pk, run.trigger, len(allocation.placements),
+        len(allocation.reasons), allocation.solver, allocation.status, allocation.seconds,
+    )
+    gpu_ids = {gpu_id for _, _, before, after, _ in news for gpu_id in (*before, *after)}
+    gpus = Gpu.objects.select_related("node", "gpu_type").in_bulk(gpu_ids)
+    for kind, job_id, before, after, detail in news:
+        where = gpus_where(gpus[gpu_id] for gpu_id in after if gpu_id in gpus)
+        if kind == "placed":
+            announce("job %s placed on %s, predicted %.3g steps/s", job_id, where, detail)
+        elif kind == "moved":
+            announce("job %s moved from %s to %s, predicted %.3g steps/s",
+                     job_id, gpus_where(gpus[gpu_id] for gpu_id in before if gpu_id in gpus), where, detail)
+        elif kind == "preempted":
+            announce("job %s preempted from %s: %s",
+                     job_id, gpus_where(gpus[gpu_id] for gpu_id in before if gpu_id in gpus), detail)
+        else:
+            announce("job %s pending: %s", job_id, detail)
 
 
 def _decision(allocation: optimizer.Plan) -> dict:
@@ -321,25 +355,33 @@ def _decision_is_stale(allocation: optimizer.Plan, snapshot_at) -> bool:
     return usable != len(gpu_ids)
 
 
-def _apply(allocation: optimizer.Plan, run: SolveRun, now) -> None:
+def _apply(allocation: optimizer.Plan, run: SolveRun, now) -> list[tuple]:
     """Apply a decision inside the round's transaction in a few queries, however many jobs it
     places (one more per distinct reason it writes): its jobs locked and read in one query
     (every move is checked by scheduler.lifecycle on the locked row, so a job that ended while
     the round was solving is left alone), then _RoundWrites. One transition and one batch of
     live events per job made a round placing 236 jobs take 89 s, three quarters of it storing
-    events one job at a time."""
+    events one job at a time.
+
+    Returns what it did to each job, for the activity log: (kind, job id, GPU ids before,
+    GPU ids after, detail), kind one of placed, moved (detail: predicted steps/s), preempted,
+    pending (detail: the reason)."""
     ids = sorted(int(job_id) for job_id in {*allocation.placements, *allocation.reasons})
     jobs = {str(job.pk): job for job in Job.objects.select_for_update().filter(pk__in=ids).order_by("pk")}
     open_allocs = _open_allocations_of(jobs.values())
     writes = _RoundWrites(now)
+    news = []
     for job_id, reason in allocation.reasons.items():
         job = jobs[job_id]
+        held = sorted(gpu_id for gpu_id, _ in open_allocs.get(job.pk, ()))
         try:
             if job.state != JobState.PENDING.value:
                 writes.move(job, JobState.PENDING.value, f"Preempted by solve {run.pk}: {reason}"[:300])
+                news.append(("preempted", job.pk, held, [], reason))
             elif job.pending_reason != reason[:300]:
                 job.pending_reason = reason[:300]
                 writes.save(job, "pending_reason")
+                news.append(("pending", job.pk, [], [], reason))
         except IllegalTransition:
             continue  # the job ended while the round was solving
     for job_id, placement in allocation.placements.items():
@@ -353,14 +395,19 @@ def _apply(allocation: optimizer.Plan, run: SolveRun, now) -> None:
         ):
             writes.change_partners(job, placement, partners)
             continue
+        held = sorted(gpu_id for gpu_id, _ in open_allocs.get(job.pk, ()))
         try:
-            if job.state != JobState.PENDING.value:
+            moved = job.state != JobState.PENDING.value
+            if moved:
                 writes.move(job, JobState.PENDING.value, f"Migrated by solve {run.pk}.")
             writes.move(job, JobState.PLACED.value, f"Placed by solve {run.pk}.")
         except IllegalTransition:
             continue
         writes.open(job, placement, partners)
+        news.append(("moved" if moved else "placed", job.pk, held, sorted(int(g) for g in placement.gpu_ids),
+                     placement.predicted_throughput))
     writes.write(run)
+    return news
 
 
 def _open_allocations_of(jobs) -> dict[int, set[tuple[int, frozenset[int]]]]:
