@@ -29,6 +29,6 @@ def gpus_where(gpus) -> str:
     parts = []
     for hostname, on_node in sorted(by_node.items()):
         indexes = ",".join(str(gpu.index) for gpu in sorted(on_node, key=lambda gpu: gpu.index))
-        types = "/".join(sorted({gpu.gpu_type.name if gpu.gpu_type else "unknown type" for gpu in on_node}))
+        types = "/".join(sorted({gpu.gpu_type.name for gpu in on_node}))
         parts.append(f"{hostname} GPU {indexes} ({types})")
     return "; ".join(parts)

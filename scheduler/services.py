@@ -243,6 +243,18 @@ def scheduling_round_started() -> None:
 
 
 @dataclass(frozen=True)
+class JobNews:
+    """What a round did to one job, for the activity log: kind is placed, moved, preempted or
+    pending; detail the predicted steps/s (placed, moved) or the reason (preempted, pending)."""
+
+    kind: str
+    job_id: int
+    before: tuple[int, ...]  # GPU ids it held
+    after: tuple[int, ...]  # GPU ids it holds now
+    detail: float | str
+
+
+@dataclass(frozen=True)
 class RoundResult:
     solve_run: SolveRun
     allocation: optimizer.Plan
@@ -307,28 +319,27 @@ def scheduling_round_run(*, trigger: str, dry_run: bool = False, solver: str | N
     return RoundResult(solve_run=run, allocation=allocation)
 
 
-def _announce_round(run: SolveRun, allocation: optimizer.Plan, news: list[tuple]) -> None:
+def _announce_round(run: SolveRun, allocation: optimizer.Plan, news: list[JobNews]) -> None:
     """The activity log of a round that changed something: its summary, then one line per job
-    it placed, moved, preempted or gave a new pending reason (news: _apply's). A round that
-    changes nothing says nothing: beat starts one every 30 s."""
+    it placed, moved, preempted or gave a new pending reason. A round that changes nothing says
+    nothing: beat starts one every 30 s."""
     announce(
         "round %s (%s): %s placed, %s pending; %s %s in %.2f s", run.pk, run.trigger, len(allocation.placements),
         len(allocation.reasons), allocation.solver, allocation.status, allocation.seconds,
     )
-    gpu_ids = {gpu_id for _, _, before, after, _ in news for gpu_id in (*before, *after)}
+    gpu_ids = {gpu_id for item in news for gpu_id in item.before + item.after}
     gpus = Gpu.objects.select_related("node", "gpu_type").in_bulk(gpu_ids)
-    for kind, job_id, before, after, detail in news:
-        where = gpus_where(gpus[gpu_id] for gpu_id in after if gpu_id in gpus)
-        if kind == "placed":
-            announce("job %s placed on %s, predicted %.3g steps/s", job_id, where, detail)
-        elif kind == "moved":
-            announce("job %s moved from %s to %s, predicted %.3g steps/s",
-                     job_id, gpus_where(gpus[gpu_id] for gpu_id in before if gpu_id in gpus), where, detail)
-        elif kind == "preempted":
-            announce("job %s preempted from %s: %s",
-                     job_id, gpus_where(gpus[gpu_id] for gpu_id in before if gpu_id in gpus), detail)
+    for item in news:
+        before = gpus_where(gpus[gpu_id] for gpu_id in item.before if gpu_id in gpus)
+        after = gpus_where(gpus[gpu_id] for gpu_id in item.after if gpu_id in gpus)
+        if item.kind == "placed":
+            announce("job %s placed on %s, predicted %.3g steps/s", item.job_id, after, item.detail)
+        elif item.kind == "moved":
+            announce("job %s moved from %s to %s, predicted %.3g steps/s", item.job_id, before, after, item.detail)
+        elif item.kind == "preempted":
+            announce("job %s preempted from %s: %s", item.job_id, before, item.detail)
         else:
-            announce("job %s pending: %s", job_id, detail)
+            announce("job %s pending: %s", item.job_id, item.detail)
 
 
 def _decision(allocation: optimizer.Plan) -> dict:
@@ -355,7 +366,7 @@ def _decision_is_stale(allocation: optimizer.Plan, snapshot_at) -> bool:
     return usable != len(gpu_ids)
 
 
-def _apply(allocation: optimizer.Plan, run: SolveRun, now) -> list[tuple]:
+def _apply(allocation: optimizer.Plan, run: SolveRun, now) -> list[JobNews]:
     """Apply a decision inside the round's transaction in a few queries, however many jobs it
     places (one more per distinct reason it writes): its jobs locked and read in one query
     (every move is checked by scheduler.lifecycle on the locked row, so a job that ended while
@@ -363,9 +374,7 @@ def _apply(allocation: optimizer.Plan, run: SolveRun, now) -> list[tuple]:
     live events per job made a round placing 236 jobs take 89 s, three quarters of it storing
     events one job at a time.
 
-    Returns what it did to each job, for the activity log: (kind, job id, GPU ids before,
-    GPU ids after, detail), kind one of placed, moved (detail: predicted steps/s), preempted,
-    pending (detail: the reason)."""
+    Returns what it did to each job, for the activity log."""
     ids = sorted(int(job_id) for job_id in {*allocation.placements, *allocation.reasons})
     jobs = {str(job.pk): job for job in Job.objects.select_for_update().filter(pk__in=ids).order_by("pk")}
     open_allocs = _open_allocations_of(jobs.values())
@@ -373,15 +382,15 @@ def _apply(allocation: optimizer.Plan, run: SolveRun, now) -> list[tuple]:
     news = []
     for job_id, reason in allocation.reasons.items():
         job = jobs[job_id]
-        held = sorted(gpu_id for gpu_id, _ in open_allocs.get(job.pk, ()))
+        held = tuple(sorted(gpu_id for gpu_id, _ in open_allocs.get(job.pk, ())))
         try:
             if job.state != JobState.PENDING.value:
                 writes.move(job, JobState.PENDING.value, f"Preempted by solve {run.pk}: {reason}"[:300])
-                news.append(("preempted", job.pk, held, [], reason))
+                news.append(JobNews("preempted", job.pk, held, (), reason))
             elif job.pending_reason != reason[:300]:
                 job.pending_reason = reason[:300]
                 writes.save(job, "pending_reason")
-                news.append(("pending", job.pk, [], [], reason))
+                news.append(JobNews("pending", job.pk, (), (), reason))
         except IllegalTransition:
             continue  # the job ended while the round was solving
     for job_id, placement in allocation.placements.items():
@@ -395,7 +404,7 @@ def _apply(allocation: optimizer.Plan, run: SolveRun, now) -> list[tuple]:
         ):
             writes.change_partners(job, placement, partners)
             continue
-        held = sorted(gpu_id for gpu_id, _ in open_allocs.get(job.pk, ()))
+        held = tuple(sorted(gpu_id for gpu_id, _ in open_allocs.get(job.pk, ())))
         try:
             moved = job.state != JobState.PENDING.value
             if moved:
@@ -404,8 +413,8 @@ def _apply(allocation: optimizer.Plan, run: SolveRun, now) -> list[tuple]:
         except IllegalTransition:
             continue
         writes.open(job, placement, partners)
-        news.append(("moved" if moved else "placed", job.pk, held, sorted(int(g) for g in placement.gpu_ids),
-                     placement.predicted_throughput))
+        news.append(JobNews("moved" if moved else "placed", job.pk, held,
+                            tuple(sorted(int(g) for g in placement.gpu_ids)), placement.predicted_throughput))
     writes.write(run)
     return news
 
