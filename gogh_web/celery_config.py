@@ -6,6 +6,9 @@ Shared by settings.py and by anything that must talk to the same broker from out
 from pathlib import Path
 
 EMBEDDED_BROKER = "filesystem://"
+#: The embedded broker's URL as kombu wants it: the filesystem transport has no host, but a URL
+#: without one makes kombu warn "No hostname was supplied" at every process start.
+EMBEDDED_BROKER_URL = "filesystem://localhost//"
 #: The queues (docs/architecture.md): a backlog of predictions or maintenance never delays a
 #: round. "celery", Celery's default, takes everything not routed (trade-off sweep points).
 #: A worker started without -Q consumes all of them.
@@ -29,6 +32,8 @@ def broker_config(broker_url: str, var_dir: Path, result_backend: str | None = N
     """Celery settings (lower-case names) for a broker URL; the embedded one lives in var/celery."""
     if not broker_url.startswith("filesystem://"):
         return {"broker_url": broker_url, "result_backend": result_backend or broker_url}
+    if broker_url == EMBEDDED_BROKER:
+        broker_url = EMBEDDED_BROKER_URL
     root = var_dir / "celery"
     for folder in ("queue", "processed", "results", "control"):
         (root / folder).mkdir(parents=True, exist_ok=True)

@@ -184,6 +184,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     # One section of /api/docs/ per resource, in this order (gogh_web/api/schema.py tags them).
     "TAGS": [
+        {"name": "index", "description": "What the API holds: version, resources and their URLs (no token needed)."},
         {"name": "jobs", "description": "Submit, list, follow and cancel jobs."},
         {"name": "solve", "description": "Run a scheduling round now (staff)."},
         {"name": "nodes", "description": "Nodes with their GPUs. Agents register, heartbeat, report failed GPUs "
@@ -354,4 +355,7 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("GOGH_LOG_LEVEL", "INFO")},
+    # What happens to jobs and nodes (gogh_web.activity), at INFO whatever the root level, through
+    # a handler of its own: Celery replaces the root logger's handlers and format in its workers.
+    "loggers": {"gogh.activity": {"handlers": ["console"], "level": "INFO", "propagate": False}},
 }

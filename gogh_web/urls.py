@@ -3,12 +3,14 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from .api.index import ApiIndexView
 from .api.tokens import TokenRotateView
 from .dashboard.accounts import LimitedAdminAuthenticationForm
 from .metrics import MetricsView
 from .views import landing
 
 api_patterns = [
+    path("", ApiIndexView.as_view(), name="api-index"),
     path("", include("catalog.api.urls")),
     path("", include("telemetry.api.urls")),
     path("", include("scheduler.api.urls")),

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from catalog.models import PredictionRecord, PredictorStatus, PredictorVersion
 from catalog.services.predictors import NoActivePredictor, prediction_create
+from gogh_web.activity import announce, gpus_where
 from gogh_web.outbox.services import outbox_acknowledge, outbox_enqueue
 from telemetry.models import Gpu, GpuState, NodeState
 
@@ -97,6 +98,11 @@ def job_submit(
             live.job_changed(job)
             scheduling_round_request(trigger=SolveTrigger.SUBMIT)
             _send_prediction(job.pk)
+            announce(
+                "job %s submitted by %s (tenant %s): %s, T_min %g steps/s, at most %s GPU(s), %s", job.pk,
+                owner.get_username(), tenant.slug, workload.name, min_throughput, max_gpus,
+                f"{total_steps} steps" if total_steps else "steps not given",
+            )
     except IntegrityError:
         # Two requests with one key raced; the other one committed first.
         existing = _job_for_key(owner=owner, key=idempotency_key, fingerprint=fingerprint) if idempotency_key else None
@@ -211,6 +217,7 @@ def job_cancel(*, job: Job, by, reason: str = "") -> Job:
     said = f" {reason.strip()}" if reason.strip() else ""
     job = job_transition(job=job, to=JobState.CANCELLED.value, reason=f"Cancelled by {by.get_username()}.{said}")
     scheduling_round_request(trigger=SolveTrigger.CANCEL)
+    announce("job %s cancelled: %s", job.pk, job.state_reason)
     return job
 
 
@@ -233,6 +240,18 @@ def scheduling_round_started() -> None:
     """A round task started (requested or periodic): it will see every change committed so
     far, so the pending request is done and the next one is sent again."""
     outbox_acknowledge(key=ROUND_KEY)
+
+
+@dataclass(frozen=True)
+class JobNews:
+    """What a round did to one job, for the activity log: kind is placed, moved, preempted or
+    pending; detail the predicted steps/s (placed, moved) or the reason (preempted, pending)."""
+
+    kind: str
+    job_id: int
+    before: tuple[int, ...]  # GPU ids it held
+    after: tuple[int, ...]  # GPU ids it holds now
+    detail: float | str
 
 
 @dataclass(frozen=True)
@@ -285,6 +304,7 @@ def scheduling_round_run(*, trigger: str, dry_run: bool = False, solver: str | N
         live.solve_run_changed(run)
         if superseded:
             scheduling_round_request(trigger=trigger)
+            announce("round %s superseded: the cluster changed while it solved; another round is asked for", run.pk)
         elif shadow:
             would_run = Job.objects.filter(
                 pk__in=[int(job_id) for job_id in allocation.placements], state=JobState.PENDING.value
@@ -293,8 +313,33 @@ def scheduling_round_run(*, trigger: str, dry_run: bool = False, solver: str | N
             Job.objects.filter(pk__in=changed).update(pending_reason=SHADOW_REASON)
             live.jobs_changed(changed)
         elif not dry_run:
-            _apply(allocation, run, now)
+            news = _apply(allocation, run, now)
+            if news:
+                _announce_round(run, allocation, news)
     return RoundResult(solve_run=run, allocation=allocation)
+
+
+def _announce_round(run: SolveRun, allocation: optimizer.Plan, news: list[JobNews]) -> None:
+    """The activity log of a round that changed something: its summary, then one line per job
+    it placed, moved, preempted or gave a new pending reason. A round that changes nothing says
+    nothing: beat starts one every 30 s."""
+    announce(
+        "round %s (%s): %s placed, %s pending; %s %s in %.2f s", run.pk, run.trigger, len(allocation.placements),
+        len(allocation.reasons), allocation.solver, allocation.status, allocation.seconds,
+    )
+    gpu_ids = {gpu_id for item in news for gpu_id in item.before + item.after}
+    gpus = Gpu.objects.select_related("node", "gpu_type").in_bulk(gpu_ids)
+    for item in news:
+        before = gpus_where(gpus[gpu_id] for gpu_id in item.before if gpu_id in gpus)
+        after = gpus_where(gpus[gpu_id] for gpu_id in item.after if gpu_id in gpus)
+        if item.kind == "placed":
+            announce("job %s placed on %s, predicted %.3g steps/s", item.job_id, after, item.detail)
+        elif item.kind == "moved":
+            announce("job %s moved from %s to %s, predicted %.3g steps/s", item.job_id, before, after, item.detail)
+        elif item.kind == "preempted":
+            announce("job %s preempted from %s: %s", item.job_id, before, item.detail)
+        else:
+            announce("job %s pending: %s", item.job_id, item.detail)
 
 
 def _decision(allocation: optimizer.Plan) -> dict:
@@ -321,25 +366,31 @@ def _decision_is_stale(allocation: optimizer.Plan, snapshot_at) -> bool:
     return usable != len(gpu_ids)
 
 
-def _apply(allocation: optimizer.Plan, run: SolveRun, now) -> None:
+def _apply(allocation: optimizer.Plan, run: SolveRun, now) -> list[JobNews]:
     """Apply a decision inside the round's transaction in a few queries, however many jobs it
     places (one more per distinct reason it writes): its jobs locked and read in one query
     (every move is checked by scheduler.lifecycle on the locked row, so a job that ended while
     the round was solving is left alone), then _RoundWrites. One transition and one batch of
     live events per job made a round placing 236 jobs take 89 s, three quarters of it storing
-    events one job at a time."""
+    events one job at a time.
+
+    Returns what it did to each job, for the activity log."""
     ids = sorted(int(job_id) for job_id in {*allocation.placements, *allocation.reasons})
     jobs = {str(job.pk): job for job in Job.objects.select_for_update().filter(pk__in=ids).order_by("pk")}
     open_allocs = _open_allocations_of(jobs.values())
     writes = _RoundWrites(now)
+    news = []
     for job_id, reason in allocation.reasons.items():
         job = jobs[job_id]
+        held = tuple(sorted(gpu_id for gpu_id, _ in open_allocs.get(job.pk, ())))
         try:
             if job.state != JobState.PENDING.value:
                 writes.move(job, JobState.PENDING.value, f"Preempted by solve {run.pk}: {reason}"[:300])
+                news.append(JobNews("preempted", job.pk, held, (), reason))
             elif job.pending_reason != reason[:300]:
                 job.pending_reason = reason[:300]
                 writes.save(job, "pending_reason")
+                news.append(JobNews("pending", job.pk, (), (), reason))
         except IllegalTransition:
             continue  # the job ended while the round was solving
     for job_id, placement in allocation.placements.items():
@@ -353,14 +404,19 @@ def _apply(allocation: optimizer.Plan, run: SolveRun, now) -> None:
         ):
             writes.change_partners(job, placement, partners)
             continue
+        held = tuple(sorted(gpu_id for gpu_id, _ in open_allocs.get(job.pk, ())))
         try:
-            if job.state != JobState.PENDING.value:
+            moved = job.state != JobState.PENDING.value
+            if moved:
                 writes.move(job, JobState.PENDING.value, f"Migrated by solve {run.pk}.")
             writes.move(job, JobState.PLACED.value, f"Placed by solve {run.pk}.")
         except IllegalTransition:
             continue
         writes.open(job, placement, partners)
+        news.append(JobNews("moved" if moved else "placed", job.pk, held,
+                            tuple(sorted(int(g) for g in placement.gpu_ids)), placement.predicted_throughput))
     writes.write(run)
+    return news
 
 
 def _open_allocations_of(jobs) -> dict[int, set[tuple[int, frozenset[int]]]]:

@@ -19,6 +19,7 @@ from django.utils import timezone
 from catalog.measurement_limits import limit_problems
 from catalog.models import MeasurementSource
 from catalog.services.measurements import measurement_record
+from gogh_web.activity import announce, gpus_where
 from gogh_web.outbox.services import outbox_enqueue
 from telemetry.models import GpuSample
 from telemetry.services.access import check_is_agent, may_report
@@ -79,6 +80,7 @@ def job_progress_report(
         Job.objects.filter(pk=job.pk, total_steps__isnull=True).update(total_steps=total_steps)
     if job.state == JobState.PLACED.value:
         job = job_transition(job=job, to=JobState.RUNNING.value, reason="Started by its node agent.", now=now)
+        announce("job %s started on %s", job.pk, gpus_where(allocation.gpu for allocation in allocations))
     if steps_per_s is not None and _measurement_due(job, now, final=status != RUNNING):
         _record_measurement(job, allocations, steps_per_s, now)
     if status == SUCCEEDED:
@@ -88,6 +90,7 @@ def job_progress_report(
         job = job_transition(job=job, to=JobState.FAILED.value, reason=reason, now=now)
     if status in (SUCCEEDED, FAILED):  # its GPUs are free: pending jobs may fit now
         scheduling_round_request(trigger=SolveTrigger.FINISH)
+        announce("job %s %s after %s steps: %s", job.pk, job.state, max(steps, job.steps_done), job.state_reason)
     job.refresh_from_db()
     job_changed(job)  # progress, total steps, observed throughput
     return job
@@ -118,6 +121,7 @@ def _late_end(job: Job, *, status: str, steps: int, message: str, now) -> Job:
     reason = f"{message or 'Exited with status 0.'} Reported by the node that last ran it, after it was taken away."
     job = job_transition(job=job, to=JobState.SUCCEEDED.value, reason=reason[:300], now=now)
     scheduling_round_request(trigger=SolveTrigger.FINISH)
+    announce("job %s succeeded after %s steps: %s", job.pk, max(steps, job.steps_done), job.state_reason)
     job.refresh_from_db()
     job_changed(job)
     return job

@@ -10,6 +10,8 @@ matter (a job that ended had them closed when it ended).
 from django.db import transaction
 from django.db.models import Q
 
+from gogh_web.activity import announce
+
 from ..lifecycle import JobState
 from ..models import Allocation, Job, SolveTrigger
 from ..services import job_transition, scheduling_round_request
@@ -46,7 +48,8 @@ def _requeue(on: Q, why) -> int:
     for job in Job.objects.select_for_update().filter(pk__in=job_ids, state__in=_ON_A_GPU).order_by("pk"):
         if not Allocation.objects.filter(on, job=job, end__isnull=True).exists():
             continue  # moved off the lost node or GPU by a round since it was found: nothing lost
-        job_transition(job=job, to=JobState.PENDING.value, reason=why(job)[:300])
+        job = job_transition(job=job, to=JobState.PENDING.value, reason=why(job)[:300])
+        announce("job %s back to pending: %s", job.pk, job.pending_reason)
         moved += 1
     if moved:
         scheduling_round_request(trigger=SolveTrigger.NODE)

@@ -17,6 +17,7 @@ from django.db.models import Q
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
+from gogh_web.activity import announce
 from gogh_web.api.permissions import AGENT_PERMISSION
 
 from .. import lifecycle, live, selectors, signals
@@ -67,6 +68,7 @@ def node_register(
         raise ValidationError(errors)
 
     now = timezone.now()
+    was = None if created else node.state
     approval_lost = admission_at_registration(node=node, agent_user=agent_user, created=created, now=now)
     node.labels, node.cell, node.agent_version = dict(labels), cell, agent_version
     node.agent = agent_user
@@ -81,7 +83,22 @@ def node_register(
     live.node_changed(node.pk)
     live.gpus_changed([*Gpu.objects.filter(node=node).values_list("pk", flat=True), *(row.pk for row in rows.values())])
     signals.capacity_changed.send(sender=Node)  # new or changed capacity
+    _announce_registration(node, gpu_types, was=was)
     return node, created
+
+
+def _announce_registration(node: Node, gpu_types: list, *, was: str | None) -> None:
+    """One activity line: the node, its GPUs, its state (and the one it left) and whether it
+    may receive jobs. `was`: its state before (None: a new node)."""
+    counts: dict[str, int] = {}
+    for gpu_type in gpu_types:
+        counts[gpu_type.name] = counts.get(gpu_type.name, 0) + 1
+    gpus = ", ".join(f"{count} {name}" for name, count in sorted(counts.items())) or "no GPUs"
+    again = "registered" if was is None else "registered again"
+    if was not in (None, node.state):
+        again += f" (was {was})"
+    admitted = "approved" if node.approved_at else "waiting for an operator's approval"
+    announce("node %s %s: %s, cell %s, %s, %s", node.hostname, again, gpus, node.cell or "-", node.state, admitted)
 
 
 @transaction.atomic
@@ -96,6 +113,7 @@ def node_heartbeat(*, node: Node, agent_user) -> Node:
     node.save(update_fields=["last_heartbeat", "state", "state_reason", "updated_at"])
     if node.state != was:  # pages show the state, not the heartbeat time
         live.node_changed(node.pk)
+        announce("node %s up (%s): its agent is heard again", node.hostname, node.state)
     return node
 
 
@@ -113,11 +131,15 @@ def node_set_state(*, node: Node, state: str, reason: str = "") -> Node:
         _nodes_go_down(node_ids=[node.pk], reason=reason)
         node.refresh_from_db()
         return node
+    was = node.state
     node.state, node.state_reason = state, _clip(reason)
     if state != NodeState.DOWN:
         node.drained = state == NodeState.DRAINING
     node.save(update_fields=["state", "state_reason", "drained", "updated_at"])
     live.node_changed(node.pk)
+    if state != was:
+        said = f": {node.state_reason}" if node.state_reason else ""
+        announce("node %s %s by an operator%s", node.hostname, "drained" if node.drained else "undrained", said)
     return node
 
 
@@ -225,12 +247,17 @@ def _nodes_go_down(*, node_ids: list[int], reason: str) -> int:
     leave. Their placed and running jobs go back to pending in the same transaction (signals.nodes_lost,
     received by scheduler.dispatch), so a node is never down while the scheduler believes work runs on it.
     Nodes already down are left alone, which keeps the requeue to exactly once."""
-    going = list(Node.objects.filter(pk__in=node_ids).exclude(state=NodeState.DOWN).values_list("pk", flat=True))
+    hostnames = dict(
+        Node.objects.filter(pk__in=node_ids).exclude(state=NodeState.DOWN).order_by("hostname")
+        .values_list("pk", "hostname")
+    )
+    going = list(hostnames)
     count = Node.objects.filter(pk__in=going).update(
         state=NodeState.DOWN, state_reason=_clip(reason), updated_at=timezone.now()
     )
     for node_id in going:
         live.node_changed(node_id)
+        announce("node %s down: %s", hostnames[node_id], reason)
     signals.nodes_lost.send(sender=Node, node_ids=going, reason=reason)
     return count
 

@@ -1,5 +1,6 @@
 """`manage.py run_stack` (what `make demo` ends with): daphne, worker and beat work together,
-and one SIGINT (Ctrl-C) stops all of them cleanly."""
+one SIGINT (Ctrl-C) stops all of them cleanly, and the console shows what happened, not
+Celery's chatter."""
 import os
 import re
 import signal
@@ -48,3 +49,8 @@ def test_stack_runs_beat_and_worker_and_stops_on_ctrl_c(spawn):
     assert stack.wait(timeout=len(children) * 15 + 30) == 0, log.read_text()
     assert "[stack] all stopped" in log.read_text()
     assert not [pid for pid in children if alive(pid)]
+
+    shown = log.read_text()
+    assert "INFO gogh.activity: node silent down: no heartbeat for 1 s" in shown
+    for chatter in ("No hostname was supplied", "Sending due task", "] received", "] succeeded", "Not Found"):
+        assert chatter not in shown, chatter

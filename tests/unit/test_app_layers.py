@@ -19,6 +19,7 @@ LAYERS = {
     # 0: gogh_web's shared kit, which imports no app: API plumbing, live events, the outbox,
     # settings and process configuration.
     "gogh_web": 0,
+    "gogh_web.activity": 0,
     "gogh_web.admin_display": 0,
     "gogh_web.api": 0,
     "gogh_web.apps": 0,

@@ -62,7 +62,7 @@ class Command(BaseCommand):
                     f"    curl -s -X POST {host}/api/jobs/ -H 'Authorization: Token {token.key}' \\",
                     "         -H 'Content-Type: application/json' \\",
                     "         -d '{\"workload\": \"ResNet-50 (batch size 64)\", "
-                    "\"min_throughput\": 5, \"max_gpus\": 2}'",
+                    "\"min_throughput\": 5, \"max_gpus\": 2, \"total_steps\": 100}'",
                     "",
                 ]
             )

@@ -1,6 +1,12 @@
 """`manage.py run_stack`: daphne, two Celery workers (one for the rounds queue, one for the
 others) and Celery beat in the foreground, and with --demo-agents one simulated node agent per
-demo node, so the demo cluster runs jobs."""
+demo node, so the demo cluster runs jobs.
+
+Its console shows what happens to jobs and nodes (the gogh.activity lines, gogh_web.activity)
+and warnings; Celery's banners and per-task lines and the INFO lines of every process come
+back with --verbose (or GOGH_LOG_LEVEL=INFO): a person reading the demo's log saw about 50
+lines a minute of beat and worker chatter burying a few job and agent events."""
+import os
 import sys
 
 from django.conf import settings
@@ -37,9 +43,17 @@ class Command(BaseCommand):
         parser.add_argument(
             "--speedup", type=float, default=1.0, help="With --demo-agents: simulated jobs run this much faster."
         )
+        parser.add_argument(
+            "--verbose", action="store_true",
+            help="Show every process's INFO lines too (Celery's banners, each task received and succeeded, beat's "
+            "sends); by default the console shows job and node activity and warnings (GOGH_LOG_LEVEL, if set, "
+            "chooses the level instead).",
+        )
 
-    def handle(self, *args, host, port, concurrency, no_beat, grace, demo_agents, speedup, **options):
+    def handle(self, *args, host, port, concurrency, no_beat, grace, demo_agents, speedup, verbose, **options):
         python = sys.executable
+        level = "INFO" if verbose else os.environ.get("GOGH_LOG_LEVEL", "WARNING").upper()
+        celery = [python, "-m", "celery", "-A", "gogh_web", *([] if level in ("INFO", "DEBUG") else ["--quiet"])]
         services = [
             Service(
                 "daphne",
@@ -49,24 +63,21 @@ class Command(BaseCommand):
             ),
             # Rounds never wait behind a backlog of predictions or maintenance (docs/architecture.md).
             Service(
-                "rounds",
-                [python, "-m", "celery", "-A", "gogh_web", "worker", "-l", "INFO", "-Q", ROUNDS, *self._rounds_pool(),
-                 "-n", "rounds@%h"],
+                "rounds", [*celery, "worker", "-l", level, "-Q", ROUNDS, *self._rounds_pool(), "-n", "rounds@%h"],
             ),
             Service(
                 "worker",
-                [python, "-m", "celery", "-A", "gogh_web", "worker", "-l", "INFO",
-                 "-Q", ",".join([PREDICTIONS, MAINTENANCE, DEFAULT_QUEUE]), "--concurrency", str(concurrency),
-                 "-n", "tasks@%h"],
+                [*celery, "worker", "-l", level, "-Q", ",".join([PREDICTIONS, MAINTENANCE, DEFAULT_QUEUE]),
+                 "--concurrency", str(concurrency), "-n", "tasks@%h"],
             ),
         ]
         if not no_beat:
-            services.append(Service("beat", [python, "-m", "celery", "-A", "gogh_web", "beat", "-l", "INFO"]))
+            services.append(Service("beat", [*celery, "beat", "-l", level]))
         url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
         if demo_agents:
             services += self._demo_agents(python, url, speedup)
         self.stdout.write(f"GOGH control plane on {url}/ (Ctrl-C stops everything)")
-        code = Supervisor(services, grace_s=grace, out=self.stdout).run()
+        code = Supervisor(services, grace_s=grace, env={**os.environ, "GOGH_LOG_LEVEL": level}, out=self.stdout).run()
         if code:
             sys.exit(code)
 
@@ -94,7 +105,7 @@ class Command(BaseCommand):
                 [python, "-m", "telemetry.agent", "--url", url, *simulated_agent_args(node, seed=number),
                  "--speedup", str(speedup), "--log-dir", str(logs / node.hostname)],
                 env={"GOGH_AGENT_TOKEN": token},
-                after_url=f"{url}/api/",
+                after_url=f"{url}/api/",  # the API index: 200 once daphne serves
             )
             for number, node in enumerate(DEMO_NODES)
         ]

@@ -1,6 +1,10 @@
 """Settings inputs: the secret key is made once and kept; flags and lists parse as documented."""
+import logging
+
+from kombu import Connection
+
 from gogh_web import env
-from gogh_web.celery_config import broker_config
+from gogh_web.celery_config import EMBEDDED_BROKER, broker_config
 
 
 def test_secret_key_is_generated_once_and_private(tmp_path, monkeypatch):
@@ -34,6 +38,15 @@ def test_embedded_broker_keeps_everything_under_var(tmp_path):
     for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
         assert options[key].startswith(str(tmp_path))
     assert config["result_backend"] == f"file://{tmp_path / 'celery' / 'results'}"
+
+
+def test_the_embedded_broker_names_a_host_so_kombu_does_not_warn_at_each_start(tmp_path, caplog):
+    """kombu warned "No hostname was supplied" in every worker, beat and web process of the demo."""
+    config = broker_config(EMBEDDED_BROKER, tmp_path)
+    assert config["broker_url"].startswith(EMBEDDED_BROKER)
+    with caplog.at_level(logging.WARNING, logger="kombu"):
+        Connection(config["broker_url"], transport_options=config["broker_transport_options"]).info()
+    assert caplog.messages == []
 
 
 def test_server_broker_keeps_its_url_for_results(tmp_path):
