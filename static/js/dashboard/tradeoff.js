@@ -48,8 +48,9 @@
   }
 
   /* With fewer than two tenants Jain's index is 1 at every point: a third axis that never
-     moves only costs readability, so the chart is throughput x power in 2D. */
-  function flat() { return !!sweep && sweep.tenants < 2; }
+     moves only costs readability, so the chart is throughput x power in 2D (also before the
+     first sweep arrives: an empty SVG chart costs less than a WebGL scene). */
+  function flat() { return !sweep || sweep.tenants < 2; }
 
   /* A phone-width chart: the colour bar goes under the chart, leaving its width to the scene. */
   function narrow() { return plot.clientWidth < 600; }
