@@ -127,6 +127,7 @@ def test_one_tenant_is_drawn_flat_with_its_titles_inside_and_the_preview_adds_up
     item = page.locator(f"#moves li[data-job='{job_id}']")
     text = item.inner_text()
     assert item.get_attribute("data-kind") in ("place", "move") and "7.50 steps/s" in text and "500 W" in text
+    assert "GPUs" in text and "(v100, alone)" in text, text  # where to, on what, and with whom
     summary = page.inner_text("#preview-summary")
     assert f"{data['proposed']['throughput']:.2f} steps/s" in summary
     screenshot(page, "one-tenant", size)

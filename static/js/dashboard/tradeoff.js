@@ -265,12 +265,12 @@
     return (value >= 0 ? "+" : "") + value.toFixed(digits) + unit;
   }
 
-  function gpus(list, type) {
-    return (list.length === 1 ? "GPU " : list.length + " GPUs ") + list.join(", ") + (type ? " (" + type + ")" : "");
-  }
-
-  function partners(list) {
-    return list.length ? "shared with job" + (list.length > 1 ? "s " : " ") + list.join(", ") : "alone";
+  /* "GPU 3 (v100, alone)", "GPUs 3, 4 (v100, shared with job 7)"; without a type, its GPUs alone. */
+  function gpus(list, type, partners) {
+    var where = (list.length === 1 ? "GPU " : "GPUs ") + list.join(", ");
+    if (!type) return where;
+    var sharing = !partners.length ? "alone" : "shared with job" + (partners.length > 1 ? "s " : " ") + partners.join(", ");
+    return where + " (" + type + ", " + sharing + ")";
   }
 
   function figures(m) {
@@ -282,12 +282,12 @@
      predicted figures before and after, by the same predictions as the totals, so the lines add
      up to the difference between the two points. */
   function moveText(m) {
-    var what = m.kind === "place" ? "would be placed on " + gpus(m.to_gpus, m.to_type) + ", " + partners(m.to_partners)
-      : m.kind === "preempt" ? "would go back to pending (from " + gpus(m.from_gpus, m.from_type) + ")"
-      : m.kind === "move" ? "would move from " + (m.from_type ? gpus(m.from_gpus, m.from_type) + ", " + partners(m.from_partners)
-        : gpus(m.from_gpus) + " (no longer schedulable)") + " to " + gpus(m.to_gpus, m.to_type) + ", " + partners(m.to_partners)
-      : m.kind === "share" ? "stays on " + gpus(m.to_gpus, m.to_type) + ", " + partners(m.from_partners) + " now, " + partners(m.to_partners) + " then"
-      : "stays on " + gpus(m.to_gpus, m.to_type) + " with other predicted figures";
+    var from = gpus(m.from_gpus, m.from_type, m.from_partners), to = gpus(m.to_gpus, m.to_type, m.to_partners);
+    var what = m.kind === "place" ? "would be placed on " + to
+      : m.kind === "preempt" ? "would go back to pending (from " + from + ")"
+      : m.kind === "move" ? "would move from " + from + (m.from_type ? "" : " (no longer schedulable)") + " to " + to
+      : m.kind === "share" ? "stays on its GPU but would share differently: " + from + " now, " + to + " then"
+      : "stays on " + to + " with other predicted figures";
     return "job " + m.job + " " + what + ": " + figures(m) + ".";
   }
 
