@@ -62,13 +62,24 @@ class TradeoffPreviewView(APIView):
         preview = services.tradeoff_preview(user=request.user, values=body.validated_data)
         data = {
             **asdict(preview),
-            "moves": [
-                {"job": int(m.job_id), "kind": m.kind, "from_gpus": [int(g) for g in m.from_gpus],
-                 "to_gpus": [int(g) for g in m.to_gpus]}
-                for m in preview.moves
-            ],
+            "moves": [move_data(m) for m in preview.moves],
+            "hidden_change": dict(zip(("throughput", "power_w"), preview.hidden_change)),
         }
         return Response(PreviewSerializer(data).data)
+
+
+def move_data(move) -> dict:
+    """A tradeoff.Move as the API names it (ids as numbers, figures by name)."""
+    def ids(values):
+        return [int(v) for v in values]
+
+    return {
+        "job": int(move.job_id), "kind": move.kind, "from_gpus": ids(move.from_gpus), "to_gpus": ids(move.to_gpus),
+        "from_partners": ids(move.from_partners), "to_partners": ids(move.to_partners),
+        "from_type": move.from_type, "to_type": move.to_type,
+        "from_throughput": move.from_served[0], "to_throughput": move.to_served[0],
+        "from_power_w": move.from_served[1], "to_power_w": move.to_served[1],
+    }
 
 
 class TradeoffApplyView(APIView):

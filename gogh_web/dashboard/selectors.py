@@ -14,7 +14,7 @@ from django.utils import timezone
 from catalog.models import GpuType, Measurement, PredictionRecord, PredictorVersion, Workload
 from scheduler.lifecycle import JobState
 from scheduler.live import jobs_data, jobs_in_window, solve_run_state, solve_runs_kept
-from scheduler.models import Allocation, SolveRun, SolverConfig, SolverConfigChange
+from scheduler.models import SolveRun, SolverConfig, SolverConfigChange
 from scheduler.optimizer.serialization import problem_from_dict
 from scheduler.predictions import WorkloadEstimates
 from scheduler.problem_source import ACTIVE_STATES
@@ -201,18 +201,6 @@ def solver_config_changes() -> list[SolverConfigChange]:
 
 
 # --- Trade-off
-def current_served() -> dict[str, tuple[float, float]]:
-    """Job id -> (predicted throughput, predicted power) of every job holding GPUs now."""
-    served: dict[str, list[float]] = {}
-    open_allocations = Allocation.objects.filter(end__isnull=True, job__state__in=ACTIVE_STATES)
-    for job_id, throughput, power in open_allocations.values_list(
-        "job_id", "predicted_throughput", "predicted_power_w"
-    ):
-        entry = served.setdefault(str(job_id), [throughput or 0.0, 0.0])
-        entry[1] += power or 0.0
-    return {job_id: (t, p) for job_id, (t, p) in served.items()}
-
-
 #: TradeoffPoint.status of a point whose solve raised (services.tradeoff_point_solve).
 FAILED_POINT = "failed"
 
@@ -234,27 +222,27 @@ def sweep_data(sweep: TradeoffSweep, user) -> dict:
     status, where the cluster runs now, and the stored settings (the form starts from them;
     the sweep's own surplus value is reported apart, as the sweep's assumption). Settings that
     give the same decision draw one marker: `distinct_points` counts the markers and each
-    point's `shared_by` the points at its operating point (itself included)."""
+    point's `shared_by` the points at its operating point (itself included). `current` is the
+    sweep's state (its jobs' GPUs now) priced by the sweep's own predictions, like its points;
+    `tenants` counts the tenants with active jobs (with fewer than two, Jain's index is 1 at
+    every point and the page draws throughput x power alone)."""
     points = list(sweep.points.order_by("index").values(
         "index", "energy_weight", "fairness_weight", "throughput", "power_w", "jain", "placed", "status", "seconds"))
     solved = [p for p in points if p["status"] != FAILED_POINT]
     groups = tradeoff.same_point_groups([(p["throughput"], p["power_w"], p["jain"]) for p in solved])
     config = solver_config()
+    problem = problem_from_dict(sweep.problem)
     return {
         "sweep": sweep.pk, "state_digest": sweep.state_digest, "status": sweep_status(sweep),
         "points_expected": sweep.points_expected, "surplus_value_w": sweep.surplus_value_w,
         "points": [{**p, "shared_by": groups.count(g)} for p, g in zip(solved, groups)],
         "distinct_points": len(set(groups)),
         "failed_points": sum(p["status"] == FAILED_POINT for p in points),
-        "current": sweep_current_point(sweep),
+        "current": tradeoff.current_point(problem),
+        "tenants": len({job.tenant for job in problem.jobs}),
         "settings": {field: getattr(config, field) for field in TRADEOFF_FIELDS},
         "can_apply": user.is_staff,
     }
-
-
-def sweep_current_point(sweep: TradeoffSweep) -> tradeoff.OperatingPoint:
-    """Where the cluster is now (the open allocations), over the jobs of the sweep's state."""
-    return tradeoff.operating_point(tuple(problem_from_dict(sweep.problem).jobs), current_served())
 
 
 def visible_job_ids(user, job_ids: list[str]) -> set[str]:

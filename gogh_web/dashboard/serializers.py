@@ -60,15 +60,32 @@ class SweepSerializer(serializers.Serializer):
     )
     failed_points = serializers.IntegerField()
     current = OperatingPointSerializer()
+    tenants = serializers.IntegerField(help_text="Tenants with active jobs (below 2, Jain's index is 1 everywhere).")
     settings = TradeoffSettingsSerializer()
     can_apply = serializers.BooleanField()
 
 
 class MoveSerializer(serializers.Serializer):
     job = serializers.IntegerField()
-    kind = serializers.ChoiceField(choices=["place", "move", "preempt"])
+    kind = serializers.ChoiceField(
+        choices=["place", "move", "share", "preempt", "figures"],
+        help_text="share: same GPUs, other jobs sharing them; figures: same GPUs and partners, other figures.",
+    )
     from_gpus = serializers.ListField(child=serializers.IntegerField())
     to_gpus = serializers.ListField(child=serializers.IntegerField())
+    from_partners = serializers.ListField(child=serializers.IntegerField(), help_text="Jobs sharing its GPU now.")
+    to_partners = serializers.ListField(child=serializers.IntegerField())
+    from_type = serializers.CharField(help_text="GPU type now; empty when it waits or its GPUs are gone.")
+    to_type = serializers.CharField()
+    from_throughput = serializers.FloatField(help_text="Predicted steps/s where it runs now.")
+    to_throughput = serializers.FloatField()
+    from_power_w = serializers.FloatField()
+    to_power_w = serializers.FloatField()
+
+
+class ChangeSerializer(serializers.Serializer):
+    throughput = serializers.FloatField()
+    power_w = serializers.FloatField()
 
 
 class PreviewSerializer(serializers.Serializer):
@@ -79,3 +96,4 @@ class PreviewSerializer(serializers.Serializer):
     seconds = serializers.FloatField()
     moves = MoveSerializer(many=True)
     hidden_moves = serializers.IntegerField(help_text="Moves of other tenants' jobs, not listed.")
+    hidden_change = ChangeSerializer(help_text="What the unlisted moves change in total.")

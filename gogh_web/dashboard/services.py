@@ -134,12 +134,15 @@ class Preview:
     seconds: float
     moves: list[tradeoff.Move]
     hidden_moves: int  # moves of jobs the user may not see
+    hidden_change: tuple[float, float]  # what those moves change in total: (steps/s, W)
 
 
 def tradeoff_preview(*, user, values: dict) -> Preview:
     """A dry run: the decision a round would take now with `values` as solver settings,
-    compared with where jobs are now. Nothing is stored. The moves list names only jobs the
-    user may see; the totals are cluster-wide, like the Cluster page's."""
+    compared with where jobs are now, both by the same problem and so the same predictions
+    (tradeoff.current_point): every difference between the two points is a listed change. Nothing
+    is stored. The list names only jobs the user may see; the others are counted, with their
+    total change; the totals are cluster-wide, like the Cluster page's."""
     config = SolverConfig.load()
     for field, value in values.items():
         setattr(config, field, value)  # not saved; the fields not given keep their stored value
@@ -148,14 +151,16 @@ def tradeoff_preview(*, user, values: dict) -> Preview:
     allocation = _solve(problem)
     moves = tradeoff.job_moves(problem, allocation)
     visible = selectors.visible_job_ids(user, [m.job_id for m in moves])
+    hidden = [m for m in moves if m.job_id not in visible]
     return Preview(
-        current=tradeoff.operating_point(problem.jobs, selectors.current_served()),
+        current=tradeoff.current_point(problem),
         proposed=tradeoff.allocation_point(problem, allocation),
         energy_weight=allocation.energy_weight,
         status=allocation.status,
         seconds=allocation.seconds,
         moves=[m for m in moves if m.job_id in visible],
-        hidden_moves=sum(m.job_id not in visible for m in moves),
+        hidden_moves=len(hidden),
+        hidden_change=tuple(sum(m.to_served[i] - m.from_served[i] for m in hidden) for i in (0, 1)),
     )
 
 

@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass, replace
 
 from scheduler.optimizer import JobSpec, Plan, Problem
+from scheduler.optimizer.group_estimates import GroupEstimates
+from scheduler.optimizer.instance import power_per_gpu_alone
 from scheduler.simulation.metrics import jain
 
 # Effective energy weights of the sweep (the adaptive weight is off at each point, so a point
@@ -45,12 +47,25 @@ class OperatingPoint:
     placed: int
 
 
+# What happens to a job in a preview: "place" (pending -> placed), "move" (other GPUs), "share"
+# (same GPUs, other jobs sharing them), "preempt" (back to pending), "figures" (same GPUs and
+# partners, other predicted figures: never expected, as both sides use one set of predictions,
+# but listed if a solver reports it so that the list always accounts for the totals).
+PLACE, MOVE, SHARE, PREEMPT, FIGURES = "place", "move", "share", "preempt", "figures"
+
+
 @dataclass(frozen=True)
 class Move:
     job_id: str
-    kind: str  # "place" (pending -> placed), "move" (other GPUs), "preempt" (back to pending)
+    kind: str  # PLACE, MOVE, SHARE, PREEMPT or FIGURES
     from_gpus: tuple[str, ...]
     to_gpus: tuple[str, ...]
+    from_partners: tuple[str, ...] = ()
+    to_partners: tuple[str, ...] = ()
+    from_type: str = ""  # GPU type, "" when none (pending, or its GPUs are no longer schedulable)
+    to_type: str = ""
+    from_served: tuple[float, float] = (0.0, 0.0)  # (predicted steps/s, W) where it runs now
+    to_served: tuple[float, float] = (0.0, 0.0)  # and where the decision puts it
 
 
 def sweep_grid() -> list[SweepSetting]:
@@ -124,21 +139,97 @@ def _coincide(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
 
 
 def allocation_point(problem: Problem, allocation: Plan) -> OperatingPoint:
-    served = {j: (p.predicted_throughput, p.predicted_power_w) for j, p in allocation.placements.items()}
-    return operating_point(problem.jobs, served)
+    return operating_point(problem.jobs, plan_served(allocation))
+
+
+def plan_served(allocation: Plan) -> dict[str, tuple[float, float]]:
+    return {j: (p.predicted_throughput, p.predicted_power_w) for j, p in allocation.placements.items()}
+
+
+def current_point(problem: Problem) -> OperatingPoint:
+    """Where the cluster runs now, by the problem's own predictions: the point a solve of the
+    same problem is compared with (a preview, the sweep's points)."""
+    return operating_point(problem.jobs, current_served(problem))
+
+
+def current_served(problem: Problem) -> dict[str, tuple[float, float]]:
+    """Job id -> (throughput, power) predicted for each job where it runs now, by the problem's
+    predictions and the rules a solver prices a kept job by (alone: tau of its configuration and
+    the per-GPU power; sharing: the group's estimate, its power split evenly). Not the figures
+    stored with its allocation: those are the predictions of the round that placed it, and a
+    preview comparing them with a solve under today's predictions showed changes no move
+    explained. A job whose GPUs left the problem (unhealthy, node down) is not served here."""
+    gpu_by_id, gpus_of = {g.id: g for g in problem.gpus}, current_gpus(problem)
+    estimates = GroupEstimates(problem, sorted({j.workload for j in problem.jobs}), sorted(problem.gpu_types))
+    workload_of = {j.id: j.workload for j in problem.jobs}
+    served = {}
+    for job in problem.jobs:
+        gpu_type = current_type(problem, job, gpu_by_id)
+        if gpu_type is None:
+            continue
+        k, partners = len(job.current.gpu_ids), current_partners(job, gpus_of)
+        if partners and k == 1:
+            found = estimates.estimate((job.workload, *(workload_of[p] for p in partners)), gpu_type)
+            served[job.id] = (found[0][0], found[1] / (1 + len(partners))) if found else (0.0, 0.0)
+            continue
+        consolidated = len({gpu_by_id[g].node for g in job.current.gpu_ids}) == 1
+        tau = problem.predictions.tau(job.workload, gpu_type, k, consolidated)
+        served[job.id] = (tau or 0.0, k * power_per_gpu_alone(problem, job.workload, gpu_type))
+    return served
+
+
+def current_type(problem: Problem, job: JobSpec, gpu_by_id: dict) -> str | None:
+    """The GPU type a job runs on now; None when it waits, or when its GPUs are not all in the
+    problem any more (or not of one type)."""
+    if job.current is None or not job.current.gpu_ids:
+        return None
+    gpus = [gpu_by_id.get(g) for g in job.current.gpu_ids]
+    if any(g is None for g in gpus) or len({g.gpu_type for g in gpus}) != 1:
+        return None
+    return gpus[0].gpu_type
+
+
+def current_gpus(problem: Problem) -> dict[str, tuple[str, ...]]:
+    return {j.id: j.current.gpu_ids for j in problem.jobs if j.current is not None}
+
+
+def current_partners(job: JobSpec, gpus_of: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The jobs sharing a job's GPU now (`gpus_of`: current_gpus): its recorded partners still in
+    the problem on the same GPUs (a partner that ended is still named by the survivor's rows
+    until a round rewrites them; the optimiser ignores it too)."""
+    if job.current is None:
+        return ()
+    return tuple(sorted(p for p in job.current.partners if gpus_of.get(p) == job.current.gpu_ids))
 
 
 def job_moves(problem: Problem, allocation: Plan) -> list[Move]:
-    """What applying the allocation would change, job by job (unchanged jobs are left out)."""
+    """What applying the allocation would change, job by job, with each job's predicted figures
+    before and after (unchanged jobs are left out). Both sides use the problem's predictions,
+    so the changes listed account for every difference between current_point and
+    allocation_point: a job that keeps its GPUs and partners keeps its figures."""
+    gpu_by_id, gpus_of = {g.id: g for g in problem.gpus}, current_gpus(problem)
+    now = current_served(problem)
     moves = []
     for job in problem.jobs:
         before = tuple(sorted(job.current.gpu_ids)) if job.current else ()
         placement = allocation.placements.get(job.id)
         after = tuple(sorted(placement.gpu_ids)) if placement else ()
-        if before == after:
+        with_before = current_partners(job, gpus_of)
+        with_after = tuple(sorted(placement.partners)) if placement else ()
+        served_before = now.get(job.id, (0.0, 0.0))
+        served_after = (placement.predicted_throughput, placement.predicted_power_w) if placement else (0.0, 0.0)
+        kind = (
+            PLACE if not before and after else PREEMPT if before and not after else MOVE if before != after
+            else SHARE if with_before != with_after else FIGURES if not _coincide(served_before, served_after)
+            else None
+        )
+        if kind is None:
             continue
-        kind = "place" if not before else "preempt" if not after else "move"
-        moves.append(Move(job.id, kind, before, after))
+        moves.append(Move(
+            job.id, kind, before, after, with_before, with_after,
+            current_type(problem, job, gpu_by_id) or "", placement.gpu_type if placement else "",
+            served_before, served_after,
+        ))
     return moves
 
 

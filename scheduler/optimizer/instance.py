@@ -200,12 +200,19 @@ def memory_need(problem: Problem, job: JobSpec) -> float | None:
     return measured(job.workload) if measured is not None else None
 
 
+def power_per_gpu_alone(problem: Problem, workload: str, gpu_type: str) -> float:
+    """W per GPU of a workload running alone: measured where known, else the type's power curve
+    at its utilization (full load when that is unknown too). The trade-off page prices where
+    jobs run now by the same rule as the options a solver chooses from."""
+    util = problem.predictions.utilization(workload, gpu_type)
+    measured = problem.predictions.power_w(workload, gpu_type)
+    return measured if measured is not None else problem.gpu_types[gpu_type].power_curve(1.0 if util is None else util)
+
+
 def _job_options(problem, j, job, gpu_type, cap, sizes, current, weight, idle_on) -> list[Option]:
     spec = problem.gpu_types[gpu_type]
     settings = problem.settings
-    util = problem.predictions.utilization(job.workload, gpu_type)
-    measured = problem.predictions.power_w(job.workload, gpu_type)
-    per_gpu = measured if measured is not None else spec.power_curve(1.0 if util is None else util)
+    per_gpu = power_per_gpu_alone(problem, job.workload, gpu_type)
     out = []
     for k in block_sizes(min(job.max_gpus, cap.gpus)):
         for consolidated in (True, False) if k > 1 else (True,):

@@ -1,5 +1,6 @@
 /* Trade-off page: the sweep of the current cluster state as a Plotly 3D scatter (throughput x
-   power x Jain fairness), the current operating point, and preview / apply of the energy
+   power x Jain fairness; with fewer than two tenants Jain's index is 1 everywhere and the chart
+   is throughput x power in 2D), the current operating point, and preview / apply of the energy
    weight settings. The page asks for the sweep of the current state with a POST (the server
    creates it and sends its points to the Celery workers when the state is new), polls it
    read-only until it is complete or failed, and asks again (at most once per RELOAD_MS) when
@@ -12,12 +13,16 @@
   var plot = document.getElementById("tradeoff-plot");
   var form = document.getElementById("tradeoff-form");
   var message = document.getElementById("tradeoff-message");
-  var sweep = null, preview = null, pollTimer = null, reloadTimer = null, lastLoad = 0;
+  var sweep = null, preview = null, pollTimer = null, reloadTimer = null, lastLoad = 0, drawnNarrow = null;
   var POLL_MS = 1500, RELOAD_MS = 10000;
+  var PREVIEW_PROMPT = document.getElementById("preview-summary").textContent;
   var stored = G.json("tradeoff-settings") || {};  // the live settings, as last heard from the server
   var settingsHeard = 0;  // settings events and applies heard so far
 
-  var FAIRNESS_SYMBOLS = ["circle", "square", "x", "circle-open", "square-open"];  // by fairness weight, smallest first
+  /* By fairness weight, smallest first. A 3D marker is a text glyph: "x" is the emoji U+274C, which
+     Debian's Chromium has no font for (an empty box); these are geometric shapes every font has. */
+  var FAIRNESS_SYMBOLS = ["circle", "square", "diamond"];
+  var NOW = { symbol: "circle-open", color: "#d7372a" }, PREVIEW = { symbol: "cross", color: "#111" };
 
   function pointText(p) {
     return "energy weight " + p.energy_weight + ", fairness weight " + p.fairness_weight + "<br>" + p.placed + " jobs placed" +
@@ -42,41 +47,61 @@
     return points.map(function (p) { return FAIRNESS_SYMBOLS[weights.indexOf(p.fairness_weight) % FAIRNESS_SYMBOLS.length]; });
   }
 
+  /* With fewer than two tenants Jain's index is 1 at every point: a third axis that never
+     moves only costs readability, so the chart is throughput x power in 2D (also before the
+     first sweep arrives: an empty SVG chart costs less than a WebGL scene). */
+  function flat() { return !sweep || sweep.tenants < 2; }
+
+  /* A phone-width chart: the colour bar goes under the chart, leaving its width to the scene. */
+  function narrow() { return plot.clientWidth < 600; }
+
   function draw() {
     var points = sweep ? sweep.points : [];
     var current = sweep ? sweep.current : null;
+    var two = flat(), small = narrow(), type = two ? "scatter" : "scatter3d", size = two ? 12 : 10;
+    var colorbar = small
+      ? { title: { text: "log10 weight", side: "top" }, orientation: "h", thickness: 10, len: 0.9, x: 0.5, y: 0, yanchor: "top", ypad: 0 }
+      : { title: { text: "log10 weight", side: "right" }, thickness: 12, len: 0.8 };
+    var unit = two ? "" : ", Jain %{z:.3f}";
+    function trace(name, at, marker, hovertemplate, extra) {
+      var t = { type: type, mode: "markers", name: name, marker: marker, hovertemplate: hovertemplate, x: [], y: [] };
+      at.forEach(function (p) { t.x.push(p.throughput); t.y.push(p.power_w); });
+      if (!two) t.z = at.map(function (p) { return p.fairness === undefined ? p.jain : p.fairness; });
+      return Object.assign(t, extra || {});
+    }
     var traces = [
-      {
-        type: "scatter3d", mode: "markers", name: "sweep",
-        x: points.map(function (p) { return p.throughput; }),
-        y: points.map(function (p) { return p.power_w; }),
-        z: points.map(function (p) { return p.jain; }),
-        text: points.map(pointText), hovertemplate: "%{text}<br>%{x:.2f} steps/s, %{y:.0f} W, Jain %{z:.3f}<extra></extra>",
-        marker: {
-          size: 6, symbol: fairnessSymbols(points),
-          color: points.map(function (p) { return Math.log10(p.energy_weight); }), colorscale: "Viridis",
-          colorbar: { title: { text: "log10 weight" }, thickness: 12 },
-        },
-      },
-      {
-        type: "scatter3d", mode: "markers", name: "now",
-        x: current ? [current.throughput] : [], y: current ? [current.power_w] : [], z: current ? [current.fairness] : [],
-        marker: { size: 9, symbol: "diamond", color: "#d7372a" },
-        hovertemplate: "now: %{x:.2f} steps/s, %{y:.0f} W, Jain %{z:.3f}<extra></extra>",
-      },
-      {
-        type: "scatter3d", mode: "markers", name: "preview",
-        x: preview ? [preview.proposed.throughput] : [], y: preview ? [preview.proposed.power_w] : [],
-        z: preview ? [preview.proposed.fairness] : [],
-        marker: { size: 9, symbol: "cross", color: "#111" },
-        hovertemplate: "preview: %{x:.2f} steps/s, %{y:.0f} W, Jain %{z:.3f}<extra></extra>",
-      },
+      trace("sweep", points, {
+        size: size, symbol: fairnessSymbols(points), line: { width: two ? 1 : 0, color: "#fff" },
+        color: points.map(function (p) { return Math.log10(p.energy_weight); }), colorscale: "Viridis",
+        colorbar: colorbar,
+      }, "%{text}<br>%{x:.2f} steps/s, %{y:.0f} W" + unit + "<extra></extra>", { text: points.map(pointText) }),
+      trace("now", current ? [current] : [], { size: size + 6, symbol: NOW.symbol, color: NOW.color, line: { width: 3, color: NOW.color } },
+        "now: %{x:.2f} steps/s, %{y:.0f} W" + unit + "<extra></extra>"),
+      trace("preview", preview ? [preview.proposed] : [], { size: size + 4, symbol: PREVIEW.symbol, color: PREVIEW.color },
+        "preview: %{x:.2f} steps/s, %{y:.0f} W" + unit + "<extra></extra>"),
     ];
+    var xTitle = { text: "throughput (steps/s)" }, yTitle = { text: "power (W)" };
     var layout = {
-      margin: { t: 0, r: 0, b: 0, l: 0 }, legend: { orientation: "h" }, uirevision: "keep-camera",
-      scene: { xaxis: { title: { text: "throughput (steps/s)" } }, yaxis: { title: { text: "power (W)" } },
-               zaxis: { title: { text: "Jain fairness" }, range: [0, 1.05] } },
+      legend: { orientation: "h", x: 0, y: 1.02, yanchor: "bottom" }, uirevision: two ? "flat" : "keep-camera",
+      margin: { t: 30, r: 10, b: small ? 70 : 10, l: 10 },
     };
+    if (two) {
+      layout.xaxis = { title: xTitle, automargin: true, zeroline: false };
+      layout.yaxis = { title: yTitle, automargin: true, zeroline: false };
+    } else {
+      /* The camera stands back from Plotly's default (1.25, 1.25, 1.25) so that the axis titles,
+         drawn in the WebGL scene, stay inside the chart at 390 px as at 1280 px. */
+      layout.scene = {
+        xaxis: { title: xTitle }, yaxis: { title: yTitle }, zaxis: { title: { text: "Jain fairness" }, range: [0, 1.05] },
+        camera: { eye: small ? { x: 2.1, y: 2.1, z: 1.3 } : { x: 1.7, y: 1.7, z: 1.1 } },
+        domain: { x: [0, small ? 1 : 0.9], y: [0, 1] },
+      };
+    }
+    plot.dataset.dimensions = two ? "2" : "3";
+    drawnNarrow = small;
+    document.getElementById("tradeoff-axes").textContent = !sweep ? ""
+      : two ? (sweep.tenants ? "One tenant" : "No tenant") + " has active jobs: Jain's fairness is 1 at every point, so the chart shows throughput and power alone."
+      : sweep.tenants + " tenants: height is Jain's fairness (1 = every tenant served alike).";
     Plotly.react(plot, traces, layout, { responsive: true, displaylogo: false });
   }
 
@@ -215,12 +240,15 @@
   }
 
   /* New live settings (a solver_config event, a sweep, this page's apply): a field the user has
-     not edited shows the new value; an edited one keeps the user's value and notes the change. */
+     not edited shows the new value; an edited one keeps the user's value and notes the change.
+     True when any live value changed. */
   function takeSettings(live) {
-    if (!live) return;
+    var any = false;
+    if (!live) return any;
     Object.keys(FIELDS).forEach(function (name) {
       if (!(name in live)) return;
       var field = FIELDS[name], value = live[name], changed = value !== stored[name];
+      any = any || changed;
       stored[name] = value;
       if (!edited[name]) {
         if (changed) field.show(value);
@@ -230,10 +258,37 @@
         beside(field, "note", mine.value === value ? "" : "Changed elsewhere to " + (value === true ? "on" : value === false ? "off" : value) + "; yours is not applied yet.");
       }
     });
+    return any;
   }
 
   function signed(value, digits, unit) {
     return (value >= 0 ? "+" : "") + value.toFixed(digits) + unit;
+  }
+
+  /* "GPU 3 (v100, alone)", "GPUs 3, 4 (v100, shared with job 7)"; without a type, its GPUs alone. */
+  function gpus(list, type, partners) {
+    var where = (list.length === 1 ? "GPU " : "GPUs ") + list.join(", ");
+    if (!type) return where;
+    var sharing = !partners.length ? "alone" : "shared with job" + (partners.length > 1 ? "s " : " ") + partners.join(", ");
+    return where + " (" + type + ", " + sharing + ")";
+  }
+
+  function figures(m) {
+    return m.from_throughput.toFixed(2) + " -> " + m.to_throughput.toFixed(2) + " steps/s, " +
+      m.from_power_w.toFixed(0) + " -> " + m.to_power_w.toFixed(0) + " W";
+  }
+
+  /* One line per job that would change: what changes (GPUs, sharing, configuration) and its
+     predicted figures before and after, by the same predictions as the totals, so the lines add
+     up to the difference between the two points. */
+  function moveText(m) {
+    var from = gpus(m.from_gpus, m.from_type, m.from_partners), to = gpus(m.to_gpus, m.to_type, m.to_partners);
+    var what = m.kind === "place" ? "would be placed on " + to
+      : m.kind === "preempt" ? "would go back to pending (from " + from + ")"
+      : m.kind === "move" ? "would move from " + from + (m.from_type ? "" : " (no longer schedulable)") + " to " + to
+      : m.kind === "share" ? "stays on its GPU but would share differently: " + from + " now, " + to + " then"
+      : "stays on " + to + " with other predicted figures";
+    return "job " + m.job + " " + what + ": " + figures(m) + ".";
   }
 
   function showPreview(data) {
@@ -245,14 +300,26 @@
       "), Jain " + now.fairness.toFixed(3) + " -> " + next.fairness.toFixed(3) + ", " + next.placed + " jobs placed.";
     var list = document.getElementById("moves");
     var items = data.moves.map(function (m) {
-      var text = m.kind === "place" ? "job " + m.job + " would be placed on GPUs " + m.to_gpus.join(", ")
-        : m.kind === "preempt" ? "job " + m.job + " would go back to pending (from GPUs " + m.from_gpus.join(", ") + ")"
-        : "job " + m.job + " would move from GPUs " + m.from_gpus.join(", ") + " to " + m.to_gpus.join(", ");
-      return G.el("li", { "data-job": m.job, "data-kind": m.kind }, [text]);
+      return G.el("li", { "data-job": m.job, "data-kind": m.kind }, [moveText(m)]);
     });
-    if (!items.length) items.push(G.el("li", { class: "none" }, ["No job would move."]));
-    if (data.hidden_moves) items.push(G.el("li", { class: "none" }, [data.hidden_moves + " job(s) of other tenants would move."]));
+    if (!items.length && !data.hidden_moves) {
+      items.push(G.el("li", { class: "none" }, ["No job would change GPUs or sharing: a round with these settings leaves the cluster as it is."]));
+    }
+    if (data.hidden_moves) {
+      items.push(G.el("li", { class: "none", "data-hidden": data.hidden_moves }, [data.hidden_moves + " job(s) of other tenants would change: " +
+        signed(data.hidden_change.throughput, 2, " steps/s") + ", " + signed(data.hidden_change.power_w, 0, " W") + "."]));
+    }
     list.replaceChildren.apply(list, items);
+  }
+
+  /* A preview answers for the settings it was asked with; once the live settings change (this
+     page's Apply, or elsewhere) it no longer says what a round would do, so it goes. */
+  function clearPreview() {
+    if (!preview) return;
+    preview = null;
+    document.getElementById("preview-summary").textContent = PREVIEW_PROMPT;
+    document.getElementById("moves").replaceChildren();
+    draw();
   }
 
   document.getElementById("preview").addEventListener("click", function () {
@@ -286,6 +353,7 @@
           });
           settingsHeard += 1;
           takeSettings(result.data);
+          clearPreview();
         }
         message.textContent = result.status === 200 ? "Applied: the next round uses these settings." : G.errorText(result.data);
         message.className = "form-message " + (result.status === 200 ? "ok" : "error");
@@ -309,6 +377,7 @@
     });
   }
 
+  window.addEventListener("resize", function () { if (narrow() !== drawnNarrow) draw(); });
   draw();
   load();
   G.live({
@@ -321,7 +390,7 @@
       plot.dataset.events = Number(plot.dataset.events || 0) + 1;  // live events seen (tests read it)
       if (ev.kind === "solver_config") {
         settingsHeard += 1;
-        takeSettings(ev.data);
+        if (takeSettings(ev.data)) clearPreview();
         reloadSoon();
         return;
       }

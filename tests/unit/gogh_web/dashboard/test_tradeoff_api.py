@@ -5,10 +5,12 @@ from datetime import timedelta
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from gogh_web.dashboard import selectors, services, tradeoff
 from gogh_web.dashboard.models import TradeoffPoint, TradeoffSweep
 from scheduler.models import Allocation, SolveRun, SolverConfig, SolverConfigChange
+from scheduler.services import job_transition
 
 SETTINGS = {"base_energy_weight": 0.5, "adaptive_weight": False, "load_window": 10, "throughput_value_w": 100.0}
 
@@ -113,6 +115,41 @@ def test_preview_hides_other_tenants_jobs(browser_for, alice, bob, cluster, subm
     submit(bob, max_gpus=1)
     data = post(browser_for(alice), "dashboard:tradeoff-preview", SETTINGS).json()
     assert data["moves"] == [] and data["hidden_moves"] == 1
+    assert data["hidden_change"]["throughput"] == pytest.approx(4.0) == data["proposed"]["throughput"]
+
+
+def placed_on(job, gpus, stored_throughput):
+    """The job placed on `gpus` by an earlier round whose predictions said `stored_throughput`."""
+    job = job_transition(job=job, to="placed")
+    for gpu in gpus:
+        Allocation.objects.create(job=job, gpu=gpu, start=timezone.now(), predicted_throughput=stored_throughput,
+                                  predicted_power_w=999.0)
+    return job
+
+
+def test_preview_compares_by_todays_predictions_and_its_moves_account_for_the_change(browser_for, alice, cluster,
+                                                                                       submit):
+    """The figures stored with an allocation are the placing round's predictions (here 9 steps/s,
+    999 W per GPU); today's say 4 steps/s and 250 W on one V100. Kept where it is, the job shows
+    no move and no change; moved to two GPUs, its move carries the whole difference."""
+    job = placed_on(submit(alice, min_throughput=3.0), cluster[:1], stored_throughput=9.0)
+    kept = post(browser_for(alice), "dashboard:tradeoff-preview", {**SETTINGS, "base_energy_weight": 4.0}).json()
+    assert kept["moves"] == [] and kept["current"] == kept["proposed"]
+    assert (kept["current"]["throughput"], kept["current"]["power_w"]) == (4.0, 250.0)
+    moved = post(browser_for(alice), "dashboard:tradeoff-preview", {**SETTINGS, "base_energy_weight": 0.05}).json()
+    [move] = moved["moves"]
+    assert (move["job"], move["kind"], move["from_gpus"], move["from_type"]) == (
+        job.pk, "move", [cluster[0].pk], "v100")
+    assert (move["from_throughput"], move["to_throughput"], move["from_power_w"], move["to_power_w"]) == (
+        4.0, 7.5, 250.0, 500.0)
+    assert moved["proposed"]["throughput"] - moved["current"]["throughput"] == pytest.approx(3.5)
+
+
+def test_the_sweeps_current_point_uses_the_sweeps_predictions(browser_for, alice, cluster, submit, dispatched):
+    placed_on(submit(alice, min_throughput=3.0), cluster[:1], stored_throughput=9.0)
+    data = sweep_of_now(browser_for(alice))
+    assert data["current"] == {"throughput": 4.0, "power_w": 250.0, "fairness": 1.0, "placed": 1}
+    assert data["tenants"] == 1
 
 
 def test_non_staff_cannot_apply(browser_for, alice, cluster):

@@ -2,8 +2,19 @@
 import pytest
 
 from gogh_web.dashboard import tradeoff
-from scheduler.optimizer import CurrentPlacement, JobSpec, Placement, Plan, Problem, SolverSettings
-from scheduler.optimizer.serialization import problem_to_dict
+from scheduler.optimizer import (
+    CurrentPlacement,
+    GpuSpec,
+    GpuTypeSpec,
+    JobSpec,
+    Placement,
+    Plan,
+    PowerCurve,
+    Problem,
+    SolverSettings,
+    get_solver,
+)
+from scheduler.optimizer.serialization import PredictionSnapshot, problem_to_dict
 
 
 def job(id_, tenant, t_min=2.0, current=None):
@@ -58,15 +69,111 @@ def test_a_near_zero_t_min_cannot_make_the_fairness_index_nan():
     assert point.fairness == pytest.approx(0.5)  # tenant a's share counts as MAX_SHARE, b's as 1
 
 
+# ResNet-like "w" on V100s: 4 steps/s on one GPU, 7.5 on two of one node, 200 W per GPU alone; two
+# copies sharing a GPU make 0.6 x 4 = 2.4 steps/s each, the GPU at 2 x 0.6 x 80 % utilization: 290 W.
+PREDICTIONS = PredictionSnapshot(
+    taus=[["w", "v100", 1, True, 4.0], ["w", "v100", 2, True, 7.5], ["w", "v100", 2, False, 6.0]],
+    rhos=[["w", "w", "v100", 0.6]], utilizations=[["w", "v100", 0.8]], powers=[["w", "v100", 200.0]],
+)
+V100 = GpuTypeSpec("v100", 32.0, 50.0, 300.0, PowerCurve(((0.0, 50.0), (1.0, 300.0))))
+
+
+def cluster(jobs, gpus=("5", "6", "7", "8", "9"), **settings):
+    """A problem on V100s named by `gpus` (all on node n1) with the predictions above."""
+    return Problem(
+        jobs=tuple(jobs), gpus=tuple(GpuSpec(g, "n1", "v100") for g in gpus), gpu_types={"v100": V100},
+        predictions=PREDICTIONS, settings=SolverSettings(**settings),
+    )
+
+
+def shared(job_id, gpu, partners, throughput=2.4, power=145.0):
+    return Placement(job_id, "v100", (gpu,), True, tuple(partners), throughput, power)
+
+
+def accounted(problem_, plan, moves):
+    """What the listed moves change in total, and the difference between the two points."""
+    now, then = tradeoff.current_point(problem_), tradeoff.allocation_point(problem_, plan)
+    listed = tuple(sum(m.to_served[i] - m.from_served[i] for m in moves) for i in (0, 1))
+    return listed, (then.throughput - now.throughput, then.power_w - now.power_w)
+
+
 def test_moves_name_placed_moved_and_preempted_jobs_only():
     jobs = (job("1", "a"), job("2", "a", current=CurrentPlacement(("7",))),
             job("3", "a", current=CurrentPlacement(("8",))), job("4", "a", current=CurrentPlacement(("9",))))
     moves = tradeoff.job_moves(
-        problem(jobs), allocation([placement("1", ["5"]), placement("2", ["6"]), placement("4", ["9"])])
+        cluster(jobs), allocation([placement("1", ["5"]), placement("2", ["6"]), placement("4", ["9"])])
     )
     assert [(m.job_id, m.kind, m.from_gpus, m.to_gpus) for m in moves] == [
         ("1", "place", (), ("5",)), ("2", "move", ("7",), ("6",)), ("3", "preempt", ("8",), ()),
     ]
+    assert moves[1].from_type == moves[1].to_type == "v100" and moves[0].from_type == ""
+    assert moves[1].from_served == (4.0, 200.0) and moves[2].to_served == (0.0, 0.0)
+
+
+def test_the_current_point_is_priced_by_the_problems_predictions():
+    """Not by the figures stored with the allocations (those of the round that placed the jobs):
+    a job on one GPU and a job on two are what the predictions say of those configurations now."""
+    jobs = (job("1", "a", current=CurrentPlacement(("5",))), job("2", "b", current=CurrentPlacement(("6", "7"))),
+            job("3", "b"))
+    assert tradeoff.current_served(cluster(jobs)) == {"1": (4.0, 200.0), "2": (7.5, 400.0)}
+    point = tradeoff.current_point(cluster(jobs))
+    assert (point.throughput, point.power_w, point.placed) == (11.5, 600.0, 2)
+
+
+def test_a_solve_that_moves_nothing_lands_on_the_current_point():
+    """The reported preview: "No job would move" while power went 700 -> 688 W and throughput
+    91.46 -> 82.64 steps/s. With both sides priced by one problem, no move means no change."""
+    jobs = (job("1", "a", t_min=3.0, current=CurrentPlacement(("5",))),
+            job("2", "b", t_min=3.0, current=CurrentPlacement(("6",))))
+    problem_ = cluster(jobs, base_energy_weight=4.0, adaptive_weight=False)
+    plan = get_solver("ilp").solve(problem_)
+    assert tradeoff.job_moves(problem_, plan) == []
+    assert tradeoff.allocation_point(problem_, plan) == tradeoff.current_point(problem_)
+
+
+def test_a_low_weight_buys_a_second_gpu_and_the_move_accounts_for_the_difference():
+    jobs = (job("1", "a", t_min=3.0, current=CurrentPlacement(("5",))),)
+    problem_ = cluster(jobs, base_energy_weight=0.05, adaptive_weight=False, throughput_value_w=100.0)
+    plan = get_solver("ilp").solve(problem_)
+    moves = tradeoff.job_moves(problem_, plan)
+    assert [(m.kind, m.from_served, m.to_served) for m in moves] == [("move", (4.0, 200.0), (7.5, 400.0))]
+    listed, difference = accounted(problem_, plan, moves)
+    assert listed == pytest.approx(difference) and difference == pytest.approx((3.5, 200.0))
+
+
+def test_a_job_that_keeps_its_gpu_but_gains_a_partner_is_listed_as_sharing():
+    """Job 1 stays on GPU 5 while job 2 joins it: its GPUs are the same, its share and figures are not."""
+    jobs = (job("1", "a", current=CurrentPlacement(("5",))), job("2", "a"))
+    plan = allocation([shared("1", "5", ["2"]), shared("2", "5", ["1"])])
+    moves = tradeoff.job_moves(cluster(jobs), plan)
+    assert [(m.job_id, m.kind, m.from_partners, m.to_partners) for m in moves] == [
+        ("1", "share", (), ("2",)), ("2", "place", (), ("1",)),
+    ]
+    listed, difference = accounted(cluster(jobs), plan, moves)
+    assert listed == pytest.approx(difference)
+
+
+def test_jobs_sharing_a_gpu_now_are_priced_by_the_groups_estimate():
+    jobs = (job("1", "a", current=CurrentPlacement(("5",), ("2",))),
+            job("2", "a", current=CurrentPlacement(("5",), ("1", "9"))))  # job 9 ended: it shares no more
+    served = tradeoff.current_served(cluster(jobs))
+    assert served["1"] == pytest.approx((2.4, 145.0)) and served["2"] == pytest.approx((2.4, 145.0))
+    kept = allocation([shared("1", "5", ["2"]), shared("2", "5", ["1"])])
+    assert tradeoff.job_moves(cluster(jobs), kept) == []
+
+
+def test_a_job_whose_gpus_are_gone_counts_as_not_served_and_its_move_says_so():
+    jobs = (job("1", "a", current=CurrentPlacement(("4",))),)  # GPU 4 went unhealthy: not in the problem
+    assert tradeoff.current_served(cluster(jobs)) == {}
+    moves = tradeoff.job_moves(cluster(jobs), allocation([placement("1", ["5"])]))
+    assert [(m.kind, m.from_type, m.from_served) for m in moves] == [("move", "", (0.0, 0.0))]
+
+
+def test_a_placement_with_other_figures_on_the_same_gpus_is_still_listed():
+    """Never expected (both sides share the predictions), but the list must account for the totals."""
+    jobs = (job("1", "a", current=CurrentPlacement(("5",))),)
+    moves = tradeoff.job_moves(cluster(jobs), allocation([placement("1", ["5"], throughput=3.0, power=180.0)]))
+    assert [(m.kind, m.from_served, m.to_served) for m in moves] == [("figures", (4.0, 200.0), (3.0, 180.0))]
 
 
 def test_grid_covers_every_energy_weight_at_every_fairness_weight():
