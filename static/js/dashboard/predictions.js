@@ -21,7 +21,7 @@
     }
     return {
       margin: { t: 10, r: 10, b: 40, l: 50 }, showlegend: true, xaxis: xaxis,
-      yaxis: { title: { text: "rho MAE" }, rangemode: "tozero", range: [0, (top || 1) * 1.15], automargin: true },
+      yaxis: { title: { text: "rho MAE" }, range: [0, (top || 1) * 1.15], automargin: true },
     };
   }
 
