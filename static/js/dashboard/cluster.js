@@ -11,9 +11,13 @@
   (initial.nodes || []).forEach(function (n) { nodes[n.id] = n; });
   // Bars on two y-axes are drawn on top of each other even with barmode "group"; an offsetgroup
   // per trace puts each GPU's power and utilization bars side by side.
+  // The GPU labels are long and slanted: automargin grows the margins to hold them whole (the
+  // last one ran past the right edge with fixed margins).
   var layout = {
-    margin: { t: 10, r: 50, b: 90, l: 50 }, barmode: "group", legend: { orientation: "h", y: 1.12 },
-    yaxis: { title: { text: "W" } }, yaxis2: { title: { text: "utilization" }, overlaying: "y", side: "right", range: [0, 1] },
+    margin: { t: 10, r: 50, b: 40, l: 50 }, barmode: "group", legend: { orientation: "h", y: 1.12 },
+    xaxis: { automargin: true },
+    yaxis: { title: { text: "W" }, automargin: true },
+    yaxis2: { title: { text: "utilization" }, overlaying: "y", side: "right", range: [0, 1], automargin: true },
   };
 
   function values(map) { return Object.keys(map).map(function (k) { return map[k]; }); }
@@ -68,17 +72,20 @@
     return out;
   }
 
-  drawGpus();
+  // GPU events come several a second (each sample batch); the chart, counts and power follow
+  // at most once a second, always ending on the newest state.
+  var redrawGpus = G.throttledRedraw(drawGpus, 1000);
+  redrawGpus();
   G.live({
     onState: function (state) {
       gpus = copy(state.gpu);
       nodes = copy(state.node);
-      drawGpus();
+      redrawGpus();
       drawNodes();
     },
     onEvent: function (ev, state) {
       if (ev.kind === "node") { nodes = copy(state.node); drawNodes(); }
-      if (ev.kind === "gpu") { gpus = copy(state.gpu); drawGpus(); }
+      if (ev.kind === "gpu") { gpus = copy(state.gpu); redrawGpus(); }
     },
   });
 })();

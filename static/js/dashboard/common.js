@@ -54,6 +54,25 @@
     }).join("; ");
   };
 
+  /* throttledRedraw(fn, ms) -> a function that calls fn at most once per ms: at once when the
+     last call is older, else once when it is (the trailing call kept, so the last state always
+     shows). A chart fed by a stream of live events (one per GPU sample batch, several a
+     second) then redraws about once a second instead of once per event. */
+  G.throttledRedraw = function (fn, ms) {
+    var last = -Infinity, timer = null;
+    function run() {
+      timer = null;
+      last = Date.now();
+      fn();
+    }
+    return function () {
+      if (timer !== null) return;
+      var wait = last + ms - Date.now();
+      if (wait <= 0) run();
+      else timer = setTimeout(run, wait);
+    };
+  };
+
   G.json = function (id) {
     var node = document.getElementById(id);
     return node ? JSON.parse(node.textContent) : null;

@@ -7,7 +7,7 @@ from django.utils import timezone
 from catalog.models import Measurement, PredictionRecord, PredictorVersion
 from gogh_web.dashboard import selectors
 from scheduler.models import Allocation, Job, JobMeasurement, SolveRun
-from telemetry.models import Gpu, GpuSample, GpuSampleMinute, Node
+from telemetry.models import Gpu, GpuSample, GpuSampleMinute, GpuState, Node
 
 
 def test_energy_today_adds_raw_spans_and_minute_aggregates(cluster):
@@ -33,6 +33,18 @@ def test_energy_today_integrates_real_timestamps_and_caps_outages(cluster, setti
     GpuSampleMinute.objects.create(gpu=gpu, minute=now - timedelta(hours=2), samples=120, power_w_mean=300.0)
     # 60 s + 10 s (the outage, capped) + 60 s + 10 s (the silence until now, capped) at 200 W; 60 s at 300 W
     assert selectors.energy_today_wh(now=now) == pytest.approx((200 * (60 + 10 + 60 + 10) + 300 * 60) / 3600)
+
+
+def test_energy_today_holds_each_reading_until_the_next_of_its_own_gpu(cluster):
+    """Two GPUs sampled in turn: a reading of one GPU is not cut short by the other's."""
+    now = timezone.now().replace(hour=12, minute=0, second=0, microsecond=0)
+    start = now - timedelta(seconds=40)
+    GpuSample.objects.bulk_create(
+        [GpuSample(gpu=cluster[0], ts=start + timedelta(seconds=2 * i), power_w=100.0) for i in range(20)]
+        + [GpuSample(gpu=cluster[1], ts=start + timedelta(seconds=2 * i + 1), power_w=300.0) for i in range(20)]
+    )
+    # GPU 0: 40 s at 100 W; GPU 1: 39 s at 300 W (from its first reading until now)
+    assert selectors.energy_today_wh(now=now) == pytest.approx((100 * 40 + 300 * 39) / 3600)
 
 
 def test_cluster_overview_follows_the_staleness_setting(cluster, settings):
@@ -89,6 +101,17 @@ def test_coverage_marks_measured_and_unknown_cells(cluster, resnet50, lm, v100):
     lm_row, resnet_row = coverage["by_type"]["v100"]
     assert resnet_row == [selectors.MEASURED, selectors.MEASURED, selectors.UNKNOWN]
     assert lm_row == [selectors.UNKNOWN] * 3
+
+
+def test_coverage_lists_the_gpu_types_the_cluster_has_first(cluster, resnet50, v100, k80):
+    """The page opens on the first type listed: one the cluster has (k80 sorts first but no GPU
+    here is one; a missing GPU does not count)."""
+    node = cluster[0].node
+    Gpu.objects.create(node=node, index=5, uuid="GPU-gone", gpu_type=k80, state=GpuState.MISSING)
+    coverage = selectors.catalog_coverage()
+    assert coverage["types"] == ["v100", "k80"]
+    assert coverage["in_cluster"] == ["v100"]
+    assert set(coverage["by_type"]) == {"v100", "k80"}
 
 
 def test_coverage_marks_cells_a_stored_estimate_predicts(cluster, resnet50, lm, v100):
