@@ -19,13 +19,9 @@ $(VENV)/.installed: requirements.txt
 	$(PY) -m pip install --quiet -r requirements.txt
 	touch $@
 
+# One set-up process (Django and PyTorch load once; done steps are skipped), then the stack.
 demo: venv
-	$(PY) manage.py migrate --noinput
-	$(PY) manage.py collectstatic --noinput -v0
-	$(PY) manage.py load_reference_catalog
-	$(PY) manage.py train_predictor --if-none
-	$(PY) manage.py load_demo_cluster
-	$(PY) manage.py create_demo_admin
+	$(PY) manage.py demo_setup
 	$(PY) manage.py run_stack --demo-agents
 
 # Lint first: a failure stops the run with ruff's file:line:column message.
