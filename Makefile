@@ -23,10 +23,9 @@ $(VENV)/.installed: requirements.txt
 	$(PY) -m pip install --progress-bar on -r requirements.txt
 	touch $@
 
-# One set-up process (Django and PyTorch load once; done steps are skipped), then the stack.
+# One process sets up (skipping what is done) and then runs the stack: Django and PyTorch load once.
 demo: venv
-	$(PY) manage.py demo_setup
-	$(PY) manage.py run_stack --demo-agents
+	$(PY) manage.py demo_setup --run-stack
 
 # Lint first: a failure stops the run with ruff's file:line:column message; then the servers.
 test: lint preflight test-unit test-integration

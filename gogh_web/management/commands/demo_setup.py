@@ -6,7 +6,8 @@ run as one process, and steps whose work is already done say so instead of redoi
 migrations, static files collected from unchanged sources, an active predictor, a registered and
 approved demo cluster. The reference catalog is always compared with its file (it writes only
 what differs, in about a second), so a changed file still reaches the database. The demo login
-is printed every time.
+is printed every time. With --run-stack the same process then runs the control plane
+(run_stack --demo-agents), which spares one more start of Django and PyTorch.
 """
 import hashlib
 import os
@@ -17,7 +18,7 @@ from django.conf import settings
 from django.contrib.staticfiles.finders import get_finders
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
-from django.db import connection
+from django.db import connection, connections
 from django.db.migrations.executor import MigrationExecutor
 
 from catalog.models import PredictorStatus, PredictorVersion
@@ -32,10 +33,16 @@ class Command(BaseCommand):
     help = (
         "Prepare the demo in one process: migrate, collectstatic, load_reference_catalog, "
         "train_predictor --if-none, load_demo_cluster and create_demo_admin, skipping what is already "
-        "done. `make demo` runs it, then run_stack."
+        "done. `make demo` runs it with --run-stack."
     )
 
-    def handle(self, *args, **options):
+    def add_arguments(self, parser):
+        parser.add_argument("--run-stack", action="store_true",
+                            help="Then run the control plane with its demo agents (run_stack --demo-agents).")
+        parser.add_argument("--port", type=int, default=8000,
+                            help="Port of the control plane, in the printed login and for --run-stack (default 8000).")
+
+    def handle(self, *args, run_stack, port, **options):
         started = time.monotonic()
         self._migrate()
         self._collectstatic()
@@ -43,8 +50,11 @@ class Command(BaseCommand):
         call_command("load_reference_catalog", stdout=self.stdout)
         self._train_predictor()
         self._load_demo_cluster()
-        call_command("create_demo_admin", stdout=self.stdout)
-        self._say(f"ready in {time.monotonic() - started:.1f} s; starting the control plane")
+        call_command("create_demo_admin", host=f"http://127.0.0.1:{port}", stdout=self.stdout)
+        self._say(f"ready in {time.monotonic() - started:.1f} s")
+        if run_stack:
+            connections.close_all()  # the stack's processes open their own
+            call_command("run_stack", demo_agents=True, port=port, stdout=self.stdout)
 
     def _say(self, line: str) -> None:
         self.stdout.write(f"[set-up] {line}")

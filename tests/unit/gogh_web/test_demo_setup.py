@@ -29,9 +29,9 @@ def small_static(settings, tmp_path):
     return source
 
 
-def run() -> str:
+def run(*args) -> str:
     out = io.StringIO()
-    call_command("demo_setup", stdout=out)
+    call_command("demo_setup", *args, stdout=out)
     return out.getvalue()
 
 
@@ -47,12 +47,13 @@ def test_a_second_run_skips_each_done_step_changes_nothing_and_prints_the_same_l
     assert (small_static.parent / "static" / "app.css").exists()
     counts = (Measurement.objects.count(), Node.objects.count(), Gpu.objects.count())
 
-    second = run()
+    second = run("--port", "8123")
     for done in ("migrations already applied", "static files: sources unchanged",
                  "an active p1 version exists", "4 nodes are registered and approved"):
         assert done in second
     assert "10830 unchanged" in second  # the catalog is compared with its file, nothing rewritten
     assert token(second) == token(first)
+    assert "http://127.0.0.1:8000/admin/" in first and "http://127.0.0.1:8123/admin/" in second
     assert (Measurement.objects.count(), Node.objects.count(), Gpu.objects.count()) == counts
     assert PredictorVersion.objects.count() == 1
 
