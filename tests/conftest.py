@@ -1,4 +1,7 @@
-"""Fixtures shared by both tiers: people, tenants, API clients and a small catalog."""
+"""Fixtures shared by both tiers: people, tenants, API clients and a small catalog; and a
+PostgreSQL that does not answer stops the session at once."""
+from urllib.parse import quote
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
@@ -7,6 +10,22 @@ from rest_framework.test import APIClient
 
 from catalog.models import GpuType, Workload
 from scheduler.models import Membership, Tenant
+from tests.preflight import postgres_problem
+
+
+def pytest_collection(session):
+    """On PostgreSQL (DATABASE_URL), a server that does not answer ends the run here with one
+    line, when `make test`'s preflight was bypassed, instead of a psycopg traceback in every
+    test that touches the database."""
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    if not db["ENGINE"].endswith("postgresql"):
+        return
+    auth = f"{quote(db['USER'])}:{quote(db['PASSWORD'])}@" if db["USER"] else ""
+    problem = postgres_problem(f"postgres://{auth}{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}")
+    if problem:
+        pytest.exit(f"{problem}: run `make services` (needs root) or set DATABASE_URL", pytest.ExitCode.USAGE_ERROR)
 
 
 @pytest.fixture(autouse=True)
