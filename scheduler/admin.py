@@ -68,6 +68,8 @@ class JobAdmin(admin.ModelAdmin):
         "workload", "tenant", "owner", "min_throughput", "max_gpus", "memory_gb",
         "state", "pending_reason", "state_reason", "steps_done", "submitted_at", "placed_at",
         "started_at", "finished_at", "idempotency_key", "request_fingerprint", "environment_keys",
+        "preemption_grace_s", "checkpoint_step", "checkpoint_path", "checkpoint_at", "resume_step", "current_step",
+        "restarts", "steps_lost", "handover_until",
     ]
     exclude = ["environment"]
     inlines = [AllocationInline]

@@ -1,4 +1,5 @@
 """Workloads: what a job runs (model x batch size), with the features P1 learns from."""
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 
@@ -25,6 +26,13 @@ class Workload(models.Model):
     memory_intensity = models.FloatField(null=True, blank=True, help_text="0..1, memory-access intensity.")
     communication_overhead = models.FloatField(
         null=True, blank=True, help_text="0..1, share of a data-parallel step spent communicating."
+    )
+    restart_overhead_s = models.FloatField(
+        default=30.0, validators=[MinValueValidator(0), MaxValueValidator(86400)],
+        help_text=(
+            "Seconds a restart costs before the job progresses again (start, load the checkpoint, warm up): "
+            "the rounds' default until restarts of this workload are measured."
+        ),
     )
     provenance = models.JSONField(default=dict, blank=True, help_text="{feature: source} for each value.")
     created_at = models.DateTimeField(auto_now_add=True)

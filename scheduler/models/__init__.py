@@ -1,4 +1,5 @@
 from .allocations import Allocation
+from .interruptions import InterruptionKind, JobInterruption
 from .job_measurements import JobMeasurement
 from .jobs import Job
 from .solve_runs import SolveRun, SolveStatus, SolveTrigger
@@ -7,7 +8,9 @@ from .tenancy import Membership, Tenant
 
 __all__ = [
     "Allocation",
+    "InterruptionKind",
     "Job",
+    "JobInterruption",
     "JobMeasurement",
     "Membership",
     "SolveRun",

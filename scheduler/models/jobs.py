@@ -1,11 +1,14 @@
 """Jobs: what users submit. State changes go through scheduler.services only, which check
 them against scheduler.lifecycle; the database refuses a pending job without a reason."""
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from ..lifecycle import JobState
 
+#: The longest grace period a job may ask for between SIGTERM and SIGKILL.
+MAX_GRACE_S = 3600
 JOB_STATE_CHOICES = [(state.value, state.value.capitalize()) for state in JobState]
 
 
@@ -29,7 +32,27 @@ class Job(models.Model):
     state = models.CharField(max_length=16, choices=JOB_STATE_CHOICES, default=JobState.PENDING.value, db_index=True)
     pending_reason = models.CharField(max_length=300, blank=True)
     state_reason = models.CharField(max_length=300, blank=True, help_text="Why the job last changed state.")
-    steps_done = models.BigIntegerField(default=0)
+    steps_done = models.BigIntegerField(
+        default=0, help_text="The most steps the job has reached (never decreases, also after a restart)."
+    )
+    # The job contract (docs/jobs.md): where its work is kept, and what restarts cost it.
+    preemption_grace_s = models.PositiveIntegerField(
+        default=60, validators=[MinValueValidator(1), MaxValueValidator(MAX_GRACE_S)],
+        help_text="Seconds between SIGTERM and SIGKILL when the job is stopped (moved, preempted).",
+    )
+    checkpoint_step = models.BigIntegerField(null=True, blank=True, help_text="Step of its last checkpoint.")
+    checkpoint_path = models.CharField(max_length=1000, blank=True, help_text="Where that checkpoint is.")
+    checkpoint_at = models.DateTimeField(null=True, blank=True)
+    resume_step = models.BigIntegerField(default=0, help_text="The step its current run resumed from (0: first run).")
+    current_step = models.BigIntegerField(
+        default=0, help_text="Where its current run is: counts from resume_step after a restart."
+    )
+    restarts = models.PositiveIntegerField(default=0, help_text="Runs interrupted after they started.")
+    steps_lost = models.BigIntegerField(default=0, help_text="Steps done and lost to restarts (redone since).")
+    handover_until = models.DateTimeField(
+        null=True, blank=True,
+        help_text="Moved or preempted while running: its next run waits for the last one to stop, until then at most.",
+    )
 
     submitted_at = models.DateTimeField(auto_now_add=True, db_index=True)
     placed_at = models.DateTimeField(null=True, blank=True)
@@ -52,6 +75,15 @@ class Job(models.Model):
             models.CheckConstraint(
                 condition=Q(total_steps__isnull=True) | Q(total_steps__gte=1), name="job_total_steps_positive"
             ),
+            models.CheckConstraint(
+                condition=Q(checkpoint_step__isnull=True) | Q(checkpoint_step__gte=0), name="job_checkpoint_nonnegative"
+            ),
+            models.CheckConstraint(
+                condition=Q(checkpoint_step__isnull=True) | Q(total_steps__isnull=True)
+                | Q(checkpoint_step__lte=F("total_steps")),
+                name="job_checkpoint_within_total",
+            ),
+            models.CheckConstraint(condition=Q(steps_lost__gte=0), name="job_steps_lost_nonnegative"),
             models.CheckConstraint(
                 condition=~Q(state=JobState.PENDING.value) | ~Q(pending_reason=""),
                 name="job_pending_has_reason",

@@ -60,6 +60,21 @@ class SolverConfig(models.Model):
         default=50.0, validators=[MinValueValidator(0), MaxValueValidator(MAX_WATTS_SETTING)],
         help_text="Cost of moving a placed job.",
     )
+    move_cooldown_s = models.FloatField(
+        default=600.0, validators=[MinValueValidator(0), MaxValueValidator(7 * 86400)],
+        help_text=(
+            "A job placed or moved is not moved again for this long, unless its GPU fails, its node goes down "
+            "or a higher-priority job needs its GPUs."
+        ),
+    )
+    move_hysteresis = models.FloatField(
+        default=0.2, validators=[MinValueValidator(0), MaxValueValidator(10)],
+        help_text="A running job moves only when the predicted saving beats the move's cost by this fraction.",
+    )
+    max_preemptions_per_hour = models.PositiveSmallIntegerField(
+        default=2, validators=[MaxValueValidator(60)],
+        help_text="A job is preempted for higher-priority jobs at most this often in any hour (0: never).",
+    )
     idle_gpus_powered_down = models.BooleanField(default=True)
     topology_isolation = models.BooleanField(default=False, help_text="Tenants never share a PCIe switch.")
     cell_size_gpus = models.PositiveIntegerField(

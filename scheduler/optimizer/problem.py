@@ -109,6 +109,9 @@ class SolverSettings:
     fairness_weight: float = 0.0  # 0: off; see fairness.py (dimensionless: GPUs of power per unit of least share)
     theta: int = 2
     migration_cost_w: float = 50.0
+    move_cooldown_s: float = 600.0  # a job placed or moved stays put this long (keep_work.py)
+    move_hysteresis: float = 0.2  # a move's saving must beat its cost by this fraction
+    max_preemptions_per_hour: int = 2
     idle_gpus_powered_down: bool = True
     topology_isolation: bool = False  # tenants never share a PCIe switch
     cell_size_gpus: int = 1024
