@@ -6,6 +6,11 @@ from django.conf import settings
 from django.db import migrations, models
 
 
+def current_run_at_its_best(apps, schema_editor):
+    """Jobs from before the contract ran once, from step 0: their current run is where their best is."""
+    apps.get_model("scheduler", "Job").objects.update(current_step=models.F("steps_done"))
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -132,4 +137,5 @@ class Migration(migrations.Migration):
             model_name='jobinterruption',
             constraint=models.CheckConstraint(condition=models.Q(('overhead_s__isnull', True), ('overhead_s__gte', 0), _connector='OR'), name='interruption_overhead_nonnegative'),
         ),
+        migrations.RunPython(current_run_at_its_best, migrations.RunPython.noop),
     ]
