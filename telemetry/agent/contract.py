@@ -124,14 +124,18 @@ class Job:
                         keep: int = 2) -> Path:
         """write(temporary path) writes the state; it is fsynced and renamed to
         checkpoint_path(step) (a crash never leaves a half-written checkpoint under that name),
-        then reported. Older checkpoints of this folder beyond the `keep` newest are deleted (0:
+        then reported. A write that raises leaves nothing and reports nothing. Older checkpoints of this folder beyond the `keep` newest are deleted (0:
         none is)."""
         final = self.checkpoint_path(step, suffix)
         final.parent.mkdir(parents=True, exist_ok=True)
         staged = final.with_name(final.name + ".partial")
-        write(staged)
-        with open(staged, "rb+") as handle:
-            os.fsync(handle.fileno())
+        try:
+            write(staged)
+            with open(staged, "rb+") as handle:
+                os.fsync(handle.fileno())
+        except BaseException:
+            staged.unlink(missing_ok=True)
+            raise
         staged.replace(final)
         _fsync_folder(final.parent)
         self.checkpoint(step, final.resolve())
