@@ -124,8 +124,8 @@ class Job:
                         keep: int = 2) -> Path:
         """write(temporary path) writes the state; it is fsynced and renamed to
         checkpoint_path(step) (a crash never leaves a half-written checkpoint under that name),
-        then reported. A write that raises leaves nothing and reports nothing. Older checkpoints of this folder beyond the `keep` newest are deleted (0:
-        none is)."""
+        then reported. A write that raises leaves nothing and reports nothing. Older checkpoints
+        of this folder beyond the `keep` newest are deleted (0: none is)."""
         final = self.checkpoint_path(step, suffix)
         final.parent.mkdir(parents=True, exist_ok=True)
         staged = final.with_name(final.name + ".partial")
