@@ -1,6 +1,7 @@
-"""The device check's real PyTorch job (tests/device/train_job.py) under the job contract, as a
-real subprocess on the CPU (--model tiny): it checkpoints, gets SIGTERM, checkpoints and exits
-75, and a second run given that checkpoint resumes at its step."""
+"""The device check's real PyTorch job (tests/device/train_job.py) and docs/jobs.md's example
+under the job contract, as real subprocesses on the CPU (train_job: --model tiny): each
+checkpoints, gets SIGTERM, checkpoints and exits 75, and a second run given that checkpoint
+resumes at its step."""
 import os
 import signal
 import subprocess
@@ -18,7 +19,8 @@ TRAIN_JOB = ROOT / "tests" / "device" / "train_job.py"
 def start(script: Path, tmp_path: Path, *args: str, **env: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, str(script), *args], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "GOGH_CHECKPOINT_DIR": str(tmp_path / "ckpt"), **env})
+                            env={**os.environ, "PYTHONPATH": str(ROOT), "GOGH_CHECKPOINT_DIR": str(tmp_path / "ckpt"),
+                                 **env})
 
 
 def read_until_checkpoint(proc: subprocess.Popen) -> list[str]:
@@ -55,3 +57,10 @@ def preempt_and_resume(script: Path, tmp_path: Path, *args: str) -> None:
 
 def test_the_device_jobs_tiny_model_checkpoints_is_preempted_and_resumes(tmp_path):
     preempt_and_resume(TRAIN_JOB, tmp_path, "--model", "tiny", "--batch-size", "4", "--checkpoint-every", "20")
+
+
+def test_the_documented_pytorch_example_runs_as_written(tmp_path):
+    section = (ROOT / "docs" / "jobs.md").read_text().split("## A complete PyTorch example", 1)[1]
+    example = tmp_path / "train.py"
+    example.write_text(section.split("```python\n", 1)[1].split("```", 1)[0])
+    preempt_and_resume(example, tmp_path, "--checkpoint-every", "20")
