@@ -73,7 +73,7 @@ def job_progress_report(
         .prefetch_related(Prefetch("partners", queryset=Job.objects.select_related("workload")))
     )
     here = any(may_report(allocation.gpu.node, agent_user) for allocation in allocations)
-    if status == PREEMPTED and (job.handover_until is not None or not here) and _last_held_by(job, agent_user):
+    if status == PREEMPTED and (job.handover_until is not None or not here) and stops.ran_last_on(job, agent_user):
         return stops.handover(job, report, now=now)
     if not here:
         return _not_here(job, report, agent_user, allocations, message=message, now=now)

@@ -289,3 +289,18 @@ def test_a_late_success_keeps_a_newer_checkpoint_only(report, running, gpus):
     assert response.status_code == 200
     job = Job.objects.get(pk=job.pk)
     assert (job.state, job.steps_done, job.checkpoint_step) == ("succeeded", 1000, 100)
+
+
+def test_the_node_that_ran_a_job_hands_it_over_after_the_job_was_moved_again_before_starting(
+        report, running, node2_gpus):
+    """Moved to node2, then within node2 before it started: node1 still ran it last."""
+    move(running, node2_gpus[0])
+    move(Job.objects.get(pk=running.pk), node2_gpus[1])
+    assert [stop.was_running for stop in JobInterruption.objects.filter(job=running).order_by("at", "id")] == [
+        True, False]
+    response = report(tick(running.pk, "preempted", steps=170, checkpoint=160, exit_code=75))
+    assert response.status_code == 200
+    job = Job.objects.get(pk=running.pk)
+    assert (job.checkpoint_step, job.resume_step, job.steps_lost, job.restarts) == (160, 160, 10, 1)
+    ran = JobInterruption.objects.get(job=job, was_running=True)
+    assert (ran.steps_done, ran.resume_step, ran.steps_lost) == (170, 160, 10)
