@@ -127,8 +127,11 @@ def _restart_measured(job: Job, steps: int, steps_per_s: float, now) -> None:
     progress beyond the step it resumed at and its agent gives a rate: the seconds from the
     run's start to now, less those the progress took at that rate (start, loading the
     checkpoint and warming up are what remains; at least 0). The rounds weigh moves with it
-    (selectors.restart_overheads). Only for a restarted job's latest interruption, once."""
-    if not (job.restarts and steps > job.resume_step and steps_per_s > 0 and job.started_at):
+    (selectors.restart_overheads). Only for a restarted job's latest interruption, once, and
+    not by the report that starts the run (its start is then unknown: the agent reports a job
+    as it starts it, and a first report beyond the resume step came later)."""
+    if not (job.restarts and steps > job.resume_step and steps_per_s > 0 and job.started_at
+            and job.started_at < now):
         return
     last = JobInterruption.objects.filter(job=job).order_by("-at", "-id").first()
     if last is None or last.resumed_at is not None or last.at > job.started_at:

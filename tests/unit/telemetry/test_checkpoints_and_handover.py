@@ -304,3 +304,12 @@ def test_the_node_that_ran_a_job_hands_it_over_after_the_job_was_moved_again_bef
     assert (job.checkpoint_step, job.resume_step, job.steps_lost, job.restarts) == (160, 160, 10, 1)
     ran = JobInterruption.objects.get(job=job, was_running=True)
     assert (ran.steps_done, ran.resume_step, ran.steps_lost) == (170, 160, 10)
+
+
+def test_the_report_that_starts_a_restarted_run_measures_nothing(report, running, gpus):
+    """Its start is not known then: the agent reports a job as it starts it."""
+    move(running, gpus[1])
+    report(tick(running.pk, "preempted", steps=150, checkpoint=100, exit_code=75))
+    assert report(tick(running.pk, steps=130, checkpoint=100, steps_per_s=10.0)).json()["state"] == "running"
+    stop = JobInterruption.objects.get(job=running)
+    assert (stop.overhead_s, stop.resumed_at) == (None, None)
