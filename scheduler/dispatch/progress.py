@@ -1,7 +1,9 @@
 """What an agent reports of a running job: progress, its end, and the throughput it observed.
 
 The job's state moves only through scheduler.services.job_transition (placed -> running on
-the first report, running -> succeeded / failed at the end). Observed throughput becomes a
+the first report, running -> succeeded / failed at the end, or back to pending when its run
+stops to be resumed: stops.py). What a report must not contradict (the job's checkpoint) and
+how its progress is stored are in report_rules.py. Observed throughput becomes a
 catalog Measurement (source telemetry, written by catalog.services.measurement_record and
 linked to the job by a JobMeasurement) at most once per GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S
 per job and once at its end (unless the last is younger than its window), so one long job
