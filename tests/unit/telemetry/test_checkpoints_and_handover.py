@@ -313,3 +313,40 @@ def test_the_report_that_starts_a_restarted_run_measures_nothing(report, running
     assert report(tick(running.pk, steps=130, checkpoint=100, steps_per_s=10.0)).json()["state"] == "running"
     stop = JobInterruption.objects.get(job=running)
     assert (stop.overhead_s, stop.resumed_at) == (None, None)
+
+
+def preempt(job):
+    """A round preempts `job` (services._apply with a reason for it)."""
+    run = SolveRun.objects.create(solver="ilp", trigger="manual")
+    plan = opt.Plan(solver="ilp", placements={}, reasons={str(job.pk): "Room for others."}, power_w=0.0,
+                    objective=0.0, status="optimal", energy_weight=1.0, load=0.0)
+    services._apply(plan, run, timezone.now())
+
+
+def test_a_preempted_job_waiting_to_be_placed_again_keeps_the_checkpoint_its_run_made_while_stopping(
+        report, running):
+    preempt(running)
+    response = report(tick(running.pk, "preempted", steps=175, checkpoint=175, exit_code=75))
+    assert response.status_code == 200 and response.json()["state"] == "pending"
+    job = Job.objects.get(pk=running.pk)
+    assert (job.checkpoint_step, job.resume_step, job.current_step, job.steps_lost, job.steps_done) == (
+        175, 175, 175, 0, 175)
+    assert job.handover_until <= timezone.now()
+    stop = JobInterruption.objects.get(job=job)
+    assert (stop.kind, stop.steps_done, stop.resume_step, stop.steps_lost) == ("preempted", 175, 175, 0)
+
+
+def test_a_stop_reported_with_a_checkpoint_beyond_the_job_is_400_and_stores_nothing(report, running):
+    preempt(running)
+    before = row(running)
+    response = report(tick(running.pk, "preempted", steps=1200, checkpoint=1100, exit_code=75))
+    assert response.status_code == 400 and list(response.json()) == ["checkpoint_step"]
+    assert row(running) == before
+
+
+def test_the_stop_of_a_job_cancelled_meanwhile_is_409_and_stores_nothing(report, running, alice):
+    preempt(running)
+    services.job_cancel(job=running, by=alice)
+    before = row(running)
+    assert report(tick(running.pk, "preempted", steps=175, checkpoint=175, exit_code=75)).status_code == 409
+    assert row(running) == before
