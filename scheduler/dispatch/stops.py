@@ -47,7 +47,7 @@ def handover(job: Job, report: Report, *, now) -> Job:
     The same stop reported again changes nothing more."""
     if job.state not in _WAITING:
         raise NotAssigned(f"Job {job.pk} runs again elsewhere; its stop here changes nothing.")
-    check_report(job, report, own_run=False)
+    report = check_report(job, report)
     values = {"handover_until": min(job.handover_until or now, now)}  # the hold ends; None once the next run starts
     if report.steps > job.steps_done:
         values["steps_done"] = report.steps

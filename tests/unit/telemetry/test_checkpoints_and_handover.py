@@ -336,12 +336,24 @@ def test_a_preempted_job_waiting_to_be_placed_again_keeps_the_checkpoint_its_run
     assert (stop.kind, stop.steps_done, stop.resume_step, stop.steps_lost) == ("preempted", 175, 175, 0)
 
 
-def test_a_stop_reported_with_a_checkpoint_beyond_the_job_is_400_and_stores_nothing(report, running):
+def test_a_stop_reported_with_a_checkpoint_beyond_the_job_is_kept_without_it(report, running):
     preempt(running)
-    before = row(running)
     response = report(tick(running.pk, "preempted", steps=1200, checkpoint=1100, exit_code=75))
-    assert response.status_code == 400 and list(response.json()) == ["checkpoint_step"]
-    assert row(running) == before
+    assert response.status_code == 200
+    job = Job.objects.get(pk=running.pk)
+    assert (job.checkpoint_step, job.resume_step, job.steps_lost, job.steps_done) == (100, 100, 1100, 1200)
+
+
+@pytest.mark.parametrize("status", ["succeeded", "failed", "preempted"])
+@pytest.mark.parametrize("checkpoint", [1100, 90])  # beyond the job's 1000 steps; older than its last
+def test_an_end_or_stop_is_recorded_without_a_checkpoint_the_rules_refuse(report, running, status, checkpoint):
+    """Refused, the job would stay running with no process: its agent settles a 400 and
+    forgets the job."""
+    response = report(tick(running.pk, status, steps=1200, checkpoint=checkpoint, exit_code=75))
+    assert response.status_code == 200
+    job = Job.objects.get(pk=running.pk)
+    assert job.state == {"preempted": "pending"}.get(status, status)
+    assert (job.checkpoint_step, job.checkpoint_path, job.steps_done) == (100, "/ckpt/100", 1200)
 
 
 def test_the_stop_of_a_job_cancelled_meanwhile_is_409_and_stores_nothing(report, running, alice):
