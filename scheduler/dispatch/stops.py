@@ -48,7 +48,9 @@ def handover(job: Job, report: Report, *, now) -> Job:
     if job.state not in _WAITING:
         raise NotAssigned(f"Job {job.pk} runs again elsewhere; its stop here changes nothing.")
     report = check_report(job, report)
-    values = {"handover_until": min(job.handover_until or now, now)}  # the hold ends; None once the next run starts
+    values = {}
+    if job.handover_until is not None and job.handover_until > now:
+        values["handover_until"] = now  # the hold is over; None once the next run starts
     if report.steps > job.steps_done:
         values["steps_done"] = report.steps
     resume = job.checkpoint_step or 0
@@ -62,7 +64,8 @@ def handover(job: Job, report: Report, *, now) -> Job:
         values.update(resume_step=resume, current_step=resume, steps_lost=job.steps_lost - last.steps_lost + lost)
         last.steps_done, last.resume_step, last.steps_lost = stopped_at, resume, lost
         last.save(update_fields=["steps_done", "resume_step", "steps_lost"])
-    Job.objects.filter(pk=job.pk).update(**values)
+    if values:
+        Job.objects.filter(pk=job.pk).update(**values)
     job.refresh_from_db()
     job_changed(job)
     announce("job %s stopped at step %s on the node that ran it; it resumes at step %s", job.pk,
