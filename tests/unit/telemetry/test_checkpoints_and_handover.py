@@ -14,7 +14,7 @@ from scheduler.models import Allocation, Job, JobInterruption, SolveRun
 from scheduler.optimizer import problem as opt
 from scheduler.services import job_transition
 from telemetry.models import Gpu
-from telemetry.services import node_register
+from telemetry.services import node_register, node_set_state
 
 from .jobs import placed_job
 from .reports import node_report
@@ -362,3 +362,16 @@ def test_the_stop_of_a_job_cancelled_meanwhile_is_409_and_stores_nothing(report,
     before = row(running)
     assert report(tick(running.pk, "preempted", steps=175, checkpoint=175, exit_code=75)).status_code == 409
     assert row(running) == before
+
+
+def test_a_node_given_up_reports_the_stop_of_its_fenced_job_and_the_job_keeps_its_checkpoint(
+        report, running, node1):
+    """The agent fenced itself (no heartbeat answered) and stopped the job; the control plane
+    had given the node up and requeued the job. The stop arrives when it can reach it again."""
+    node_set_state(node=node1, state="down", reason="no heartbeat for 60 s")
+    response = report(tick(running.pk, "preempted", steps=190, checkpoint=180, exit_code=75))
+    assert response.status_code == 200 and response.json()["state"] == "pending"
+    job = Job.objects.get(pk=running.pk)
+    assert (job.checkpoint_step, job.resume_step, job.steps_lost, job.handover_until) == (180, 180, 10, None)
+    stop = JobInterruption.objects.get(job=job)
+    assert (stop.kind, stop.steps_done, stop.resume_step, stop.steps_lost) == ("node_down", 190, 180, 10)
