@@ -76,7 +76,7 @@ def job_progress_report(
     )
     here = any(may_report(allocation.gpu.node, agent_user) for allocation in allocations)
     if status == PREEMPTED and (job.handover_until is not None or not here) and stops.ran_last_on(job, agent_user):
-        return stops.handover(job, report, now=now)
+        return stops.handover(job, report, here=here, now=now)
     if not here:
         return _not_here(job, report, agent_user, allocations, message=message, now=now)
     if status != SUCCEEDED and job.handover_until is not None and job.handover_until > now:

@@ -375,3 +375,20 @@ def test_a_node_given_up_reports_the_stop_of_its_fenced_job_and_the_job_keeps_it
     assert (job.checkpoint_step, job.resume_step, job.steps_lost, job.handover_until) == (180, 180, 10, None)
     stop = JobInterruption.objects.get(job=job)
     assert (stop.kind, stop.steps_done, stop.resume_step, stop.steps_lost) == ("node_down", 190, 180, 10)
+
+
+def test_a_stop_reported_after_the_hold_ended_keeps_the_checkpoint_the_next_run_may_have_started_from(
+        report, running, node2_gpus):
+    """node2's agent may have started the job from step 100 already: it is not told of 170, and
+    its reports from 100 on are not refused."""
+    move(running, node2_gpus[0])
+    Job.objects.filter(pk=running.pk).update(handover_until=timezone.now() - timedelta(seconds=1))
+    response = report(tick(running.pk, "preempted", steps=180, checkpoint=170, exit_code=75))
+    assert response.status_code == 200
+    job = Job.objects.get(pk=running.pk)
+    assert (job.checkpoint_step, job.resume_step, job.current_step, job.steps_lost, job.steps_done) == (
+        100, 100, 100, 80, 180)
+    stop = JobInterruption.objects.get(job=job)
+    assert (stop.steps_done, stop.resume_step, stop.steps_lost) == (180, 100, 80)
+    holder = node2_gpus[0].node.agent
+    assert report(tick(job.pk, steps=100, checkpoint=100), user=holder).json()["state"] == "running"
