@@ -6,6 +6,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from gogh_web.events.selectors import snapshot, viewer_for
 from scheduler import live
 from scheduler.models import Job, JobInterruption
 from scheduler.selectors import tenant_of
@@ -56,3 +57,13 @@ def test_one_query_reads_the_interruptions_of_every_job(jobs):
     with CaptureQueriesContext(connection) as queries:
         live.jobs_data(Job.objects.all())
     assert sum("scheduler_jobinterruption" in q["sql"] for q in queries.captured_queries) == 1
+
+
+def test_a_jobs_interruptions_are_seen_by_its_tenant_and_staff_only(jobs, bob, staff):
+    """They travel inside the job's dict, so they go where the job goes."""
+    interrupt(jobs[0], 1, kind="preempted")
+    for user, sees in ((jobs[0].owner, True), (staff, True), (bob, False)):
+        shown = snapshot(viewer_for(user))["state"]["job"]
+        assert (str(jobs[0].pk) in shown) is sees, user
+        if sees:
+            assert shown[str(jobs[0].pk)]["interruptions"]["results"][0]["kind"] == "preempted"
