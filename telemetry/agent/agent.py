@@ -454,8 +454,9 @@ class Agent:
             self._stopping.remove(entry)
             if assignment.contract:
                 log.info("job %s stopped (exit status %s) at step %s", assignment.job_id, code, process.steps)
+                status = "succeeded" if _finished_while_stopping(process, code) else "preempted"
                 self._final_reports[assignment.job_id] = self._report(
-                    assignment, process, "preempted", exit_code=code,
+                    assignment, process, status, exit_code=code,
                     message=f"Stopped by the agent (exit status {code}).",
                 )
 
@@ -541,3 +542,10 @@ class Agent:
         if steps_per_s is None or self.config.simulate_seed is None:
             return steps_per_s
         return steps_per_s / self.config.simulate_speedup
+
+
+def _finished_while_stopping(process: JobProcess, code: int) -> bool:
+    """A job asked to stop that exits 0 having reported its last step finished its work in its
+    grace period: that is its end (the control plane keeps a late success), not a stop to resume.
+    Exit 0 short of its total is a job that stopped cleanly without the contract's code."""
+    return code == 0 and process.total is not None and process.steps >= process.total

@@ -89,3 +89,31 @@ def test_the_fence_does_not_wait_for_a_jobs_long_grace_period(plane, run_agent, 
     assert wait_for(lambda: not agent._running and not agent._stopping, timeout=10)
     assert time.monotonic() - out_of_touch < 5
     assert {job for job, report in agent._final_reports.items() if report["status"] == "preempted"} == {4, 5}
+
+
+FINISHES_IN_ITS_GRACE = (
+    "import signal, sys, time\nfrom telemetry.agent.progress import report\n"
+    "stop = []\nsignal.signal(signal.SIGTERM, lambda *_: stop.append(1))\n"
+    "report(1, 3)\nwhile not stop: time.sleep(0.05)\n"
+    "report(2, 3)\nreport(3, 3)\nsys.exit(0)"
+)
+STOPS_CLEANLY_EARLY = (
+    "import signal, sys, time\nfrom telemetry.agent.progress import report\n"
+    "stop = []\nsignal.signal(signal.SIGTERM, lambda *_: stop.append(1))\n"
+    "report(1, 3)\nwhile not stop: time.sleep(0.05)\nsys.exit(0)"
+)
+
+
+def test_a_stopped_job_that_exits_0_at_its_last_step_reports_success_and_short_of_it_a_stop(plane, run_agent):
+    """Exit 0 after SIGTERM is an end only when the job reported its last step: it finished in its
+    grace period (the control plane keeps a late success). Short of it, it stopped cleanly without
+    the contract's code, and is reported as a stop, to be resumed."""
+    plane.assignments = [assignment(1, python(FINISHES_IN_ITS_GRACE), preemption_grace_s=10),
+                         assignment(2, python(STOPS_CLEANLY_EARLY), gpu_indexes=(1,), preemption_grace_s=10)]
+    run_agent(plane)
+    assert wait_for(lambda: all(any(p["steps"] == 1 for p in reports(plane, j)) for j in (1, 2)), timeout=10)
+    plane.assignments = []
+    assert wait_for(lambda: all(reports(plane, j)[-1]["status"] != "running" for j in (1, 2)), timeout=10)
+    finished, stopped = reports(plane, 1)[-1], reports(plane, 2)[-1]
+    assert (finished["status"], finished["steps"], finished["exit_code"]) == ("succeeded", 3, 0)
+    assert (stopped["status"], stopped["steps"], stopped["exit_code"]) == ("preempted", 1, 0)
