@@ -5,6 +5,8 @@ from dataclasses import replace
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from scheduler.optimizer import Placement
+
 from . import test_properties as properties
 from .factory import gpu_type, job, node, problem
 from .rounds import PowerTable, moves, next_round, solve, with_work, work_of
@@ -166,3 +168,43 @@ def test_a_job_at_its_preemption_limit_is_not_preempted(solver):
     assert set(plan.placements) == {"2", "3"} and plan.placements["2"].gpu_ids == ("f-1",)
     plan = solve(solver, two_running_one_arriving(1, at_limit=("1", "2")))
     assert set(plan.placements) == {"1", "2"} and "3" in plan.reasons
+
+
+@pytest.mark.parametrize("solver", OPTIMISING)
+def test_a_running_job_below_its_t_min_now_keeps_its_gpu_rather_than_stop(solver):
+    """Predictions fell since job 1 was placed on the only GPU: 0.5 steps/s against T_min 1.
+    Stopping it would lose its work; it keeps running there (a waiting job would not be placed)."""
+    taus = {("a", "slow", 1, True): 0.5}
+    p = problem([job(1, "a", tmin=1.0, current=(["s-0"], [])), job(2, "a", tmin=1.0)], node("slow", "s", 1),
+                [SLOW], PowerTable(taus, {}))
+    placed = replace(solve("ilp", replace(p, jobs=(replace(p.jobs[0], min_throughput=0.1),))).placements["1"])
+    plan = solve(solver, with_work(p, {"1": work_of(placed)}))
+    assert plan.placements["1"].gpu_ids == ("s-0",)
+    assert "2" in plan.reasons
+
+
+def shared_then_alone(pinned: bool):
+    """Jobs 1 and 2 share fast GPU f-1; f-0 is free. Job 2's memory need was revised to 10 GB:
+    with job 1's 10 GB they no longer fit one 16 GB GPU together. Job 1 alone keeps f-1 (only
+    its partner changes: no restart), job 2 leaves for f-0."""
+    taus = {("a", "fast", 1, True): 4.0, ("b", "fast", 1, True): 4.0}
+    rhos = {("a", "b", "fast"): 0.8, ("b", "a", "fast"): 0.8}
+    jobs = [job(1, "a", current=(["f-1"], ["2"]), memory=10), job(2, "b", current=(["f-1"], ["1"]), memory=10)]
+    p = problem(jobs, node("fast", "f", 2), [FAST], PowerTable(taus, rhos), theta=2)
+    works = {
+        "1": work_of(shared("1", "2"), placed_s_ago=30.0 if pinned else 5000.0),
+        "2": work_of(shared("2", "1"), placed_s_ago=5000.0),
+    }
+    return with_work(p, works)
+
+
+def shared(job_id: str, partner: str) -> Placement:
+    return Placement(job_id, "fast", ("f-1",), True, (partner,), 3.2, 150.0)
+
+
+@pytest.mark.parametrize("solver", OPTIMISING)
+@pytest.mark.parametrize("pinned", [True, False])
+def test_a_job_whose_partner_leaves_stays_on_its_gpu(solver, pinned):
+    plan = solve(solver, shared_then_alone(pinned))
+    assert plan.placements["1"].gpu_ids == ("f-1",) and plan.placements["1"].partners == ()
+    assert plan.placements["2"].gpu_ids == ("f-0",)
