@@ -23,10 +23,9 @@ from dataclasses import dataclass, replace
 from .problem import JobSpec, SolverSettings
 
 # A move's saving is credited over at most this much of the job's remaining time: the energy
-# weight (it follows the load) and the predictions that make it a saving change within hours.
-# Credited over all of a days-long remaining time, any saving paid for a restart, and `simulate`
-# saw long jobs moved back and forth as the load rose and fell (53 moves of one job, 1.9 % of the
-# busy GPU-hours lost; with the hour: 0.6 %).
+# weight (it follows the load) and the predictions that make it a saving change within hours,
+# and credited over a days-long remaining time any saving paid for a restart, so long jobs went
+# back and forth as the load rose and fell (docs/optimization.md).
 MOVE_HORIZON_S = 3600.0
 
 
