@@ -21,6 +21,7 @@ CPU seconds (cpu_clock.py).
 import highspy
 import pulp
 
+from .admission import has_risk_ties
 from .base import Outcome, Solver
 from .capacity import is_feasible
 from .choices import Choice
@@ -36,6 +37,9 @@ ADMISSION_SHARE = 0.5  # of the time limit, at most, for the admission phase (al
 # proves the most jobs admitted.
 ADMISSION_ABS_GAP = 0.99
 ADMISSION_ABS_GAP_FAIRNESS = 0.5
+# With work at risk (admission.RISK_SHARE), which placed jobs a level keeps is a tie-break in
+# hundredths of a job: the gap must resolve it, or a solve stops at any victims of the right count.
+ADMISSION_ABS_GAP_RISK = 0.01
 
 
 class SolveFailed(Exception):
@@ -116,8 +120,10 @@ class IlpSolver(Solver):
                 floors[level] = own  # the known decision admits the whole level: its optimum
                 continue
             model = build(inst, phase="admit", level=level, admit_floors=floors)
+            ties = has_risk_ties(tuple(job for job in inst.jobs if job.priority == level))
             status, _, bound = self._run(
-                model, settings.backend, deadline, 0.0, f"admission (priority {level})", abs_gap=abs_gap,
+                model, settings.backend, deadline, 0.0, f"admission (level {level})",
+                abs_gap=ADMISSION_ABS_GAP_RISK if ties else abs_gap,
             )
             found = model.choices(inst)
             got = admitted_by_level(inst, found)
@@ -127,7 +133,7 @@ class IlpSolver(Solver):
             known_ok = known_ok and found is known
             if status != "optimal":
                 notes.append(
-                    f"Admission phase stopped at its time share at priority {level}: admitted {floors[level]:g}"
+                    f"Admission phase stopped at its time share at admission level {level}: admitted {floors[level]:g}"
                     + (f", bound {bound:g}." if bound is not None else ".")
                 )
                 for lower in levels[n + 1:]:  # the incumbent's counts: feasible with the floors above
