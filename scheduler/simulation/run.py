@@ -7,6 +7,7 @@ from catalog.predictors import NET_ARCHITECTURES, PerformancePredictor, build_ca
 from scheduler.optimizer.catalog_predictions import CatalogPredictions
 from scheduler.optimizer.problem import SolverSettings
 
+from .checkpoints import CHECKPOINT_INTERVAL_S, NEVER_CHECKPOINTS, restart_overheads, with_checkpoints
 from .cluster import DEFAULT_LAYOUT, build_gpus, gpu_types
 from .engine import LEARNING_CURVE_MAX, Simulation
 from .jobs import generate_jobs
@@ -39,11 +40,12 @@ def build_scenario(truth: Truth, *, jobs: int = DEFAULT_JOBS, seed: int = 0, tra
         else generate_jobs(truth, count=jobs, jobs_per_hour=jobs_per_hour, seed=seed)
     )
     return Scenario(
-        jobs=job_list,
+        jobs=with_checkpoints(job_list, seed),
         gpus=build_gpus(layout),
         gpu_types=gpu_types([name for name, _ in layout]),
         settings=SolverSettings(seed=seed, throughput_value_w=throughput_value_w, time_limit_s=10.0),
         failures=tuple(failures),
+        restart_overhead_s=restart_overheads(truth.workloads(), seed),
     )
 
 
@@ -108,7 +110,9 @@ def scenario_summary(scenario: Scenario, **extra) -> dict:
         "gpus": counts,
         "jobs": len(scenario.jobs),
         "round_s": scenario.round_s,
-        "migration_overhead_s": scenario.migration_overhead_s,
+        "never_checkpoint": sum(1 for j in scenario.jobs if j.checkpoint_interval_s is None),
+        "checkpoint_interval_s": {"never": NEVER_CHECKPOINTS, "uniform": list(CHECKPOINT_INTERVAL_S)},
+        "restart_overhead_s": {w: round(s, 1) for w, s in scenario.restart_overhead_s.items()},
         "throughput_value_w": scenario.settings.throughput_value_w,
         "migration_cost_w": scenario.settings.migration_cost_w,
         "last_arrival_s": max((j.arrival_s for j in scenario.jobs), default=0.0),
@@ -127,13 +131,15 @@ def _hours(seconds: float | None) -> str:
 def format_table(report: dict) -> str:
     """The human table the command prints and the README carries."""
     lines = [f"{'policy':<18} {'energy kWh':>10} {'J/step':>7} {'SLO viol':>8} {'JCT h':>6} {'makespan h':>10} "
-             f"{'Jain':>6} {'done':>9} {'solves':>6} {'migr':>6} {'sec':>6}"]
+             f"{'Jain':>6} {'done':>9} {'solves':>6} {'migr':>6} {'moves':>6} {'preempt':>7} {'lost':>6} "
+             f"{'sec':>6}"]
     for name, m in report["policies"].items():
         done = f"{m['completed']}/{m['jobs']}"
+        lost = m["lost_gpu_hours"] / m["busy_gpu_hours"] if m["busy_gpu_hours"] else 0.0
         lines.append(f"{name:<18} {m['energy_kwh']:>10.1f} {m['energy_per_step_j'] or 0:>7.2f} "
                      f"{m['slo_violation']:>8.2%} {_hours(m['avg_jct_s']):>6} {_hours(m['makespan_s']):>10} "
                      f"{m['jain_fairness'] or 0:>6.3f} {done:>9} {m['solves']:>6} {m['migrations']:>6} "
-                     f"{m['seconds']:>6}")
+                     f"{m['moves']:>6} {m['preemptions']:>7} {lost:>6.2%} {m['seconds']:>6}")
     curve = report.get("learning_curve")
     if curve:
         shown = [f"{n}: {curve[str(n)]['mape']:.1%}" for n in CURVE_SHOWN if curve[str(n)]["mape"] is not None]
