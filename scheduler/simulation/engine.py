@@ -22,13 +22,15 @@ import time
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, replace
 
+from scheduler.optimizer.keep_work import RunningWork, keep_work
 from scheduler.optimizer.problem import CurrentPlacement, JobSpec, Placement, Problem
 from scheduler.optimizer.registry import get_solver
 
+from .checkpoints import DEFAULT_RESTART_OVERHEAD_S
 from .policies import Policy
 from .scenario import MIN_OBSERVED_S, Scenario
 from .truth import Truth
-from .work import JobState, gpu_share, interrupt, progress, seconds_to_finish, start_run
+from .work import HOUR_S, JobState, gpu_share, interrupt, progress, seconds_to_finish, start_run
 
 TENANT = "default"
 LEARNING_CURVE_MAX = 20
@@ -65,6 +67,7 @@ class Simulation:
         self.interruptions: Counter = Counter()
         self.lost_gpu_s: Counter = Counter()
         self.busy_gpu_s = 0.0
+        self.overheads_seen: dict[str, float] = {}  # workload -> a restart's overhead, once one was paid in full
         self.curve: dict[int, list[float]] = defaultdict(list)
         self.settings = replace(scenario.settings, solver=policy.solver, adaptive_weight=policy.adaptive_weight)
 
@@ -98,11 +101,12 @@ class Simulation:
                          dict(self.lost_gpu_s), self.busy_gpu_s)
 
     def _solve(self, t: float) -> None:
-        jobs = tuple(
-            JobSpec(s.job.id, s.job.workload, TENANT, s.job.min_throughput, s.job.max_gpus,
-                    current=CurrentPlacement(s.placement.gpu_ids, s.placement.partners) if s.placement else None)
+        jobs = keep_work(tuple(
+            (JobSpec(s.job.id, s.job.workload, TENANT, s.job.min_throughput, s.job.max_gpus,
+                     current=CurrentPlacement(s.placement.gpu_ids, s.placement.partners) if s.placement else None),
+             self._running_work(s, t))
             for s in self.active.values()
-        )
+        ), self.settings)
         problem = Problem(jobs=jobs, gpus=tuple(g for g in self.sc.gpus if g.id in self.alive),
                           gpu_types=self.sc.gpu_types, predictions=self.predictions, settings=self.settings,
                           load_history=tuple(self.load_history))
@@ -113,6 +117,21 @@ class Simulation:
         self.load_history.append(allocation.load)
         for job_id, state in self.active.items():
             self._place(state, allocation.placements.get(job_id), t)
+
+    def _running_work(self, state: JobState, t: float) -> RunningWork | None:
+        """What a placed job would lose, as a control plane knows it: its rate observed once it
+        trained for a telemetry report (before: the round's prediction), the power the round
+        predicted, the workload's restart overhead once one was measured (before: the default)."""
+        p = state.placement
+        if p is None:
+            return None
+        rate = self._rate(state) if state.trained_s >= MIN_OBSERVED_S else p.predicted_throughput
+        return RunningWork(
+            steps_since_checkpoint=state.step - state.checkpoint_step, remaining_steps=state.remaining,
+            steps_per_s=rate or None, power_w=p.predicted_power_w, num_gpus=len(p.gpu_ids),
+            restart_overhead_s=self.overheads_seen.get(state.job.workload, DEFAULT_RESTART_OVERHEAD_S),
+            placed_s_ago=t - state.placed_at, preemptions_last_hour=state.preemptions_since(t - HOUR_S), running=True,
+        )
 
     def _place(self, state: JobState, new: Placement | None, t: float) -> None:
         """Apply a round's decision to one job: it stays, moves, is preempted, or starts."""
@@ -200,6 +219,8 @@ class Simulation:
         if rate is None:
             return
         self.lost_gpu_s["overhead"] += paid * gpu_share(state.placement)
+        if paid and not state.overhead_left_s:
+            self.overheads_seen[state.job.workload] = self.sc.restart_overhead(state.job.workload)
         if dt > paid:
             state.held[self._config(state)] += dt - paid
 
