@@ -12,13 +12,15 @@
 - completed: jobs finished by the end of the run.
 - moves: a placed job put on other GPUs by a round; preemptions: a placed job sent back to
   pending by a round; restarts: runs interrupted (moves, preemptions, GPU failures);
-  max_moves_per_job: the most moves of one job. migrations (older): placements on GPUs other
-  than the job's last, a move or a resume elsewhere after a preemption or failure.
+  max_moves_per_job: the most moves of one job; jobs_by_moves: {moves: jobs moved that
+  often}. migrations (older): placements on GPUs other than the job's last, a move or a
+  resume elsewhere after a preemption or failure.
 - lost_gpu_hours: GPU-hours of work thrown away by interruptions (since the last checkpoint)
   plus those of restart overheads, by cause in lost_gpu_hours_by_cause; busy_gpu_hours:
   GPU-hours of the GPUs hosting at least one job.
 """
 import statistics
+from collections import Counter
 
 from .engine import PolicyRun
 
@@ -58,6 +60,7 @@ def work_metrics(run: PolicyRun) -> dict:
         "preemptions": run.interruptions.get("preempted", 0),
         "restarts": sum(run.interruptions.values()),
         "max_moves_per_job": max((s.moves for s in run.jobs), default=0),
+        "jobs_by_moves": {str(n): count for n, count in sorted(Counter(s.moves for s in run.jobs).items())},
         "lost_gpu_hours": round(sum(run.lost_gpu_s.values()) / 3600, 3),
         "lost_gpu_hours_by_cause": hours,
         "busy_gpu_hours": round(run.busy_gpu_s / 3600, 3),

@@ -8,8 +8,8 @@ from django.core.management import call_command, get_commands, load_command_clas
 
 POLICY_KEYS = {
     "energy_kwh", "energy_per_step_j", "slo_violation", "avg_jct_s", "makespan_s", "jain_fairness", "completed",
-    "migrations", "moves", "preemptions", "restarts", "max_moves_per_job", "lost_gpu_hours", "lost_gpu_hours_by_cause",
-    "busy_gpu_hours",
+    "migrations", "moves", "preemptions", "restarts", "max_moves_per_job", "jobs_by_moves", "lost_gpu_hours",
+    "lost_gpu_hours_by_cause", "busy_gpu_hours",
 }
 POLICIES = {"gogh", "gogh_fixed_weight", "oracle", "round_robin", "random", "greedy_fastest", "greedy_efficient"}
 
@@ -33,6 +33,7 @@ def test_a_tiny_run_writes_every_policy_and_the_learning_curve(tmp_path):
         assert metrics["energy_kwh"] > 0
         assert metrics["restarts"] >= metrics["moves"] + metrics["preemptions"], name
         assert 0 <= metrics["lost_gpu_hours"] < metrics["busy_gpu_hours"], name
+        assert sum(metrics["jobs_by_moves"].values()) == 4, name
     assert list(report["learning_curve"]) == [str(n) for n in range(21)]
     assert report["learning_curve"]["0"]["samples"] > 0
     assert report["scenario"]["gpus"] == {"k80": 36, "p100": 36, "v100": 36}

@@ -66,6 +66,7 @@ def test_a_job_with_a_10_minute_interval_moved_at_25_minutes_loses_5_minutes_and
     assert run.lost_gpu_s == pytest.approx({"moved": 300.0, "overhead": OVERHEAD_S})
     assert states["a"].done_at == pytest.approx(1500 + OVERHEAD_S + 2400)
     assert states["a"].moves == 1 and states["b"].moves == 0
+    assert metrics["jobs_by_moves"] == {"0": 1, "1": 1}
     assert (metrics["moves"], metrics["preemptions"], metrics["restarts"], metrics["max_moves_per_job"]) == (1, 0, 1, 1)
     assert metrics["lost_gpu_hours"] == pytest.approx((300 + OVERHEAD_S) / 3600, abs=1e-3)
     assert run.migrations == 1
