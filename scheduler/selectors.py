@@ -1,9 +1,16 @@
 """Reads for the scheduler: what a user may see, and the facts submission checks against."""
-from django.db.models import Max, QuerySet
+from datetime import timedelta
+from statistics import median
 
+from django.db.models import Count, Max, QuerySet
+from django.utils import timezone
+
+from catalog.models import Workload
 from telemetry.models import Gpu, GpuState
 
-from .models import Job, JobMeasurement, Tenant
+from .models import InterruptionKind, Job, JobInterruption, JobMeasurement, Tenant
+
+MEASURED_RESTARTS = 20  # restarts per workload whose median overhead the rounds use
 
 
 def tenant_of(user) -> Tenant | None:
@@ -43,3 +50,30 @@ def observed_throughputs(job_ids) -> dict[int, float]:
     ):
         observed[job_id] = throughput  # the newest wins
     return observed
+
+
+def restart_overheads(names) -> dict[str, float]:
+    """{workload name: seconds a restart costs it}: the median overhead measured over its last
+    MEASURED_RESTARTS restarts (JobInterruption.overhead_s), else its catalog default
+    (Workload.restart_overhead_s), for the workloads of `names` that exist. One query per
+    workload measured, as each takes its own newest rows."""
+    defaults = dict(Workload.objects.filter(name__in=names).values_list("name", "restart_overhead_s"))
+    out = {}
+    for name, default in defaults.items():
+        measured = list(
+            JobInterruption.objects.filter(job__workload__name=name, overhead_s__isnull=False)
+            .order_by("-at", "-id").values_list("overhead_s", flat=True)[:MEASURED_RESTARTS]
+        )
+        out[name] = median(measured) if measured else default
+    return out
+
+
+def preemptions_last_hour(job_ids, *, now=None) -> dict[int, int]:
+    """{job id: times it was preempted in the hour before `now`} for the jobs of `job_ids`
+    preempted at least once (the limit SolverConfig.max_preemptions_per_hour counts these)."""
+    since = (now or timezone.now()) - timedelta(hours=1)
+    rows = (
+        JobInterruption.objects.filter(job_id__in=job_ids, kind=InterruptionKind.PREEMPTED, at__gt=since)
+        .values("job_id").annotate(n=Count("id")).values_list("job_id", "n")
+    )
+    return dict(rows)
