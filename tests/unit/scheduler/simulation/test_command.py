@@ -39,7 +39,7 @@ def test_a_tiny_run_writes_every_policy_and_the_learning_curve(tmp_path):
     assert report["scenario"]["gpus"] == {"k80": 36, "p100": 36, "v100": 36}
     assert report["scenario"]["failures"] == [[3600.0, "v100-s0-g0"]]
     assert len(report["scenario"]["restart_overhead_s"]) == 26
-    assert (report["scenario"]["move_cooldown_s"], report["scenario"]["move_hysteresis"]) == (86400.0, 10.0)
+    assert (report["scenario"]["move_cooldown_s"], report["scenario"]["move_hysteresis"]) == (86400.0, 0.2)
     table = out.getvalue()
     assert all(name in table for name in POLICIES)
     assert table.splitlines()[0].split()[-4:] == ["moves", "preempt", "lost", "sec"]
