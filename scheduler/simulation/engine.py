@@ -6,42 +6,35 @@ for a learning policy, an estimate that moved); otherwise the running allocation
 which is what a deterministic solver would return again. Between rounds time advances from
 event to event (a job finishing, a GPU failing): jobs progress at their true rate, energy is
 the power of the GPUs hosting work (idle GPUs are powered down, as the optimiser assumes),
-and a job's time below T_min (waiting included) is counted. At the end of a round telemetry
-reports, for every configuration a job held for at least MIN_OBSERVED_S, its throughput with
-noise; a learning policy's predictions take it. A job that restarts elsewhere after making
-progress redoes `migration_overhead_s` of work. A failed GPU leaves the cluster; its jobs
-(and the jobs sharing it) go back to pending with their progress. A job that ends leaves its
-partners' groups (they keep their GPU, sharing it with one job fewer). Only alone and pair
-configurations are reported to a learning policy: the predictors learn pairs (the catalog
-holds no group), as the telemetry records no group either.
+and a job's time below T_min (waiting and restart overheads included) is counted. At the end
+of a round telemetry reports, for every configuration a job trained in for at least
+MIN_OBSERVED_S, its throughput with noise; a learning policy's predictions take it.
+Jobs follow the job contract (work.py): they checkpoint, and a round that moves or preempts
+a running job, or a GPU failure, sends it back to its last checkpoint; its next run pays the
+workload's restart overhead. A failed GPU leaves the cluster; its jobs (and the jobs sharing
+it) go back to pending. A job that ends leaves its partners' groups (they keep their GPU,
+sharing it with one job fewer). Only alone and pair configurations are reported to a learning
+policy: the predictors learn pairs (the catalog holds no group), as the telemetry records no
+group either.
 """
 import random
 import time
-from collections import defaultdict, deque
-from dataclasses import dataclass, field, replace
+from collections import Counter, defaultdict, deque
+from dataclasses import dataclass, replace
 
+from scheduler.optimizer.keep_work import RunningWork, keep_work
 from scheduler.optimizer.problem import CurrentPlacement, JobSpec, Placement, Problem
 from scheduler.optimizer.registry import get_solver
 
-from .jobs import SimJob
+from .checkpoints import DEFAULT_RESTART_OVERHEAD_S
 from .policies import Policy
 from .scenario import MIN_OBSERVED_S, Scenario
 from .truth import Truth
+from .work import HOUR_S, JobState, gpu_share, interrupt, progress, seconds_to_finish, start_run
 
 TENANT = "default"
 LEARNING_CURVE_MAX = 20
 _DONE_TOLERANCE = 1e-9
-
-
-@dataclass
-class JobState:
-    job: SimJob
-    remaining: float
-    placement: Placement | None = None
-    last_gpus: tuple[str, ...] = ()
-    below_s: float = 0.0
-    done_at: float | None = None
-    held: dict = field(default_factory=lambda: defaultdict(float))  # this round: (config, partner workloads) -> seconds
 
 
 @dataclass
@@ -54,6 +47,9 @@ class PolicyRun:
     solve_seconds: float
     migrations: int
     curve: dict[int, list[float]]  # observations -> absolute percentage errors
+    interruptions: dict[str, int]  # moved | preempted | failed -> runs interrupted so
+    lost_gpu_s: dict[str, float]  # moved | preempted | failed -> GPU-seconds of work lost; overhead: of restarts
+    busy_gpu_s: float  # GPU-seconds of GPUs hosting at least one job
 
 
 class Simulation:
@@ -68,6 +64,10 @@ class Simulation:
         self.energy_j = 0.0
         self.load_history: list[float] = []
         self.solves, self.solve_seconds, self.migrations = 0, 0.0, 0
+        self.interruptions: Counter = Counter()
+        self.lost_gpu_s: Counter = Counter()
+        self.busy_gpu_s = 0.0
+        self.overheads_seen: dict[str, float] = {}  # workload -> a restart's overhead, once one was paid in full
         self.curve: dict[int, list[float]] = defaultdict(list)
         self.settings = replace(scenario.settings, solver=policy.solver, adaptive_weight=policy.adaptive_weight)
 
@@ -97,14 +97,16 @@ class Simulation:
             changed = self._advance(t, min(t + round_s, end), failures)
             t += round_s
         return PolicyRun(self.policy.name, list(self.states.values()), self.energy_j, min(t, end), self.solves,
-                         self.solve_seconds, self.migrations, dict(self.curve))
+                         self.solve_seconds, self.migrations, dict(self.curve), dict(self.interruptions),
+                         dict(self.lost_gpu_s), self.busy_gpu_s)
 
     def _solve(self, t: float) -> None:
-        jobs = tuple(
-            JobSpec(s.job.id, s.job.workload, TENANT, s.job.min_throughput, s.job.max_gpus,
-                    current=CurrentPlacement(s.placement.gpu_ids, s.placement.partners) if s.placement else None)
+        jobs = keep_work(tuple(
+            (JobSpec(s.job.id, s.job.workload, TENANT, s.job.min_throughput, s.job.max_gpus,
+                     current=CurrentPlacement(s.placement.gpu_ids, s.placement.partners) if s.placement else None),
+             self._running_work(s, t))
             for s in self.active.values()
-        )
+        ), self.settings)
         problem = Problem(jobs=jobs, gpus=tuple(g for g in self.sc.gpus if g.id in self.alive),
                           gpu_types=self.sc.gpu_types, predictions=self.predictions, settings=self.settings,
                           load_history=tuple(self.load_history))
@@ -114,16 +116,44 @@ class Simulation:
         self.solves += 1
         self.load_history.append(allocation.load)
         for job_id, state in self.active.items():
-            new = allocation.placements.get(job_id)
-            state.placement = new
-            if new is None or new.gpu_ids == state.last_gpus:
-                continue
-            if state.last_gpus:  # made progress elsewhere: redo the overhead at the new rate
-                self.migrations += 1
-                state.remaining = min(
-                    state.job.total_steps, state.remaining + self._rate(state) * self.sc.migration_overhead_s
-                )
-            state.last_gpus = new.gpu_ids
+            self._place(state, allocation.placements.get(job_id), t)
+
+    def _running_work(self, state: JobState, t: float) -> RunningWork | None:
+        """What a placed job would lose, as a control plane knows it: its rate observed once it
+        trained for a telemetry report (before: the round's prediction), the power the round
+        predicted, the workload's restart overhead once one was measured (before: the default)."""
+        p = state.placement
+        if p is None:
+            return None
+        rate = self._rate(state) if state.trained_s >= MIN_OBSERVED_S else p.predicted_throughput
+        return RunningWork(
+            steps_since_checkpoint=state.step - state.checkpoint_step, remaining_steps=state.remaining,
+            steps_per_s=rate or None, power_w=p.predicted_power_w, num_gpus=len(p.gpu_ids),
+            restart_overhead_s=self.overheads_seen.get(state.job.workload, DEFAULT_RESTART_OVERHEAD_S),
+            placed_s_ago=t - state.placed_at, preemptions_last_hour=state.preemptions_since(t - HOUR_S), running=True,
+        )
+
+    def _place(self, state: JobState, new: Placement | None, t: float) -> None:
+        """Apply a round's decision to one job: it stays, moves, is preempted, or starts."""
+        old = state.placement
+        if old is not None and new is not None and new.gpu_ids == old.gpu_ids:
+            state.placement = new  # stays; its partners may have changed
+            return
+        if old is not None:
+            self._interrupt(state, "moved" if new is not None else "preempted", t)
+        if new is None:
+            return
+        if state.last_gpus and new.gpu_ids != state.last_gpus:
+            self.migrations += 1
+        start_run(state, new, t, self.sc.restart_overhead(state.job.workload))
+
+    def _interrupt(self, state: JobState, cause: str, t: float) -> None:
+        self.lost_gpu_s[cause] += interrupt(state)
+        self.interruptions[cause] += 1
+        if cause == "moved":
+            state.moves += 1
+        elif cause == "preempted":
+            state.preempted_at.append(t)
 
     # ---- truth ---------------------------------------------------------------------------------
     def _config(self, state: JobState) -> tuple[tuple[str, int, bool], tuple[str, ...]]:
@@ -163,17 +193,13 @@ class Simulation:
             rates = {i: self._rate(s) for i, s in self.active.items() if s.placement}
             finishing = None
             for i, rate in rates.items():
-                if rate > 0 and now + self.active[i].remaining / rate < stop:
-                    stop, finishing = now + self.active[i].remaining / rate, i
+                if rate > 0 and now + seconds_to_finish(self.active[i], rate) < stop:
+                    stop, finishing = now + seconds_to_finish(self.active[i], rate), i
             dt = max(0.0, stop - now)
             self.energy_j += self._power_w() * dt
+            self.busy_gpu_s += len({g for s in self.active.values() if s.placement for g in s.placement.gpu_ids}) * dt
             for i, state in self.active.items():
-                rate = rates.get(i, 0.0)
-                state.remaining -= rate * dt
-                if rate < state.job.min_throughput:
-                    state.below_s += dt
-                if i in rates and dt > 0:
-                    state.held[self._config(state)] += dt
+                self._run(state, rates.get(i), dt)
             now = stop
             if finishing is not None:
                 self.active[finishing].remaining = 0.0
@@ -181,9 +207,22 @@ class Simulation:
                 self._finish(i, now)
                 changed = True
             while failures and failures[0].time_s <= now:
-                self._fail(failures.popleft().gpu_id)
+                self._fail(failures.popleft().gpu_id, now)
                 changed = True
         return self._telemetry() or changed
+
+    def _run(self, state: JobState, rate: float | None, dt: float) -> None:
+        """`dt` seconds of one job at `rate` (None: pending): progress, time below T_min
+        (restart overheads included), lost overhead, the round's configurations for telemetry."""
+        paid = progress(state, rate, dt) if rate is not None else 0.0
+        state.below_s += dt if (rate or 0.0) < state.job.min_throughput else paid
+        if rate is None:
+            return
+        self.lost_gpu_s["overhead"] += paid * gpu_share(state.placement)
+        if paid and not state.overhead_left_s:
+            self.overheads_seen[state.job.workload] = self.sc.restart_overhead(state.job.workload)
+        if dt > paid:
+            state.held[self._config(state)] += dt - paid
 
     def _finish(self, job_id: str, now: float) -> None:
         state = self.active.pop(job_id)
@@ -197,11 +236,11 @@ class Simulation:
                 )
         state.placement = None
 
-    def _fail(self, gpu_id: str) -> None:
+    def _fail(self, gpu_id: str, t: float) -> None:
         self.alive.discard(gpu_id)
         for state in self.active.values():
             if state.placement and gpu_id in state.placement.gpu_ids:
-                state.placement = None
+                self._interrupt(state, "failed", t)
 
     def _telemetry(self) -> bool:
         moved = False

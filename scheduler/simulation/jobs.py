@@ -32,6 +32,7 @@ class SimJob:
     max_gpus: int  # D_j
     total_steps: float
     min_throughput: float  # T_min, steps/s
+    checkpoint_interval_s: float | None = None  # seconds of training between checkpoints; None: never (checkpoints.py)
 
 
 def gavel_duration_s(rng: random.Random) -> float:

@@ -2,7 +2,7 @@
 
 - energy_kwh: energy of the GPUs hosting work over the whole run.
 - energy_per_step_j: that energy over the training steps done (all jobs' steps, useful ones:
-  work redone after a migration is not counted twice).
+  work redone after an interruption is not counted twice).
 - slo_violation: fraction of job-time (arrival to completion, or to the end of the run) in
   which a job ran below its T_min, waiting included.
 - avg_jct_s: mean completion time (completion - arrival) of completed jobs.
@@ -10,8 +10,17 @@
 - jain_fairness: Jain's index over completed jobs of x_j = total_steps / (JCT x T_min), the
   average throughput a job got over its time in the system relative to what it asked for.
 - completed: jobs finished by the end of the run.
+- moves: a placed job put on other GPUs by a round; preemptions: a placed job sent back to
+  pending by a round; restarts: runs interrupted (moves, preemptions, GPU failures);
+  max_moves_per_job: the most moves of one job; jobs_by_moves: {moves: jobs moved that
+  often}. migrations (older): placements on GPUs other than the job's last, a move or a
+  resume elsewhere after a preemption or failure.
+- lost_gpu_hours: GPU-hours of work thrown away by interruptions (since the last checkpoint)
+  plus those of restart overheads, by cause in lost_gpu_hours_by_cause; busy_gpu_hours:
+  GPU-hours of the GPUs hosting at least one job.
 """
 import statistics
+from collections import Counter
 
 from .engine import PolicyRun
 
@@ -36,6 +45,25 @@ def policy_metrics(run: PolicyRun) -> dict:
         "solves": run.solves,
         "solve_seconds": round(run.solve_seconds, 2),
         "migrations": run.migrations,
+        **work_metrics(run),
+    }
+
+
+CAUSES = ("moved", "preempted", "failed", "overhead")
+
+
+def work_metrics(run: PolicyRun) -> dict:
+    """Interruptions and the work they cost (work.py)."""
+    hours = {cause: round(run.lost_gpu_s.get(cause, 0.0) / 3600, 3) for cause in CAUSES}
+    return {
+        "moves": run.interruptions.get("moved", 0),
+        "preemptions": run.interruptions.get("preempted", 0),
+        "restarts": sum(run.interruptions.values()),
+        "max_moves_per_job": max((s.moves for s in run.jobs), default=0),
+        "jobs_by_moves": {str(n): count for n, count in sorted(Counter(s.moves for s in run.jobs).items())},
+        "lost_gpu_hours": round(sum(run.lost_gpu_s.values()) / 3600, 3),
+        "lost_gpu_hours_by_cause": hours,
+        "busy_gpu_hours": round(run.busy_gpu_s / 3600, 3),
     }
 
 

@@ -7,6 +7,7 @@ from catalog.predictors import NET_ARCHITECTURES, PerformancePredictor, build_ca
 from scheduler.optimizer.catalog_predictions import CatalogPredictions
 from scheduler.optimizer.problem import SolverSettings
 
+from .checkpoints import CHECKPOINT_INTERVAL_S, NEVER_CHECKPOINTS, restart_overheads, with_checkpoints
 from .cluster import DEFAULT_LAYOUT, build_gpus, gpu_types
 from .engine import LEARNING_CURVE_MAX, Simulation
 from .jobs import generate_jobs
@@ -29,6 +30,11 @@ DEFAULT_JOBS_PER_HOUR = 3.0
 #: 1): with 0 it would run every job at just above T_min on the lowest-power GPU, which costs
 #: more energy per step than a faster GPU finishing sooner (see docs/simulation.md).
 THROUGHPUT_VALUE_W = 100.0
+#: The keep-work cool-down (scheduler.optimizer.keep_work) of the default scenario, tuned for
+#: it (docs/simulation.md, "Tuning the rules"): with the optimiser's 600 s the adaptive energy
+#: weight moves jobs back and forth between fast and frugal configurations as the load
+#: changes, 25 times for one job. A job stays where it was placed for a day unless its GPU fails.
+MOVE_COOLDOWN_S = 86400.0
 
 
 def build_scenario(truth: Truth, *, jobs: int = DEFAULT_JOBS, seed: int = 0, trace: str | None = None,
@@ -39,11 +45,13 @@ def build_scenario(truth: Truth, *, jobs: int = DEFAULT_JOBS, seed: int = 0, tra
         else generate_jobs(truth, count=jobs, jobs_per_hour=jobs_per_hour, seed=seed)
     )
     return Scenario(
-        jobs=job_list,
+        jobs=with_checkpoints(job_list, seed),
         gpus=build_gpus(layout),
         gpu_types=gpu_types([name for name, _ in layout]),
-        settings=SolverSettings(seed=seed, throughput_value_w=throughput_value_w, time_limit_s=10.0),
+        settings=SolverSettings(seed=seed, throughput_value_w=throughput_value_w, time_limit_s=10.0,
+                                move_cooldown_s=MOVE_COOLDOWN_S),
         failures=tuple(failures),
+        restart_overhead_s=restart_overheads(truth.workloads(), seed),
     )
 
 
@@ -108,9 +116,14 @@ def scenario_summary(scenario: Scenario, **extra) -> dict:
         "gpus": counts,
         "jobs": len(scenario.jobs),
         "round_s": scenario.round_s,
-        "migration_overhead_s": scenario.migration_overhead_s,
+        "never_checkpoint": sum(1 for j in scenario.jobs if j.checkpoint_interval_s is None),
+        "checkpoint_interval_s": {"never": NEVER_CHECKPOINTS, "uniform": list(CHECKPOINT_INTERVAL_S)},
+        "restart_overhead_s": {w: round(s, 1) for w, s in scenario.restart_overhead_s.items()},
         "throughput_value_w": scenario.settings.throughput_value_w,
         "migration_cost_w": scenario.settings.migration_cost_w,
+        "move_cooldown_s": scenario.settings.move_cooldown_s,
+        "move_hysteresis": scenario.settings.move_hysteresis,
+        "max_preemptions_per_hour": scenario.settings.max_preemptions_per_hour,
         "last_arrival_s": max((j.arrival_s for j in scenario.jobs), default=0.0),
         "failures": [[f.time_s, f.gpu_id] for f in scenario.failures],
         **extra,
@@ -127,13 +140,15 @@ def _hours(seconds: float | None) -> str:
 def format_table(report: dict) -> str:
     """The human table the command prints and the README carries."""
     lines = [f"{'policy':<18} {'energy kWh':>10} {'J/step':>7} {'SLO viol':>8} {'JCT h':>6} {'makespan h':>10} "
-             f"{'Jain':>6} {'done':>9} {'solves':>6} {'migr':>6} {'sec':>6}"]
+             f"{'Jain':>6} {'done':>9} {'solves':>6} {'migr':>6} {'moves':>6} {'preempt':>7} {'lost':>6} "
+             f"{'sec':>6}"]
     for name, m in report["policies"].items():
         done = f"{m['completed']}/{m['jobs']}"
+        lost = m["lost_gpu_hours"] / m["busy_gpu_hours"] if m["busy_gpu_hours"] else 0.0
         lines.append(f"{name:<18} {m['energy_kwh']:>10.1f} {m['energy_per_step_j'] or 0:>7.2f} "
                      f"{m['slo_violation']:>8.2%} {_hours(m['avg_jct_s']):>6} {_hours(m['makespan_s']):>10} "
                      f"{m['jain_fairness'] or 0:>6.3f} {done:>9} {m['solves']:>6} {m['migrations']:>6} "
-                     f"{m['seconds']:>6}")
+                     f"{m['moves']:>6} {m['preemptions']:>7} {lost:>6.2%} {m['seconds']:>6}")
     curve = report.get("learning_curve")
     if curve:
         shown = [f"{n}: {curve[str(n)]['mape']:.1%}" for n in CURVE_SHOWN if curve[str(n)]["mape"] is not None]

@@ -4,11 +4,10 @@ from dataclasses import dataclass, field
 
 from scheduler.optimizer.problem import GpuSpec, GpuTypeSpec, SolverSettings
 
+from .checkpoints import DEFAULT_RESTART_OVERHEAD_S
 from .jobs import SimJob
 
 ROUND_S = 360.0
-#: Progress a job loses when it restarts elsewhere (checkpoint, restore, warm-up).
-MIGRATION_OVERHEAD_S = 30.0
 #: A run stops this long after the last arrival even if jobs are left (they count as not completed).
 HORIZON_AFTER_LAST_ARRIVAL_S = 60 * 86400.0
 #: A configuration a job held for less of a round than this gives telemetry no observation.
@@ -29,8 +28,12 @@ class Scenario:
     settings: SolverSettings = field(default_factory=SolverSettings)
     round_s: float = ROUND_S
     failures: tuple[Failure, ...] = ()
-    migration_overhead_s: float = MIGRATION_OVERHEAD_S
+    #: workload -> seconds a restart costs it (checkpoints.py); a workload missing costs the default.
+    restart_overhead_s: dict[str, float] = field(default_factory=dict)
     horizon_s: float | None = None
+
+    def restart_overhead(self, workload: str) -> float:
+        return self.restart_overhead_s.get(workload, DEFAULT_RESTART_OVERHEAD_S)
 
     @property
     def end_s(self) -> float:

@@ -52,17 +52,22 @@ def test_a_throughput_below_t_min_counts_as_violation_time():
     assert policy_metrics(result)["slo_violation"] == pytest.approx(1.0)
 
 
-def test_a_failed_gpu_requeues_its_job_which_resumes_elsewhere_with_the_overhead():
-    """Fails at 100 s after 1000 steps; pending to the round at 360 s; on the other GPU it
-    redoes 30 s of work: 36000 - 1000 + 300 steps at 10/s from 360 s."""
+def test_a_failed_gpu_requeues_its_job_which_restarts_elsewhere_from_its_checkpoint():
+    """The job never checkpoints: failing at 100 s loses its 1000 steps. Pending to the round
+    at 360 s; on the other GPU it first pays the default restart overhead (30 s, below T_min:
+    no step is made), then does all 36000 steps at 10/s."""
     sc = scenario([job("a", 3600)], v100s=2, failures=(Failure(100.0, "v100-s0-g0"),))
     result = run(sc)
     state = result.jobs[0]
+    metrics = policy_metrics(result)
     assert state.last_gpus == ("v100-s0-g1",)
     assert result.migrations == 1
-    assert state.done_at == pytest.approx(360 + 3530)
-    assert state.below_s == pytest.approx(260)
-    assert result.energy_j == pytest.approx(V100_BUSY_W * (100 + 3530))
+    assert state.done_at == pytest.approx(360 + 30 + 3600)
+    assert state.below_s == pytest.approx(260 + 30)
+    assert result.energy_j == pytest.approx(V100_BUSY_W * (100 + 30 + 3600))
+    assert (metrics["restarts"], metrics["moves"], metrics["preemptions"]) == (1, 0, 0)
+    assert result.lost_gpu_s == pytest.approx({"failed": 100.0, "overhead": 30.0})
+    assert metrics["busy_gpu_hours"] == pytest.approx((100 + 30 + 3600) / 3600, abs=1e-3)
 
 
 def test_jobs_left_at_the_horizon_are_not_completed():
