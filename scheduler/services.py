@@ -18,8 +18,19 @@ from telemetry.models import Gpu, GpuState, NodeState
 
 from . import live, optimizer
 from .cell_runner import solve_cells
+from .interruptions import interruption_row, interruptions_record, move_reason, preemption_cause
 from .lifecycle import TERMINAL, IllegalTransition, JobState, check_transition
-from .models import Allocation, Job, SolveRun, SolveStatus, SolveTrigger, SolverConfig, SolverConfigChange
+from .models import (
+    Allocation,
+    InterruptionKind,
+    Job,
+    JobInterruption,
+    SolveRun,
+    SolveStatus,
+    SolveTrigger,
+    SolverConfig,
+    SolverConfigChange,
+)
 from .optimizer.ilp import IlpSolver
 from .optimizer.serialization import plan_to_dict, problem_from_dict
 from .problem_source import problem_from_database
@@ -206,6 +217,7 @@ def _stamp_transition(job: Job, to: str, reason: str, now) -> bool:
         job.placed_at = now
     elif target is JobState.RUNNING:
         job.started_at = now
+        job.handover_until = None  # its next run started: the last one's stop is no longer awaited
     if target in TERMINAL:
         job.finished_at = now
     return target in TERMINAL or target is JobState.PENDING
@@ -370,22 +382,28 @@ def _apply(allocation: optimizer.Plan, run: SolveRun, now) -> list[JobNews]:
     """Apply a decision inside the round's transaction in a few queries, however many jobs it
     places (one more per distinct reason it writes): its jobs locked and read in one query
     (every move is checked by scheduler.lifecycle on the locked row, so a job that ended while
-    the round was solving is left alone), then _RoundWrites. One transition and one batch of
-    live events per job made a round placing 236 jobs take 89 s, three quarters of it storing
-    events one job at a time.
+    the round was solving is left alone), then _RoundWrites, then the interruptions of the jobs
+    it preempted or moved, all in one insert (scheduler.interruptions). One transition and one
+    batch of live events per job made a round placing 236 jobs take 89 s, three quarters of it
+    storing events one job at a time.
 
     Returns what it did to each job, for the activity log."""
     ids = sorted(int(job_id) for job_id in {*allocation.placements, *allocation.reasons})
     jobs = {str(job.pk): job for job in Job.objects.select_for_update().filter(pk__in=ids).order_by("pk")}
-    open_allocs = _open_allocations_of(jobs.values())
+    open_allocs, held_power = _open_allocations_of(jobs.values())
+    newcomers = [(jobs[job_id], {int(g) for g in placement.gpu_ids})
+                 for job_id, placement in allocation.placements.items() if jobs[job_id].state == JobState.PENDING.value]
     writes = _RoundWrites(now)
-    news = []
+    stops, moves, news = [], [], []
     for job_id, reason in allocation.reasons.items():
         job = jobs[job_id]
         held = tuple(sorted(gpu_id for gpu_id, _ in open_allocs.get(job.pk, ())))
         try:
             if job.state != JobState.PENDING.value:
-                writes.move(job, JobState.PENDING.value, f"Preempted by solve {run.pk}: {reason}"[:300])
+                why = f"Preempted by solve {run.pk}: {preemption_cause(job, held, reason, newcomers)}"
+                stop = interruption_row(job, kind=InterruptionKind.PREEMPTED, reason=why, now=now, solve_run=run)
+                writes.move(job, JobState.PENDING.value, why[:300])
+                stops.append(stop)
                 news.append(JobNews("preempted", job.pk, held, (), reason))
             elif job.pending_reason != reason[:300]:
                 job.pending_reason = reason[:300]
@@ -408,7 +426,9 @@ def _apply(allocation: optimizer.Plan, run: SolveRun, now) -> list[JobNews]:
         try:
             moved = job.state != JobState.PENDING.value
             if moved:
+                stop = interruption_row(job, kind=InterruptionKind.MOVED, reason="", now=now, solve_run=run)
                 writes.move(job, JobState.PENDING.value, f"Migrated by solve {run.pk}.")
+                moves.append((stop, placement, held_power.get(job.pk)))
             writes.move(job, JobState.PLACED.value, f"Placed by solve {run.pk}.")
         except IllegalTransition:
             continue
@@ -416,23 +436,41 @@ def _apply(allocation: optimizer.Plan, run: SolveRun, now) -> list[JobNews]:
         news.append(JobNews("moved" if moved else "placed", job.pk, held,
                             tuple(sorted(int(g) for g in placement.gpu_ids)), placement.predicted_throughput))
     writes.write(run)
+    interruptions_record(stops + _moves_explained(moves, run), now=now, handover=True)
     return news
 
 
-def _open_allocations_of(jobs) -> dict[int, set[tuple[int, frozenset[int]]]]:
-    """Each job's open allocations as (GPU id, the ids of the jobs sharing that GPU), in two
-    queries (the rows, then their partners)."""
+def _moves_explained(moves: list[tuple[JobInterruption, object, float | None]], run: SolveRun) -> list:
+    """The interruption rows of the jobs a round moved, each with its reason: where to, and the
+    power predicted there against what its old GPUs were predicted to draw (one query for all)."""
+    gpu_ids = {int(gpu_id) for _, placement, _ in moves for gpu_id in placement.gpu_ids}
+    gpus = Gpu.objects.select_related("node", "gpu_type").in_bulk(gpu_ids) if moves else {}
+    for stop, placement, before_w in moves:
+        where = gpus_where(gpus[int(gpu_id)] for gpu_id in placement.gpu_ids if int(gpu_id) in gpus)
+        stop.reason = move_reason(run.pk, where, before_w=before_w, after_w=placement.predicted_power_w)[:300]
+    return [stop for stop, _, _ in moves]
+
+
+def _open_allocations_of(jobs) -> tuple[dict[int, set[tuple[int, frozenset[int]]]], dict[int, float | None]]:
+    """Each job's open allocations as (GPU id, the ids of the jobs sharing that GPU), and the
+    power they were predicted to draw together (None where one did not say), in two queries
+    (the rows, then their partners)."""
     jobs = list(jobs)
-    rows = Allocation.objects.filter(end__isnull=True, job__in=jobs).values_list("pk", "job_id", "gpu_id")
+    rows = Allocation.objects.filter(end__isnull=True, job__in=jobs).values_list(
+        "pk", "job_id", "gpu_id", "predicted_power_w"
+    )
     partners: dict[int, set[int]] = {}
     for allocation_id, partner_id in Allocation.partners.through.objects.filter(
         allocation__end__isnull=True, allocation__job__in=jobs
     ).values_list("allocation_id", "job_id"):
         partners.setdefault(allocation_id, set()).add(partner_id)
     open_allocs: dict[int, set[tuple[int, frozenset[int]]]] = {}
-    for pk, job_id, gpu_id in rows:
+    power: dict[int, float | None] = {}
+    for pk, job_id, gpu_id, power_w in rows:
         open_allocs.setdefault(job_id, set()).add((gpu_id, frozenset(partners.get(pk, ()))))
-    return open_allocs
+        known = power.get(job_id, 0.0)
+        power[job_id] = None if known is None or power_w is None else known + power_w
+    return open_allocs, power
 
 
 class _RoundWrites:

@@ -1,5 +1,6 @@
 """What a node's agent must run: the only read of jobs an agent makes."""
 from django.db.models import Prefetch
+from django.utils import timezone
 
 from telemetry.models import Node
 
@@ -13,6 +14,10 @@ def node_assignments(node: Node, *, for_its_agent: bool) -> list[dict]:
     `placed_at` changes whenever the job is placed anew (migrated, preempted and placed again,
     on this node or another), never when only its partners change: agents restart on it.
     `partners`: the workloads of the jobs sharing its GPUs, sorted ([] alone).
+    `resume_step` / `resume_checkpoint`: where a new run of the job starts (its last
+    checkpoint; 0 and "" without one); `preemption_grace_s`: how long it may take to stop.
+    A job moved or preempted while it ran is not listed until its last run has stopped
+    (Job.handover_until): its new run then resumes from the checkpoint that run made last.
 
     An unapproved node has none: tenants' jobs, and the secrets in their environments, go only
     to admitted nodes. The environment's values are the node's agent's alone
@@ -22,6 +27,7 @@ def node_assignments(node: Node, *, for_its_agent: bool) -> list[dict]:
             end__isnull=True, gpu__node=node, gpu__node__approved_at__isnull=False,
             job__state__in=[JobState.PLACED.value, JobState.RUNNING.value],
         )
+        .exclude(job__handover_until__gt=timezone.now())
         .select_related("job__workload", "gpu__gpu_type")
         .prefetch_related(Prefetch("partners", queryset=Job.objects.select_related("workload")))
         .order_by("job_id", "gpu__index")
@@ -37,7 +43,10 @@ def node_assignments(node: Node, *, for_its_agent: bool) -> list[dict]:
                 "partners": sorted(partner.workload.name for partner in allocation.partners.all()),
                 "command": job.command, "total_steps": job.total_steps,
                 "environment": job.environment if for_its_agent else dict.fromkeys(job.environment),
-                "steps_done": job.steps_done, "placed_at": job.placed_at.isoformat() if job.placed_at else None,
+                "steps_done": job.steps_done, "resume_step": job.checkpoint_step or 0,
+                "resume_checkpoint": job.checkpoint_path if job.checkpoint_step is not None else "",
+                "preemption_grace_s": job.preemption_grace_s,
+                "placed_at": job.placed_at.isoformat() if job.placed_at else None,
             },
         )
         entry["allocations"].append(allocation.pk)

@@ -11,7 +11,7 @@ one is sent on to P2 (catalog.tasks.prediction_refine), which refines the job's 
 from datetime import timedelta
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Avg, Max, Prefetch
 from django.utils import timezone
@@ -26,11 +26,13 @@ from telemetry.services.access import check_is_agent, may_report
 
 from ..lifecycle import TERMINAL, JobState
 from ..live import job_changed
-from ..models import Allocation, Job, JobMeasurement, SolveTrigger
+from ..models import Allocation, Job, JobInterruption, JobMeasurement, SolveTrigger
 from ..services import job_transition, scheduling_round_request
+from . import stops
+from .report_rules import NotAssigned, Report, check_report, record_progress
 
-RUNNING, SUCCEEDED, FAILED = "running", "succeeded", "failed"
-REPORT_STATUSES = (RUNNING, SUCCEEDED, FAILED)
+RUNNING, SUCCEEDED, FAILED, PREEMPTED = "running", "succeeded", "failed", "preempted"
+REPORT_STATUSES = (RUNNING, SUCCEEDED, FAILED, PREEMPTED)
 #: Power and utilization of a measurement: the mean of the job's GPUs over this last stretch,
 #: the agent's throughput window (telemetry.agent.runner.RATE_WINDOW_S), and never from before
 #: the job started (on a real H200 a 60 s window put the idle GPU's 80 W at 0.4% utilization
@@ -41,59 +43,99 @@ SAMPLE_WINDOW_S = 30
 UPLOAD_LAG = timedelta(seconds=10)
 
 
-class NotAssigned(Exception):
-    """The job has no open allocation any more (cancelled, preempted, moved): the agent should
-    stop it. The API answers 409."""
-
-
 @transaction.atomic
 def job_progress_report(
     *, agent_user, job_id: int, status: str, steps: int, total_steps: int | None = None,
-    steps_per_s: float | None = None, exit_code: int | None = None, message: str = "", now=None,
+    steps_per_s: float | None = None, exit_code: int | None = None, message: str = "",
+    checkpoint_step: int | None = None, checkpoint_path: str = "", now=None,
 ) -> Job:
     """Record an agent's report on a job allocated to its node; the job as it is now.
-    `steps` only ever raises Job.steps_done; `total_steps` fills Job.total_steps if it is empty.
+    `steps` is where the run is (Job.current_step) and only ever raises Job.steps_done;
+    `total_steps` fills Job.total_steps if it is empty; a newer checkpoint is recorded.
 
-    A final report from the node that last held the job, after the job left it (the node was
-    given up as silent and the job requeued, or a round moved it), is a late end: see
-    _late_end. Raises ValidationError for an unknown job, PermissionDenied when the job's
-    allocations are on nodes of other agents, NotAssigned when it has none open here."""
+    A report the rules refuse (dispatch.report_rules: a step below the last checkpoint, a
+    checkpoint beyond the job's end or older than the last, a job allocated to another agent's
+    nodes) raises ValidationError and stores nothing. A "preempted" report is a run that
+    stopped to be resumed: from the node that last held the job after a round took it away, a
+    handover (dispatch.stops.handover); from a job still allocated here, it exited by itself
+    (dispatch.stops.stopped). Other final reports from the node that last held the job are
+    late ends (_late_end). NotAssigned when the job has no open allocation here to report on."""
     check_is_agent(agent_user)
     now = now or timezone.now()
     job = Job.objects.select_for_update().select_related("workload").filter(pk=job_id).first()
     if job is None:
         raise ValidationError({"job": [f"No job {job_id}."]})
+    report = Report(status=status, steps=steps, total_steps=total_steps, checkpoint_step=checkpoint_step,
+                    checkpoint_path=checkpoint_path)
     allocations = list(
         Allocation.objects.filter(job=job, end__isnull=True)
         .select_related("gpu__node", "gpu__gpu_type")
         .prefetch_related(Prefetch("partners", queryset=Job.objects.select_related("workload")))
     )
-    if not any(may_report(allocation.gpu.node, agent_user) for allocation in allocations):
-        if status != RUNNING and _last_held_by(job, agent_user):
-            return _late_end(job, status=status, steps=steps, message=message, now=now)
-        if not allocations:
-            raise NotAssigned(f"Job {job_id} has no open allocation; stop it.")
-        raise PermissionDenied(f"Job {job_id} is not allocated to a node this account registered.")
-
-    Job.objects.filter(pk=job.pk, steps_done__lt=steps).update(steps_done=steps)
-    if total_steps is not None:  # the job knows its length; the submitter may not have said
-        Job.objects.filter(pk=job.pk, total_steps__isnull=True).update(total_steps=total_steps)
+    here = any(may_report(allocation.gpu.node, agent_user) for allocation in allocations)
+    if status == PREEMPTED and (job.handover_until is not None or not here) and _last_held_by(job, agent_user):
+        return stops.handover(job, report, now=now)
+    if not here:
+        return _not_here(job, report, agent_user, allocations, message=message, now=now)
+    if status in (RUNNING, FAILED) and job.handover_until is not None and job.handover_until > now:
+        # the job's next run is held back until its last one stops: this is the last one
+        raise NotAssigned(f"Job {job_id} was moved; its run here is being stopped.")
+    check_report(job, report)
+    record_progress(job, report, now)
     if job.state == JobState.PLACED.value:
         job = job_transition(job=job, to=JobState.RUNNING.value, reason="Started by its node agent.", now=now)
         announce("job %s started on %s", job.pk, gpus_where(allocation.gpu for allocation in allocations))
-    if steps_per_s is not None and _measurement_due(job, now, final=status != RUNNING):
-        _record_measurement(job, allocations, steps_per_s, now)
-    if status == SUCCEEDED:
-        job = job_transition(job=job, to=JobState.SUCCEEDED.value, reason=message or "Exited with status 0.", now=now)
-    elif status == FAILED:
-        reason = message or f"Exited with status {exit_code}."
-        job = job_transition(job=job, to=JobState.FAILED.value, reason=reason, now=now)
-    if status in (SUCCEEDED, FAILED):  # its GPUs are free: pending jobs may fit now
-        scheduling_round_request(trigger=SolveTrigger.FINISH)
-        announce("job %s %s after %s steps: %s", job.pk, job.state, max(steps, job.steps_done), job.state_reason)
+    if steps_per_s is not None:
+        _restart_measured(job, steps, steps_per_s, now)
+        if _measurement_due(job, now, final=status != RUNNING):
+            _record_measurement(job, allocations, steps_per_s, now)
+    if status == PREEMPTED:
+        return stops.stopped(job, report, exit_code=exit_code, now=now)
+    if status in (SUCCEEDED, FAILED):
+        _ended(job, status, steps=steps, exit_code=exit_code, message=message, now=now)
     job.refresh_from_db()
     job_changed(job)  # progress, total steps, observed throughput
     return job
+
+
+def _not_here(job: Job, report: Report, agent_user, allocations, *, message: str, now) -> Job:
+    """A report on a job with no open allocation on the reporting agent's nodes: a late end
+    from the node that last held it (_late_end); a job taken away from it, or ended, that its
+    agent should stop (NotAssigned); else a job this node never held (ValidationError)."""
+    last_here = _last_held_by(job, agent_user)
+    if report.status != RUNNING and last_here:
+        return _late_end(job, report, message=message, now=now)
+    if not allocations or last_here:
+        raise NotAssigned(f"Job {job.pk} has no open allocation on this node; stop it.")
+    raise ValidationError({"job": [f"Job {job.pk} is not assigned to this node; it runs elsewhere."]})
+
+
+def _ended(job: Job, status: str, *, steps: int, exit_code: int | None, message: str, now) -> None:
+    """The run ended, as its agent reports: the job ends, its GPUs are free for pending jobs."""
+    if status == SUCCEEDED:
+        job = job_transition(job=job, to=JobState.SUCCEEDED.value, reason=message or "Exited with status 0.", now=now)
+    else:
+        reason = message or f"Exited with status {exit_code}."
+        job = job_transition(job=job, to=JobState.FAILED.value, reason=reason, now=now)
+    scheduling_round_request(trigger=SolveTrigger.FINISH)
+    announce("job %s %s after %s steps: %s", job.pk, job.state, max(steps, job.steps_done), job.state_reason)
+
+
+def _restart_measured(job: Job, steps: int, steps_per_s: float, now) -> None:
+    """What the job's last restart cost (JobInterruption.overhead_s), once its run made
+    progress beyond the step it resumed at and its agent gives a rate: the seconds from the
+    run's start to now, less those the progress took at that rate (start, loading the
+    checkpoint and warming up are what remains; at least 0). The rounds weigh moves with it
+    (selectors.restart_overheads). Only for a restarted job's latest interruption, once."""
+    if not (job.restarts and steps > job.resume_step and steps_per_s > 0 and job.started_at):
+        return
+    last = JobInterruption.objects.filter(job=job).order_by("-at", "-id").first()
+    if last is None or last.resumed_at is not None or last.at > job.started_at:
+        return
+    progress_s = (steps - job.resume_step) / steps_per_s
+    last.overhead_s = max(0.0, (now - job.started_at).total_seconds() - progress_s)
+    last.resumed_at = job.started_at
+    last.save(update_fields=["overhead_s", "resumed_at"])
 
 
 def _last_held_by(job: Job, agent_user) -> bool:
@@ -105,7 +147,7 @@ def _last_held_by(job: Job, agent_user) -> bool:
     return last is not None and may_report(last.gpu.node, agent_user)
 
 
-def _late_end(job: Job, *, status: str, steps: int, message: str, now) -> Job:
+def _late_end(job: Job, report: Report, *, message: str, now) -> Job:
     """The end of a job reported by the node that last held it, after the job left that node.
 
     Success is kept (scheduler.lifecycle, "late success"): the job ran to its end there, so a
@@ -113,15 +155,16 @@ def _late_end(job: Job, *, status: str, steps: int, message: str, now) -> Job:
     is stopped at its agent's next poll instead of running the job a second time. The same end
     reported again (its answer was lost on the way) is answered with the job as it is. A late
     failure is refused (NotAssigned): the job is already on its way to run again."""
-    if job.state == status:
+    if job.state == report.status:
         return job
-    if status != SUCCEEDED or job.state in {state.value for state in TERMINAL}:
+    if report.status != SUCCEEDED or job.state in {state.value for state in TERMINAL}:
         raise NotAssigned(f"Job {job.pk} has no open allocation on this node; stop it.")
-    Job.objects.filter(pk=job.pk, steps_done__lt=steps).update(steps_done=steps)
+    check_report(job, report, own_run=False)
+    record_progress(job, report, now)
     reason = f"{message or 'Exited with status 0.'} Reported by the node that last ran it, after it was taken away."
     job = job_transition(job=job, to=JobState.SUCCEEDED.value, reason=reason[:300], now=now)
     scheduling_round_request(trigger=SolveTrigger.FINISH)
-    announce("job %s succeeded after %s steps: %s", job.pk, max(steps, job.steps_done), job.state_reason)
+    announce("job %s succeeded after %s steps: %s", job.pk, max(report.steps, job.steps_done), job.state_reason)
     job.refresh_from_db()
     job_changed(job)
     return job

@@ -91,6 +91,10 @@ class JobSpec:
     priority: int = 0
     memory_gb: float | None = None  # per GPU, when the user said; None: the workload's measured peak, if any
     current: CurrentPlacement | None = None
+    # What moving or stopping it throws away (keep_work.py fills these for placed/running jobs):
+    move_penalty_w: float | None = None  # W-equivalent of a move; None: SolverSettings.migration_cost_w
+    pinned: bool = False  # in its move cool-down: only its current configuration, on its GPUs
+    work_at_risk: float = 0.0  # GPU-seconds lost if it stopped now (victims losing least go first)
 
 
 @dataclass(frozen=True)

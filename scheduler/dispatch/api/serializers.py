@@ -24,6 +24,27 @@ class JobProgressSerializer(StrictFieldsMixin, serializers.Serializer):
     )
     exit_code = serializers.IntegerField(required=False, default=None, allow_null=True, min_value=-255, max_value=255)
     message = serializers.CharField(required=False, default="", allow_blank=True, max_length=300)
+    checkpoint_step = serializers.IntegerField(
+        required=False, default=None, allow_null=True, min_value=0, max_value=column_max(Job, "checkpoint_step"),
+        help_text="The step of the run's latest checkpoint (null: none yet); every report carries it.",
+    )
+    checkpoint_path = serializers.CharField(
+        required=False, default="", allow_blank=True, max_length=Job._meta.get_field("checkpoint_path").max_length,
+        help_text="Where that checkpoint is, for the job's next run to read.",
+    )
+
+    def validate(self, attrs):
+        """A checkpoint is a step with a path, made at or before the run's current step."""
+        step, path = attrs.get("checkpoint_step"), attrs.get("checkpoint_path", "")
+        if step is None and path:
+            raise serializers.ValidationError({"checkpoint_step": ["Give the step of the checkpoint at this path."]})
+        if step is not None and not path:
+            raise serializers.ValidationError({"checkpoint_path": ["Give the path of the checkpoint at this step."]})
+        if step is not None and step > attrs["steps"]:
+            raise serializers.ValidationError(
+                {"checkpoint_step": [f"Checkpoint step {step} is beyond the run's step {attrs['steps']}."]}
+            )
+        return attrs
 
 
 class JobProgressBatchSerializer(StrictFieldsMixin, serializers.Serializer):
@@ -41,7 +62,7 @@ class JobProgressAnswerSerializer(serializers.Serializer):
     have answered (status 200 with the job's state, 400 with errors, 403 or 409 with detail)."""
 
     job = serializers.IntegerField(allow_null=True, help_text="The report's job, null when it named none.")
-    status = serializers.IntegerField(help_text="200, 400, 403 or 409.")
+    status = serializers.IntegerField(help_text="200, 400, 403 (not an agent) or 409.")
     state = serializers.CharField(required=False)
     steps_done = serializers.IntegerField(required=False)
     detail = serializers.CharField(required=False)
@@ -68,6 +89,11 @@ class AssignmentSerializer(serializers.Serializer):
     environment = serializers.DictField(child=serializers.CharField())
     total_steps = serializers.IntegerField(allow_null=True)
     steps_done = serializers.IntegerField()
+    resume_step = serializers.IntegerField(help_text="The step a new run of the job starts at (its last checkpoint).")
+    resume_checkpoint = serializers.CharField(
+        allow_blank=True, help_text="The checkpoint a new run resumes from (\"\": none, it starts from step 0)."
+    )
+    preemption_grace_s = serializers.IntegerField(help_text="Seconds between SIGTERM and SIGKILL when it is stopped.")
     placed_at = serializers.CharField(
         allow_null=True,
         help_text=(

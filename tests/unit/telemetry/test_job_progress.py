@@ -39,6 +39,7 @@ def test_assignments_list_the_nodes_open_allocations_with_command_and_gpus(clien
         "job": job.pk, "state": "placed", "allocations": sorted(a.pk for a in job.allocations.all()),
         "gpu_indexes": [1, 2], "gpu_type": "v100", "workload": resnet50.name, "partners": [],
         "command": "train.sh", "environment": {"EPOCHS": "3"}, "total_steps": 500, "steps_done": 0,
+        "resume_step": 0, "resume_checkpoint": "", "preemption_grace_s": 60,
         "placed_at": Job.objects.get(pk=job.pk).placed_at.isoformat(),
     }
 
@@ -118,12 +119,16 @@ def test_a_job_no_longer_allocated_is_409_so_the_agent_stops_it(report, gpus, al
     assert response.status_code == 409 and "stop it" in response.json()["detail"]
 
 
-def test_another_nodes_job_is_403(report, make_user, gpu_types, alice, resnet50):
+def test_another_nodes_job_is_400_and_nothing_is_stored(report, make_user, gpu_types, alice, resnet50):
     other = make_user("agent-node2", agent=True)
     node2, _ = node_register(agent_user=other, **node_report("node2"))
     job = placed_job(alice, resnet50, list(node2.gpus.all()[:1]))
-    assert report({"job": job.pk, "status": "succeeded", "steps": 5}).status_code == 403
-    assert Job.objects.get(pk=job.pk).state == "placed"
+    for status in ("running", "succeeded", "preempted"):
+        response = report({"job": job.pk, "status": status, "steps": 5, "checkpoint_step": 5, "checkpoint_path": "/c"})
+        assert response.status_code == 400
+        assert response.json() == {"job": [f"Job {job.pk} is not assigned to this node; it runs elsewhere."]}
+    job = Job.objects.get(pk=job.pk)
+    assert (job.state, job.steps_done, job.current_step, job.checkpoint_step) == ("placed", 0, 0, None)
 
 
 @pytest.mark.parametrize(

@@ -110,10 +110,11 @@ def test_a_batch_answers_each_report_on_its_own(client_for, agent, gpus, node2_g
     assert response.status_code == 200
     answers = response.json()["results"]
     assert [(a["job"], a["status"]) for a in answers] == [
-        (started.pk, 200), (withdrawn.pk, 409), (ending.pk, 200), (elsewhere.pk, 403), (started.pk, 400), (999999, 400),
+        (started.pk, 200), (withdrawn.pk, 409), (ending.pk, 200), (elsewhere.pk, 400), (started.pk, 400), (999999, 400),
     ]
     assert answers[0]["state"] == "running" and answers[2]["state"] == "succeeded"
     assert "status" in answers[4]["errors"] and "job" in answers[5]["errors"]
+    assert answers[3]["errors"] == {"job": [f"Job {elsewhere.pk} is not assigned to this node; it runs elsewhere."]}
     assert Job.objects.get(pk=started.pk).steps_done == 5
     assert snapshot(withdrawn) == withdrawn_before and snapshot(elsewhere) == elsewhere_before
 

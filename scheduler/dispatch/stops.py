@@ -1,0 +1,70 @@
+"""A job's run that stopped to be resumed (a "preempted" report): the job keeps the work it
+checkpointed.
+
+- handover: a round moved or preempted the job while it ran, and the node that ran it reports
+  its stop (it got SIGTERM, checkpointed within its grace period, exited). Its checkpoint is
+  recorded if newer, the interruption's and the job's resume step and steps lost follow it,
+  and the next run, held back meanwhile (Job.handover_until), may start now.
+- stopped: the job still holds its allocation here and exited by itself asking to be resumed
+  (exit status 75): it goes back to pending and resumes from its checkpoint, recorded as an
+  interruption of kind stopped."""
+from gogh_web.activity import announce
+
+from ..interruptions import interruption_row, interruptions_record
+from ..lifecycle import JobState
+from ..live import job_changed
+from ..models import InterruptionKind, Job, JobInterruption, SolveTrigger
+from ..services import job_transition, scheduling_round_request
+from .report_rules import NotAssigned, Report, check_report, checkpoint_values, newer_checkpoint
+
+_WAITING = (JobState.PENDING.value, JobState.PLACED.value)
+
+
+def handover(job: Job, report: Report, *, now) -> Job:
+    """The stop of the job's last run, reported by the node that held it after the job was
+    taken away: stored unless the job's next run has started (NotAssigned, nothing stored).
+    The same stop reported again changes nothing more."""
+    if job.state not in _WAITING:
+        raise NotAssigned(f"Job {job.pk} runs again elsewhere; its stop here changes nothing.")
+    check_report(job, report, own_run=False)
+    values = {"handover_until": None}
+    if report.steps > job.steps_done:
+        values["steps_done"] = report.steps
+    resume = job.checkpoint_step or 0
+    if newer_checkpoint(job, report):
+        values.update(checkpoint_values(job, report, now))
+        resume = report.checkpoint_step
+    last = JobInterruption.objects.filter(job=job).order_by("-at", "-id").first()
+    if last is not None and last.was_running:
+        stopped_at = max(last.steps_done, report.steps)
+        lost = max(0, stopped_at - resume)
+        values.update(resume_step=resume, current_step=resume, steps_lost=job.steps_lost - last.steps_lost + lost)
+        last.steps_done, last.resume_step, last.steps_lost = stopped_at, resume, lost
+        last.save(update_fields=["steps_done", "resume_step", "steps_lost"])
+    Job.objects.filter(pk=job.pk).update(**values)
+    job.refresh_from_db()
+    job_changed(job)
+    announce("job %s stopped at step %s on the node that ran it; it resumes at step %s", job.pk,
+             report.steps, resume)
+    return job
+
+
+def stopped(job: Job, report: Report, *, exit_code: int | None, now) -> Job:
+    """The job's run (progress already recorded) exited by itself asking to be resumed: back
+    to pending, its work kept up to its checkpoint, and a round asked for (its GPUs are free,
+    and it waits to run again)."""
+    job.refresh_from_db()
+    status = f"exit status {exit_code}" if exit_code is not None else "no exit status"
+    if job.checkpoint_step is not None:
+        then = f"it resumes from its checkpoint at step {job.checkpoint_step}."
+    else:
+        then = "it made no checkpoint, so it starts again from step 0."
+    reason = f"Its run stopped at step {job.current_step} asking to be resumed ({status}); {then}"
+    stop = interruption_row(job, kind=InterruptionKind.STOPPED, reason=reason, now=now)
+    job = job_transition(job=job, to=JobState.PENDING.value, reason=reason[:300], now=now)
+    interruptions_record([stop], now=now, handover=False)
+    scheduling_round_request(trigger=SolveTrigger.FINISH)
+    announce("job %s back to pending: %s", job.pk, job.pending_reason)
+    job.refresh_from_db()
+    job_changed(job)
+    return job

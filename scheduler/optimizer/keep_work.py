@@ -1,0 +1,91 @@
+"""Jobs keep their work: what moving or stopping a placed or running job throws away, written
+into its JobSpec so that every solver (they all work on the aggregated instance) honours it
+without knowing why (docs/optimization.md, "Moves that pay for themselves").
+
+A job that stops loses the steps since its last checkpoint (all of its progress when it never
+checkpointed) and pays its workload's restart overhead before it progresses again. So:
+
+- admission levels: `priority = 2 p + 1` for a job with a current placement, `2 p` for a
+  waiting one, so a placed job is never dropped for waiting jobs of its own priority or lower,
+  while a waiting job of a higher priority still outranks it (preemption by priority); a job
+  preempted `max_preemptions_per_hour` times in the last hour gets a level above every other;
+- `move_penalty_w`: the energy a move throws away (redoing the steps since the checkpoint, and
+  the restart overhead, at the job's power), spread over its predicted remaining time, plus the
+  hysteresis margin and the flat `migration_cost_w`, so a move is chosen only when its saving
+  over the remaining time beats what it costs;
+- `pinned`: placed or moved less than `move_cooldown_s` ago, it keeps its configuration;
+- `work_at_risk`: GPU-seconds lost if it stopped now; among the jobs of one level the
+  admission values keep those with the most at risk, so victims lose the least work.
+"""
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from .problem import JobSpec, SolverSettings
+
+
+@dataclass(frozen=True)
+class RunningWork:
+    """What a placed or running job would lose if it stopped now."""
+
+    steps_since_checkpoint: float  # current_step - (checkpoint_step or 0): all progress without a checkpoint
+    remaining_steps: float | None  # total_steps - current_step; None: unknown
+    steps_per_s: float | None  # its current rate (observed, else predicted); None: unknown
+    power_w: float | None  # its current power, all its GPUs; None: unknown
+    num_gpus: int
+    restart_overhead_s: float
+    placed_s_ago: float  # seconds since it was placed or moved (cool-down)
+    preemptions_last_hour: int
+    running: bool  # started (False: placed, not started: nothing lost but the placement)
+
+
+def keep_work(jobs: Sequence[tuple[JobSpec, RunningWork | None]], settings: SolverSettings) -> tuple[JobSpec, ...]:
+    """The jobs rewritten (see the module's text); a job without RunningWork (waiting) only
+    moves to its level 2 p, so a problem where nothing is placed decides as before."""
+    top = 2 * max((spec.priority for spec, _ in jobs), default=0) + 2
+    return tuple(_kept(spec, work, settings, top) for spec, work in jobs)
+
+
+def _kept(spec: JobSpec, work: RunningWork | None, settings: SolverSettings, top: int) -> JobSpec:
+    if work is None:
+        return replace(spec, priority=2 * spec.priority)
+    at_limit = work.preemptions_last_hour >= settings.max_preemptions_per_hour
+    return replace(
+        spec,
+        priority=top if at_limit else 2 * spec.priority + 1,
+        move_penalty_w=move_penalty_w(work, settings),
+        pinned=work.placed_s_ago < settings.move_cooldown_s,
+        work_at_risk=work_at_risk(work),
+    )
+
+
+def redo_s(work: RunningWork) -> float:
+    """Seconds a restart costs before the job is back where it is: the steps since its checkpoint
+    at its rate (unknown rate: all the time since it was placed, the most it can have run), plus
+    the restart overhead. 0 for a job that has not started."""
+    if not work.running:
+        return 0.0
+    since = work.steps_since_checkpoint / work.steps_per_s if work.steps_per_s else work.placed_s_ago
+    return max(since, 0.0) + work.restart_overhead_s
+
+
+def remaining_s(work: RunningWork, settings: SolverSettings) -> float:
+    """Predicted seconds left at its current rate; unknown (no total steps or rate): the
+    cool-down, so a move must pay for itself before the job may move again. At least 1 s."""
+    if work.remaining_steps is None or not work.steps_per_s:
+        return max(settings.move_cooldown_s, 1.0)
+    return max(work.remaining_steps / work.steps_per_s, 1.0)
+
+
+def move_penalty_w(work: RunningWork, settings: SolverSettings) -> float | None:
+    """(redo energy + restart overhead energy) / remaining time x (1 + hysteresis) +
+    migration_cost_w, in W; None (the flat migration_cost_w) for a job not started or of
+    unknown power."""
+    if not work.running or work.power_w is None:
+        return None
+    lost_j = redo_s(work) * work.power_w
+    return lost_j / remaining_s(work, settings) * (1.0 + settings.move_hysteresis) + settings.migration_cost_w
+
+
+def work_at_risk(work: RunningWork) -> float:
+    """GPU-seconds a stop throws away: the redo time on all of its GPUs."""
+    return redo_s(work) * work.num_gpus

@@ -1,0 +1,85 @@
+"""keep_work: what a placed or running job throws away if moved or stopped, written into its
+JobSpec (levels, move penalty, cool-down, work at risk); hand-checked numbers."""
+import pytest
+
+from scheduler.optimizer import RunningWork, SolverSettings, keep_work
+
+from .factory import job
+
+SETTINGS = SolverSettings(migration_cost_w=50.0, move_cooldown_s=600.0, move_hysteresis=0.2, max_preemptions_per_hour=2)
+
+
+def work(**over) -> RunningWork:
+    base = {
+        "steps_since_checkpoint": 100.0, "remaining_steps": 2000.0, "steps_per_s": 2.0, "power_w": 300.0,
+        "num_gpus": 2, "restart_overhead_s": 30.0, "placed_s_ago": 3600.0, "preemptions_last_hour": 0,
+        "running": True,
+    }
+    return RunningWork(**{**base, **over})
+
+
+def test_a_waiting_job_only_moves_to_its_even_level_and_keeps_the_flat_migration_cost():
+    (spec,) = keep_work([(job(1, priority=3), None)], SETTINGS)
+    assert (spec.priority, spec.move_penalty_w, spec.pinned, spec.work_at_risk) == (6, None, False, 0.0)
+
+
+def test_a_running_job_is_protected_one_level_above_waiting_jobs_of_its_priority_below_higher_ones():
+    running, same, higher = keep_work(
+        [(job(1, priority=1, current=(["g0"], [])), work()), (job(2, priority=1), None), (job(3, priority=2), None)],
+        SETTINGS,
+    )
+    assert same.priority < running.priority < higher.priority
+    assert running.priority == 3
+
+
+def test_the_move_penalty_is_the_lost_energy_over_the_remaining_time_with_the_margin():
+    (spec,) = keep_work([(job(1, current=(["g0"], [])), work())], SETTINGS)
+    # redo 100 steps / 2 = 50 s, + 30 s overhead = 80 s at 300 W = 24000 J; remaining 2000 / 2 = 1000 s
+    assert spec.move_penalty_w == pytest.approx(24000 / 1000 * 1.2 + 50.0)
+    assert spec.work_at_risk == pytest.approx(80.0 * 2)
+
+
+def test_unknown_rate_counts_all_time_since_placed_and_unknown_remaining_pays_back_within_the_cool_down():
+    (spec,) = keep_work([(job(1, current=(["g0"], [])), work(steps_per_s=None, placed_s_ago=900.0))], SETTINGS)
+    # redo 900 s + 30 s at 300 W over the 600 s cool-down
+    assert spec.move_penalty_w == pytest.approx(930 * 300 / 600 * 1.2 + 50.0)
+    (spec,) = keep_work([(job(1, current=(["g0"], [])), work(remaining_steps=None))], SETTINGS)
+    assert spec.move_penalty_w == pytest.approx(80 * 300 / 600 * 1.2 + 50.0)
+
+
+def test_a_job_near_its_end_is_dear_to_move():
+    (near,) = keep_work([(job(1, current=(["g0"], [])), work(remaining_steps=20.0))], SETTINGS)
+    (far,) = keep_work([(job(1, current=(["g0"], [])), work(remaining_steps=20000.0))], SETTINGS)
+    # the same lost energy over a thousandth of the time: a thousand times the W-equivalent
+    assert near.move_penalty_w - 50.0 == pytest.approx(1000 * (far.move_penalty_w - 50.0))
+
+
+def test_a_job_placed_but_not_started_loses_nothing_but_is_still_protected_and_pinned():
+    (spec,) = keep_work([(job(1, current=(["g0"], [])), work(running=False, placed_s_ago=10.0))], SETTINGS)
+    assert (spec.priority, spec.move_penalty_w, spec.pinned, spec.work_at_risk) == (1, None, True, 0.0)
+
+
+def test_unknown_power_falls_back_to_the_flat_migration_cost():
+    (spec,) = keep_work([(job(1, current=(["g0"], [])), work(power_w=None))], SETTINGS)
+    assert spec.move_penalty_w is None and spec.work_at_risk == pytest.approx(160.0)
+
+
+def test_pinned_only_within_the_cool_down():
+    pinned, free = keep_work(
+        [
+            (job(1, current=(["g0"], [])), work(placed_s_ago=599.0)),
+            (job(2, current=(["g1"], [])), work(placed_s_ago=600.0)),
+        ],
+        SETTINGS,
+    )
+    assert (pinned.pinned, free.pinned) == (True, False)
+
+
+def test_a_job_at_its_preemption_limit_ranks_above_every_other_level():
+    at_limit, high = keep_work(
+        [(job(1, priority=0, current=(["g0"], [])), work(preemptions_last_hour=2)), (job(2, priority=5), None)],
+        SETTINGS,
+    )
+    assert at_limit.priority > high.priority
+    (below,) = keep_work([(job(1, current=(["g0"], [])), work(preemptions_last_hour=1))], SETTINGS)
+    assert below.priority == 1
