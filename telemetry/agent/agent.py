@@ -25,6 +25,13 @@ not acted upon: they may list jobs the control plane has since placed elsewhere.
 Stopping (SIGTERM, or `stop()`): the jobs get SIGTERM and the grace period, the buffer gets one
 last upload, and the node leaves (POST /api/nodes/{id}/leave/): it goes down at once and its
 jobs go back to pending, instead of waiting for the heartbeat timeout.
+
+The job contract (docs/jobs.md): a job whose allocation is withdrawn or changed gets its own
+grace period (the control plane's preemption_grace_s) to checkpoint; the fence, a lost GPU and
+the agent's own stop give it the lower of that and --grace-period. Once a process the agent
+stopped has exited (whatever its status), or a job exited 75 by itself, its final report says
+"preempted", with the steps and the latest checkpoint it reported: the control plane resumes
+it there. Every report carries the run's latest checkpoint.
 """
 import logging
 import math
@@ -36,6 +43,7 @@ from . import AGENT_VERSION
 from .buffer import SampleBuffer
 from .client import ControlPlane, Refused, RetryLater, Unreachable
 from .config import AgentConfig
+from .contract import PREEMPTED_EXIT_CODE
 from .gpus import GpuBackend
 from .jobs import Assignment, partner_file, simulated_command
 from .runner import JobProcess
@@ -69,7 +77,7 @@ class Agent:
         # fence thread: every change to them holds this lock, and nothing holding it talks HTTP.
         self._lock = threading.RLock()
         self._running: dict[int, tuple[Assignment, JobProcess]] = {}
-        self._stopping: list[JobProcess] = []
+        self._stopping: list[tuple[Assignment, JobProcess]] = []
         self._finished_keys: set[tuple] = set()
         self._final_reports: dict[int, dict] = {}
         self._last_progress: dict[int, float] = {}
@@ -142,8 +150,7 @@ class Agent:
     def _shutdown(self) -> None:
         with self._lock:
             self._supervise()  # a job that ended just before reports its end, not a stop
-            for job_id in list(self._running):
-                self._stop_job(job_id)
+            self._stop_all()
         deadline = time.monotonic() + self.config.grace_s + 5
         while self._stopping and time.monotonic() < deadline:
             with self._lock:
@@ -237,8 +244,7 @@ class Agent:
                     if self._running:
                         log.warning("no successful heartbeat for %g s: the control plane gives this node up at its "
                                     "timeout and places its jobs elsewhere; stopping them", self._stop_after_s())
-                for job_id in list(self._running):
-                    self._stop_job(job_id)
+                self._stop_all()
             self._reap_stopped()
 
     # --- one turn of the main loop
@@ -317,7 +323,7 @@ class Agent:
                 if failed.keys() & set(assignment.gpu_indexes):
                     log.warning("job %s: GPU %s failed; stopping it", job_id,
                                 sorted(failed.keys() & set(assignment.gpu_indexes)))
-                    self._stop_job(job_id)
+                    self._stop_job(job_id, self._short_grace(assignment))
         new = {index: reason for index, reason in failed.items() if index not in self._failures_reported}
         if not new:
             return
@@ -362,10 +368,14 @@ class Agent:
                     if self.config.simulate_seed is not None:
                         self._write_partner(wanted[job_id])
             failed = self.backend.failures().keys()
+            # A job whose previous run is still stopping, or whose end the control plane has not
+            # settled yet, starts on a later poll: the new run resumes from what the previous one
+            # saved and reported (an older list does not know it), and a job never runs twice.
+            busy = set(self._running) | {process.job_id for _, process in self._stopping} | set(self._final_reports)
             for job_id, assignment in wanted.items():
                 if failed & set(assignment.gpu_indexes):
                     continue  # the control plane will move it once it hears of the failure
-                if job_id not in self._running and assignment.key not in self._finished_keys:
+                if job_id not in busy and assignment.key not in self._finished_keys:
                     self._start_job(assignment)
             # A finished job is listed until the control plane has its end: forget it once it is not.
             self._finished_keys &= {assignment.key for assignment in assignments}
@@ -376,11 +386,15 @@ class Agent:
             command, extra = simulated_command(
                 assignment, seed=self.config.simulate_seed, speedup=self.config.simulate_speedup,
                 partner_path=self._write_partner(assignment), throughputs=self.config.simulate_throughputs,
+                checkpoint_interval_s=self.config.simulate_checkpoint_interval_s,
             )
             environment = {**environment, **extra}
         process = JobProcess(
             job_id=assignment.job_id, command=command, environment=environment,
             gpu_indexes=list(assignment.gpu_indexes), log_dir=self.config.log_dir,
+            checkpoint_dir=self.config.job_checkpoint_root / f"job-{assignment.job_id}",
+            resume_step=assignment.resume_step, resume_checkpoint=assignment.resume_checkpoint,
+            grace_s=assignment.preemption_grace_s,
         )
         if not command.strip():
             self._finish(assignment, process, "failed", exit_code=None, message="The job has no command.")
@@ -390,7 +404,8 @@ class Agent:
         except OSError as exc:
             self._finish(assignment, process, "failed", exit_code=None, message=f"Could not start: {exc}")
             return
-        log.info("job %s started on GPUs %s (pid %s)", assignment.job_id, assignment.gpu_indexes, process.pid)
+        log.info("job %s started on GPUs %s (pid %s, resuming at step %s)", assignment.job_id, assignment.gpu_indexes,
+                 process.pid, assignment.resume_step)
         self._running[assignment.job_id] = (assignment, process)
         self._last_progress[assignment.job_id] = -math.inf  # reported on this turn: it started
 
@@ -404,17 +419,45 @@ class Agent:
         staged.replace(path)  # atomic: the job never reads a half-written list
         return path
 
-    def _stop_job(self, job_id: int) -> None:
-        _, process = self._running.pop(job_id)
+    def _grace(self, assignment: Assignment) -> float:
+        """The job's own grace period (--grace-period from a control plane before the contract)."""
+        return assignment.preemption_grace_s if assignment.contract else self.config.grace_s
+
+    def _short_grace(self, assignment: Assignment) -> float:
+        """The grace period when the agent cannot wait for the job's own: SIGKILL must land by
+        fence time, before the control plane places the job elsewhere."""
+        return min(self._grace(assignment), self.config.grace_s)
+
+    def _stop_job(self, job_id: int, grace_s: float | None = None) -> None:
+        """SIGTERM now, SIGKILL after `grace_s` (None: the job's own grace period)."""
+        assignment, process = self._running.pop(job_id)
         self._last_progress.pop(job_id, None)
-        process.request_stop(self.config.grace_s)
-        self._stopping.append(process)
+        process.request_stop(self._grace(assignment) if grace_s is None else grace_s)
+        self._stopping.append((assignment, process))
+
+    def _stop_all(self) -> None:
+        """Every job, the running and those already stopping, is gone within the short grace period."""
+        for job_id, (assignment, _) in list(self._running.items()):
+            self._stop_job(job_id, self._short_grace(assignment))
+        for assignment, process in self._stopping:
+            process.request_stop(self._short_grace(assignment))
 
     def _reap_stopped(self) -> None:
-        for process in list(self._stopping):
+        """A stopped job that has exited: its final report says "preempted" (to a control plane
+        that knows the contract; one from before knows it stopped)."""
+        for entry in list(self._stopping):
+            assignment, process = entry
             process.tick()
-            if process.exit_code() is not None:
-                self._stopping.remove(process)
+            code = process.exit_code()
+            if code is None:
+                continue
+            self._stopping.remove(entry)
+            if assignment.contract:
+                log.info("job %s stopped (exit status %s) at step %s", assignment.job_id, code, process.steps)
+                self._final_reports[assignment.job_id] = self._report(
+                    assignment, process, "preempted", exit_code=code,
+                    message=f"Stopped by the agent (exit status {code}).",
+                )
 
     def _supervise(self) -> None:
         """Jobs whose process ended: their final report waits to be delivered."""
@@ -422,15 +465,24 @@ class Agent:
             code = process.exit_code()
             if code is not None:
                 del self._running[job_id]
-                status = "succeeded" if code == 0 else "failed"
-                message = "" if code == 0 else f"Exited with status {code}; see {process.stderr_log} on the node."
+                status, message = self._outcome(assignment, process, code)
                 self._finish(assignment, process, status, exit_code=code, message=message)
+
+    @staticmethod
+    def _outcome(assignment: Assignment, process: JobProcess, code: int) -> tuple[str, str]:
+        """(status, message) of a job that ended by itself."""
+        if code == 0:
+            return "succeeded", ""
+        if code == PREEMPTED_EXIT_CODE and assignment.contract:
+            return "preempted", f"Exited with status {code}: preempted, to be resumed from its checkpoint."
+        return "failed", f"Exited with status {code}; see {process.stderr_log} on the node."
 
     def _finish(self, assignment: Assignment, process: JobProcess, status: str, *, exit_code, message: str) -> None:
         log.info("job %s %s (exit status %s)", assignment.job_id, status, exit_code)
         self._finished_keys.add(assignment.key)
         self._last_progress.pop(assignment.job_id, None)
-        self._final_reports[assignment.job_id] = self._report(process, status, exit_code=exit_code, message=message)
+        self._final_reports[assignment.job_id] = self._report(assignment, process, status, exit_code=exit_code,
+                                                              message=message)
 
     def _report_jobs(self) -> None:
         """One request for every job of the node: the final reports (kept until the control
@@ -439,11 +491,11 @@ class Agent:
         now = time.monotonic()
         with self._lock:
             finals = list(self._final_reports.values())
-            due = [process for job_id, (_, process) in self._running.items()
+            due = [(assignment, process) for job_id, (assignment, process) in self._running.items()
                    if now - self._last_progress.get(job_id, -math.inf) >= self.config.progress_interval_s]
-            for process in due:  # progress is sent afresh at its next interval, whatever becomes of this one
+            for _, process in due:  # progress is sent afresh at its next interval, whatever becomes of this one
                 self._last_progress[process.job_id] = now
-            progress = [self._report(process, "running", exit_code=None, message="") for process in due]
+            progress = [self._report(*job, "running", exit_code=None, message="") for job in due]
         reports = finals + progress
         if not reports:
             return
@@ -473,11 +525,15 @@ class Agent:
         if self._final_reports.get(job_id) is report:
             del self._final_reports[job_id]
 
-    def _report(self, process: JobProcess, status: str, *, exit_code, message: str) -> dict:
-        return {
+    def _report(self, assignment: Assignment, process: JobProcess, status: str, *, exit_code, message: str) -> dict:
+        report = {
             "job": process.job_id, "status": status, "steps": process.steps, "total_steps": process.total,
             "steps_per_s": self._true_rate(process.steps_per_s()), "exit_code": exit_code, "message": message[:300],
         }
+        if assignment.contract:  # a control plane from before it refuses unknown fields
+            step, path = process.checkpoint or (None, "")
+            report.update(checkpoint_step=step, checkpoint_path=path)
+        return report
 
     def _true_rate(self, steps_per_s: float | None) -> float | None:
         """What the job would do in real time: a simulated job runs --speedup times faster to

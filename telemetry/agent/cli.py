@@ -55,6 +55,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "training job on the CPU); only jobs without one run as simulated jobs.",
     )
     parser.add_argument("--log-dir", default=env("GOGH_AGENT_LOG_DIR", "gogh-agent-logs"), help="Per-job logs.")
+    parser.add_argument(
+        "--checkpoint-dir", default=env("GOGH_AGENT_CHECKPOINT_DIR"),
+        help="Jobs checkpoint into <this>/job-<id> (GOGH_CHECKPOINT_DIR; default <log dir>/checkpoints); shared "
+        "storage lets a job moved to another node resume there (env GOGH_AGENT_CHECKPOINT_DIR).",
+    )
+    parser.add_argument(
+        "--simulate-checkpoint-interval", type=float, default=60.0, metavar="SECONDS",
+        help="With --simulate: simulated jobs checkpoint every SECONDS of real time (0: never).",
+    )
     parser.add_argument("--sample-interval", type=float, default=1.0, help="Seconds between GPU samples (<= 1).")
     parser.add_argument("--upload-interval", type=float, default=5.0)
     parser.add_argument("--heartbeat-interval", type=float, default=15.0)
@@ -62,7 +71,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--progress-interval", type=float, default=10.0)
     parser.add_argument("--buffer-size", type=int, default=86_400, help="Samples kept while unreachable.")
     parser.add_argument("--batch-size", type=int, default=500, help="Samples per upload (<= 1000).")
-    parser.add_argument("--grace-period", type=float, default=10.0, help="Seconds between SIGTERM and SIGKILL.")
+    parser.add_argument(
+        "--grace-period", type=float, default=10.0,
+        help="Seconds between SIGTERM and SIGKILL when the agent fences, leaves or loses a GPU (the job's own grace "
+        "period where shorter); a withdrawn or moved job gets its own grace period (set on the control plane).",
+    )
     parser.add_argument(
         "--fence-after", type=float, default=60.0,
         help="The node's jobs are gone this long after its last successful heartbeat (SIGTERM --grace-period "
@@ -90,7 +103,9 @@ def run(args: argparse.Namespace) -> int:
         heartbeat_interval_s=args.heartbeat_interval, poll_interval_s=args.poll_interval,
         progress_interval_s=args.progress_interval, buffer_size=args.buffer_size, batch_size=args.batch_size,
         grace_s=args.grace_period, fence_after_s=args.fence_after, simulate_seed=args.seed if args.simulate else None,
-        simulate_speedup=args.speedup, simulate_run_commands=args.run_commands,
+        simulate_speedup=args.speedup, simulate_checkpoint_interval_s=args.simulate_checkpoint_interval,
+        checkpoint_dir=Path(args.checkpoint_dir) if args.checkpoint_dir else None,
+        simulate_run_commands=args.run_commands,
     )
     try:
         if args.simulate:
@@ -134,6 +149,9 @@ def _usage_problem(args) -> str | None:
         value = getattr(args, flag)
         if not (math.isfinite(value) and value > 0):
             return f"--{flag.replace('_', '-')} must be a finite number greater than 0, not {value:g}"
+    if not (math.isfinite(args.simulate_checkpoint_interval) and args.simulate_checkpoint_interval >= 0):
+        return f"--simulate-checkpoint-interval must be a finite number of seconds >= 0 (0: never), not " \
+               f"{args.simulate_checkpoint_interval:g}"
     if args.heartbeat_interval + args.grace_period >= args.fence_after:
         return (f"--heartbeat-interval ({args.heartbeat_interval:g} s) must be shorter than --fence-after "
                 f"({args.fence_after:g} s) less --grace-period ({args.grace_period:g} s): the node's jobs would be "

@@ -23,9 +23,17 @@ class AgentConfig:
     # timeout (GOGH_NODE_HEARTBEAT_TIMEOUT_S) and places its jobs elsewhere, so they would run
     # twice. The control plane's answers lower it to fit its timeout (fence_after_s).
     fence_after_s: float = 60.0
+    # Jobs checkpoint into <checkpoint_dir>/job-<id> (None: <log_dir>/checkpoints); shared
+    # storage lets a job moved to another node resume there.
+    checkpoint_dir: Path | None = None
     simulate_seed: int | None = None  # set: run every job as a simulated job (simjob) with this seed
     simulate_speedup: float = 1.0
     simulate_throughputs: Path | None = None  # Gavel's file, the simulated jobs' truth (None: simjob's default)
     # With simulate_seed: a job that has a command runs it (a real process, e.g. a training job on
     # the CPU) on the simulated GPUs, and only a job without one runs as a simulated job.
     simulate_run_commands: bool = False
+    simulate_checkpoint_interval_s: float = 60.0  # simulated jobs checkpoint this often (real time; 0: never)
+
+    @property
+    def job_checkpoint_root(self) -> Path:
+        return self.checkpoint_dir or self.log_dir / "checkpoints"

@@ -4,11 +4,14 @@ An assignment is one job's open allocations on this node (GET /api/nodes/{id}/as
 Its key is the job, when it was placed and its GPU indexes: when the key changes (migrated,
 preempted and placed again), the running process is stopped and a new one started. New
 allocation rows on the same GPUs (only the job's partners on the GPU changed) leave it running.
+Where to resume and the job's grace period come with it (the job contract, docs/jobs.md).
 """
 import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from .contract import DEFAULT_GRACE_S
 
 #: The folder above the telemetry package, put on a simulated job's PYTHONPATH.
 _SOURCE_ROOT = Path(__file__).resolve().parents[2]
@@ -27,6 +30,12 @@ class Assignment:
     environment: dict
     total_steps: int | None
     placed_at: str | None = None  # changes when the job is placed anew; None from servers before it
+    resume_step: int = 0
+    resume_checkpoint: str = ""  # "": none, start afresh
+    preemption_grace_s: int = DEFAULT_GRACE_S
+    # The control plane knows the job contract (it lists resume_step): it takes checkpoint
+    # fields and "preempted" reports, which one from before refuses (unknown field, status).
+    contract: bool = False
 
     @classmethod
     def from_api(cls, item: dict) -> "Assignment":
@@ -41,6 +50,10 @@ class Assignment:
             environment=dict(item.get("environment") or {}),
             total_steps=item.get("total_steps"),
             placed_at=item.get("placed_at"),
+            resume_step=item.get("resume_step") or 0,
+            resume_checkpoint=item.get("resume_checkpoint") or "",
+            preemption_grace_s=item.get("preemption_grace_s") or DEFAULT_GRACE_S,
+            contract="resume_step" in item,
         )
 
     @property
@@ -58,15 +71,16 @@ def partner_file(log_dir: Path, job_id: int) -> Path:
 
 
 def simulated_command(assignment: Assignment, *, seed: int, speedup: float, partner_path: Path,
-                      throughputs: Path | None = None) -> tuple[str, dict]:
+                      throughputs: Path | None = None, checkpoint_interval_s: float = 0.0) -> tuple[str, dict]:
     """(command, extra environment) running the assignment as a simulated job (simjob), which
     reads its partners from `partner_path` as it runs and its true rates from `throughputs`
-    (Gavel's file; None: simjob's default)."""
+    (Gavel's file; None: simjob's default), and checkpoints every `checkpoint_interval_s`
+    seconds (0: never)."""
     argv = [
         sys.executable, "-m", "telemetry.agent.simjob", "--workload", assignment.workload,
         "--gpu-type", assignment.gpu_type, "--num-gpus", str(len(assignment.gpu_indexes)),
         "--steps", str(assignment.total_steps or SIMULATED_DEFAULT_STEPS), "--seed", str(seed),
-        "--speedup", str(speedup),
+        "--speedup", str(speedup), "--checkpoint-interval-s", str(checkpoint_interval_s),
     ]
     argv += ["--partner-file", str(partner_path)]
     if throughputs is not None:

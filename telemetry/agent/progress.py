@@ -1,19 +1,26 @@
-"""The progress line protocol between a job and its agent, and the helper jobs call.
+"""The line protocol between a job and its agent: the agent's parser, and the helper jobs call.
 
-A job reports progress by printing one line to its standard output:
+A job reports on its standard output, one line each (telemetry.agent.contract writes them):
 
     GOGH_PROGRESS step=<steps done, integer >= 0> [total=<total steps, integer >= 1>]
+    GOGH_CHECKPOINT step=<steps the checkpoint holds, integer >= 0> path=<the rest of the line>
 
-Any other line is ordinary output and goes to the job's log unchanged. The agent computes
-steps per second from the steps and its own clock; the job need not know time or rate.
-From Python: `from telemetry.agent.progress import report; report(step, total=...)` (this file
-has no dependencies, so a job may also copy it).
+Any other line (a malformed one too) is ordinary output and goes to the job's log unchanged.
+The agent computes steps per second from the steps and its own clock; the job need not know
+time or rate. From Python: `from telemetry.agent.progress import report; report(step, total=...)`,
+or the contract's Job (docs/jobs.md).
 """
 import re
-import sys
 
-PREFIX = "GOGH_PROGRESS"
+from .contract import CHECKPOINT_PREFIX, PROGRESS_PREFIX, progress_line, write_line
+
+PREFIX = PROGRESS_PREFIX
+#: The control plane keeps checkpoint paths up to this long: a longer one would be refused with
+#: every report of the run, so it is not taken for a checkpoint line.
+MAX_CHECKPOINT_PATH = 1000
 _LINE = re.compile(rf"^{PREFIX} step=(?P<step>\d+)(?: total=(?P<total>[1-9]\d*))?\s*$")
+_CHECKPOINT = re.compile(rf"^{CHECKPOINT_PREFIX} step=(?P<step>\d+) path=(?P<path>.*)$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def parse(line: str) -> tuple[int, int | None] | None:
@@ -25,9 +32,18 @@ def parse(line: str) -> tuple[int, int | None] | None:
     return int(match["step"]), int(total) if total else None
 
 
+def parse_checkpoint(line: str) -> tuple[int, str] | None:
+    """(step, path) for a checkpoint line, None for any other line: also for an empty or blank
+    path, one with control characters, or one longer than MAX_CHECKPOINT_PATH."""
+    match = _CHECKPOINT.match(line)
+    if match is None:
+        return None
+    path = match["path"]
+    if not path.strip() or len(path) > MAX_CHECKPOINT_PATH or _CONTROL.search(path):
+        return None
+    return int(match["step"]), path
+
+
 def report(step: int, total: int | None = None, stream=None) -> None:
     """Tell the agent that `step` steps are done (flushed at once: the agent reads a pipe)."""
-    stream = stream or sys.stdout
-    suffix = f" total={total}" if total else ""
-    stream.write(f"{PREFIX} step={int(step)}{suffix}\n")
-    stream.flush()
+    write_line(progress_line(step, total), stream)

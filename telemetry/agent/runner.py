@@ -3,10 +3,12 @@
 The command runs under `bash -c` in its own process group (so stopping it reaches every
 process it started), with the job's environment, CUDA_VISIBLE_DEVICES set to its GPU indexes
 on this node, and stdout/stderr appended to job-<id>.out / job-<id>.err in the log folder.
-Progress comes from the line protocol of telemetry.agent.progress on stdout; steps per second
-are measured over a sliding window of the agent's own clock. Stopping sends SIGTERM, waits a
-grace period and then SIGKILLs whatever is left: `request_stop` starts that and `tick` finishes
-it, so the agent's loop never blocks on one job.
+Progress and checkpoints come from the line protocol of telemetry.agent.progress on stdout;
+steps per second are measured over a sliding window of the agent's own clock. The job contract's
+environment (telemetry.agent.contract) tells the job where to resume, where to write
+checkpoints and its grace period; its steps are absolute, so a resumed run's count starts at the
+resume step. Stopping sends SIGTERM, waits a grace period and then SIGKILLs whatever is left:
+`request_stop` starts that and `tick` finishes it, so the agent's loop never blocks on one job.
 """
 import os
 import signal
@@ -16,7 +18,7 @@ import time
 from collections import deque
 from pathlib import Path
 
-from . import progress
+from . import contract, progress
 
 RATE_WINDOW_S = 30.0
 #: After the job's process ends, how long its remaining output may take to arrive.
@@ -25,19 +27,27 @@ OUTPUT_DRAIN_S = 2.0
 
 class JobProcess:
     def __init__(self, *, job_id: int, command: str, environment: dict, gpu_indexes: list[int], log_dir: Path,
-                 clock=time.monotonic):
+                 checkpoint_dir: Path | None = None, resume_step: int = 0, resume_checkpoint: str = "",
+                 grace_s: int = contract.DEFAULT_GRACE_S, clock=time.monotonic):
         self.job_id = job_id
         self._command, self._gpu_indexes, self._clock = command, gpu_indexes, clock
+        self.checkpoint_dir = Path(checkpoint_dir or Path(log_dir) / "checkpoints" / f"job-{job_id}").absolute()
         self._env = {
             **os.environ,
             **{str(key): str(value) for key, value in environment.items()},
             "CUDA_VISIBLE_DEVICES": ",".join(map(str, gpu_indexes)),
             "GOGH_JOB_ID": str(job_id),
             "PYTHONUNBUFFERED": "1",
+            contract.RESUME_STEP: str(resume_step),
+            contract.RESUME_CHECKPOINT: resume_checkpoint,
+            contract.CHECKPOINT_DIR: str(self.checkpoint_dir),
+            contract.PREEMPT_GRACE_S: str(grace_s),
         }
         self.stdout_log = Path(log_dir) / f"job-{job_id}.out"
         self.stderr_log = Path(log_dir) / f"job-{job_id}.err"
-        self.steps, self.total = 0, None
+        self.steps, self.total = resume_step, None
+        # The run's latest checkpoint (step, path): the one it resumed from until it makes one.
+        self.checkpoint: tuple[int, str] | None = (resume_step, resume_checkpoint) if resume_checkpoint else None
         self.stopping = False
         self._points: deque[tuple[float, int]] = deque()
         self._lock = threading.Lock()
@@ -52,6 +62,7 @@ class JobProcess:
 
     def start(self) -> None:
         self.stdout_log.parent.mkdir(parents=True, exist_ok=True)
+        self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
         with open(self.stderr_log, "ab") as stderr:
             self._proc = subprocess.Popen(
                 ["bash", "-c", self._command], stdout=subprocess.PIPE, stderr=stderr, stdin=subprocess.DEVNULL,
@@ -65,9 +76,11 @@ class JobProcess:
             for line in self._proc.stdout:
                 log.write(line)
                 log.flush()
-                parsed = progress.parse(line.rstrip("\n"))
-                if parsed is not None:
+                line = line.rstrip("\n")
+                if (parsed := progress.parse(line)) is not None:
                     self._note(*parsed)
+                elif (checkpoint := progress.parse_checkpoint(line)) is not None:
+                    self._note_checkpoint(*checkpoint)
 
     def _note(self, step: int, total: int | None) -> None:
         now = self._clock()
@@ -77,6 +90,16 @@ class JobProcess:
             self._points.append((now, self.steps))
             while len(self._points) > 2 and now - self._points[0][0] > RATE_WINDOW_S:
                 self._points.popleft()
+
+    def _note_checkpoint(self, step: int, path: str) -> None:
+        """The newest checkpoint wins; one beyond the job's total steps is not one (the control
+        plane would refuse every report that carried it). A checkpoint at step S means S steps
+        are done."""
+        with self._lock:
+            if (self.total is not None and step > self.total) or (self.checkpoint and step < self.checkpoint[0]):
+                return
+            self.checkpoint = (step, path)
+        self._note(step, None)
 
     def steps_per_s(self) -> float | None:
         """Steps per second over the last RATE_WINDOW_S seconds of progress lines; None before
@@ -105,11 +128,14 @@ class JobProcess:
         return code
 
     def request_stop(self, grace_s: float) -> None:
-        """SIGTERM the job's process group now; `tick` sends SIGKILL after `grace_s`."""
+        """SIGTERM the job's process group now; `tick` sends SIGKILL after `grace_s`. Asked
+        again while stopping, only a shorter grace period counts (no second SIGTERM)."""
+        kill_at = self._clock() + grace_s
         if self.stopping:
+            self._kill_at = min(self._kill_at, kill_at)
             return
         self.stopping = True
-        self._kill_at = self._clock() + grace_s
+        self._kill_at = kill_at
         self._signal(signal.SIGTERM)
 
     def tick(self) -> None:

@@ -2,7 +2,7 @@
 
     python -m telemetry.agent.simjob --workload 'ResNet-50 (batch size 64)' --gpu-type v100 \
         --num-gpus 1 --steps 500 [--partner NAME ... | --partner-file PATH] [--seed 0] \
-        [--deviation 0.15] [--noise 0.05] \
+        [--deviation 0.15] [--noise 0.05] [--checkpoint-interval-s 60] \
         [--throughputs simulation_throughputs.json]
 
 True throughput = the reference throughput (Gavel's measurements, read from --throughputs: the
@@ -18,6 +18,12 @@ rate, for demos that should not take hours. --partner may be repeated. With --pa
 partners are read from that file (one workload name per line; empty: alone) every interval:
 the agent rewrites it when the job's partners on the GPU change without the job moving, and
 the rate follows, as a real job's would.
+
+It follows the job contract (telemetry.agent.contract) as a real training job does: it resumes
+at the step of GOGH_RESUME_CHECKPOINT (a small JSON file it wrote; a checkpoint it cannot read
+fails the job, as a real job's would) and reports absolute steps; it checkpoints into
+GOGH_CHECKPOINT_DIR every --checkpoint-interval-s seconds of its run (real time; 0: never, so a
+stop loses all its work); on SIGTERM it checkpoints (unless it never does) and exits 75.
 """
 import argparse
 import functools
@@ -29,7 +35,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from . import progress
+from . import contract
 from .colocation import group_fraction
 
 TICK_S = 0.25
@@ -129,18 +135,46 @@ class PartnerRates:
 
 
 def run(*, rate: float | Callable[[], float], steps: int, noise: float, rng: random.Random, clock=time.monotonic,
-        sleep=time.sleep) -> None:
-    """Progress at `rate` steps/s (a callable is asked again every interval)."""
+        sleep=time.sleep, job: contract.Job | None = None, start: int = 0, checkpoint_every_s: float = 0.0) -> int:
+    """Progress at `rate` steps/s (a callable is asked again every interval) from step `start`,
+    checkpointing every `checkpoint_every_s` seconds (0: never); the exit status: 0 done,
+    PREEMPTED_EXIT_CODE stopped on the job's preemption notice."""
+    job = job or contract.Job()
     rate_now = rate if callable(rate) else (lambda: rate)
-    done, exact, last = 0, 0.0, clock()
-    progress.report(0, steps)
+    done, exact, last = start, float(start), clock()
+    saved, saved_at = start, last
+    job.progress(done, steps)
     while done < steps:
+        if job.preemption_requested:
+            if checkpoint_every_s > 0 and done != saved:
+                save_checkpoint(job, done)
+            return contract.PREEMPTED_EXIT_CODE
         sleep(TICK_S)
         now = clock()
         exact += rate_now() * (now - last) * max(0.0, 1 + rng.gauss(0.0, noise))
         last = now
         done = min(steps, int(exact))
-        progress.report(done, steps)
+        job.progress(done, steps)
+        if checkpoint_every_s > 0 and now - saved_at >= checkpoint_every_s and done not in (saved, steps):
+            save_checkpoint(job, done)
+            saved, saved_at = done, now
+    return 0
+
+
+def save_checkpoint(job: contract.Job, step: int) -> None:
+    """A simulated job's state is its step: a small JSON file, written as the contract says."""
+    job.save_checkpoint(step, lambda path: path.write_text(json.dumps({"step": step})), suffix=".json")
+
+
+def resume_step(job: contract.Job) -> int:
+    """The step the job's resume checkpoint holds (without one, GOGH_RESUME_STEP's); ValueError
+    when it cannot be read."""
+    if job.resume_checkpoint is None:
+        return job.resume_step
+    try:
+        return int(json.loads(job.resume_checkpoint.read_text())["step"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"cannot resume from {job.resume_checkpoint}: {exc}") from None
 
 
 def main(argv=None) -> int:
@@ -157,6 +191,8 @@ def main(argv=None) -> int:
     parser.add_argument("--deviation", type=float, default=0.15)
     parser.add_argument("--noise", type=float, default=0.05)
     parser.add_argument("--speedup", type=float, default=1.0)
+    parser.add_argument("--checkpoint-interval-s", type=float, default=60.0,
+                        help="Checkpoint every this many seconds of real time (0: never).")
     parser.add_argument("--throughputs", type=Path, default=GAVEL_THROUGHPUTS,
                         help="Gavel's simulation_throughputs.json (default: the repository's copy).")
     args = parser.parse_args(argv)
@@ -172,6 +208,8 @@ def main(argv=None) -> int:
         return tuple(args.partner)
 
     try:
+        job = contract.Job.from_environment()
+        start = resume_step(job)
         _gavel_data(args.throughputs)  # a missing file says so, not that every configuration is unmeasured
         rates.start(partners_now())
     except ValueError as exc:
@@ -181,8 +219,8 @@ def main(argv=None) -> int:
     def rate() -> float:
         return rates.now(partners_now())
 
-    run(rate=rate, steps=args.steps, noise=args.noise, rng=random.Random(args.seed))
-    return 0
+    return run(rate=rate, steps=args.steps, noise=args.noise, rng=random.Random(args.seed), job=job, start=start,
+               checkpoint_every_s=args.checkpoint_interval_s)
 
 
 if __name__ == "__main__":

@@ -75,8 +75,17 @@ def assignment(job_id, command, gpu_indexes=(0,), allocations=None, **fields):
         "job": job_id, "state": "placed", "allocations": allocations or [100 + job_id],
         "gpu_indexes": list(gpu_indexes), "gpu_type": "v100", "workload": "ResNet-50 (batch size 64)", "partners": [],
         "command": command,
-        "environment": {"PYTHONPATH": os.getcwd()}, "total_steps": None, "steps_done": 0, **fields,
+        "environment": {"PYTHONPATH": os.getcwd()}, "total_steps": None, "steps_done": 0,
+        "resume_step": 0, "resume_checkpoint": "", "preemption_grace_s": 1, **fields,
     }
+
+
+def assignment_before_the_contract(job_id, command, **fields):
+    """As a control plane from before the job contract lists it: no resume_step, no grace."""
+    item = assignment(job_id, command, **fields)
+    for key in ("resume_step", "resume_checkpoint", "preemption_grace_s"):
+        item.pop(key)
+    return item
 
 
 def timestamps(plane, uuid):
@@ -139,8 +148,8 @@ def test_a_withdrawn_allocation_stops_the_job_sigterm_then_sigkill(plane, run_ag
         "print('pid', os.getpid(), flush=True)\n"
         "time.sleep(60)\n"
     )
-    plane.assignments = [assignment(3, stubborn)]
-    run_agent(plane, grace_s=1.0)
+    plane.assignments = [assignment(3, stubborn, preemption_grace_s=2)]
+    run_agent(plane, grace_s=0.5)  # the job's own grace period counts, not the agent's
     log = tmp_path / "logs" / "job-3.out"
     assert wait_for(lambda: log.exists() and "pid" in log.read_text())
     pid = int(log.read_text().split()[1])
@@ -148,8 +157,32 @@ def test_a_withdrawn_allocation_stops_the_job_sigterm_then_sigkill(plane, run_ag
     withdrawn = time.monotonic()
     assert wait_for(lambda: "SIGTERM ignored" in log.read_text(), timeout=5)
     assert wait_for(lambda: not _alive(pid), timeout=10)
-    assert time.monotonic() - withdrawn >= 1.0  # it survived the grace period, then SIGKILL
-    assert [p["status"] for p in plane.progress if p["job"] == 3] == ["running"]  # no end reported
+    assert time.monotonic() - withdrawn >= 2.0  # it survived its grace period, then SIGKILL
+    assert wait_for(lambda: plane.progress[-1]["status"] == "preempted", timeout=5)
+    running, stopped = [p for p in plane.progress if p["job"] == 3]
+    assert running["status"] == "running" and (running["checkpoint_step"], running["checkpoint_path"]) == (None, "")
+    assert (stopped["exit_code"], stopped["steps"], stopped["checkpoint_step"]) == (-9, 0, None)
+
+
+def test_a_control_plane_before_the_contract_gets_the_reports_it_knows(plane, run_agent, tmp_path):
+    """No checkpoint fields, no "preempted" report (it would refuse both), --grace-period, and
+    exit status 75 is a failure as any other."""
+    stubborn = python("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); "
+                      "time.sleep(60)")
+    plane.assignments = [assignment_before_the_contract(3, stubborn),
+                         assignment_before_the_contract(4, "echo preempted; exit 75")]
+    agent = run_agent(plane, grace_s=0.5)
+    log = tmp_path / "logs" / "job-3.out"
+    assert wait_for(lambda: log.exists() and "up" in log.read_text())
+    assert wait_for(lambda: any(p["status"] == "failed" for p in plane.progress), timeout=5)
+    plane.assignments = []
+    withdrawn = time.monotonic()
+    assert wait_for(lambda: not agent._running and not agent._stopping, timeout=10)
+    assert time.monotonic() - withdrawn < 5  # SIGKILL after --grace-period, not a minute
+    time.sleep(0.5)  # a report would go on the next turn
+    assert {p["status"] for p in plane.progress if p["job"] == 3} == {"running"}
+    assert [p["exit_code"] for p in plane.progress if p["status"] == "failed"] == [75]
+    assert not any("checkpoint_step" in p or "checkpoint_path" in p for p in plane.progress)
 
 
 def test_a_moved_allocation_restarts_the_job_on_its_new_gpus(plane, run_agent, tmp_path):
