@@ -4,6 +4,7 @@ heartbeat slower than --fence-after refused, one slower than the control plane's
 timeout warned about."""
 import argparse
 import logging
+from pathlib import Path
 
 import pynvml
 import pytest
@@ -54,3 +55,31 @@ def test_the_defaults_and_a_fast_test_setup_pass_without_a_warning(caplog, no_dr
         assert _run([]) == cli.EXIT_NO_DRIVER
         assert _run(["--heartbeat-interval", "1", "--poll-interval", "0.5", "--speedup", "50"]) == cli.EXIT_NO_DRIVER
     assert "heartbeat" not in caplog.text
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1"])
+def test_the_simulated_checkpoint_interval_is_finite_and_not_negative(value, capsys, no_driver):
+    assert _run(["--simulate-checkpoint-interval", value]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "run_agent: --simulate-checkpoint-interval must be a finite number of seconds >= 0" in err
+    assert err.count("\n") == 1
+
+
+def test_checkpoint_flags_reach_the_agent(monkeypatch, tmp_path):
+    configs = []
+
+    class Recorded:
+        def __init__(self, *, backend, client, config):
+            configs.append(config)
+
+        def run(self):
+            pass
+
+    monkeypatch.setattr(cli, "_nvml_backend", lambda: None)
+    monkeypatch.setattr(cli, "Agent", Recorded)
+    monkeypatch.delenv("GOGH_AGENT_CHECKPOINT_DIR", raising=False)
+    assert _run(["--log-dir", str(tmp_path / "logs"), "--simulate-checkpoint-interval", "0"]) == 0
+    assert _run(["--checkpoint-dir", "/shared/ckpt"]) == 0
+    first, second = configs
+    assert (first.job_checkpoint_root, first.simulate_checkpoint_interval_s) == (tmp_path / "logs" / "checkpoints", 0)
+    assert (second.job_checkpoint_root, second.simulate_checkpoint_interval_s) == (Path("/shared/ckpt"), 60)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from telemetry.agent import contract, progress, simjob
-from telemetry.agent.jobs import Assignment
+from telemetry.agent.jobs import Assignment, simulated_command
 from telemetry.agent.runner import JobProcess
 
 from .test_agent_runner import python, wait_for
@@ -300,3 +300,10 @@ def test_a_simulated_job_that_cannot_read_its_checkpoint_fails_saying_so(tmp_pat
     proc = run_simjob(tmp_path, {"GOGH_RESUME_STEP": "500", "GOGH_RESUME_CHECKPOINT": str(tmp_path / "gone.json")})
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 2 and "cannot resume from" in err and "Traceback" not in err and out == ""
+
+
+def test_the_agent_runs_simulated_jobs_with_its_checkpoint_interval(tmp_path):
+    item = {"job": 1, "allocations": [3], "gpu_indexes": [0], "gpu_type": "v100", "workload": "w", "resume_step": 0}
+    command, _ = simulated_command(Assignment.from_api(item), seed=0, speedup=1.0, partner_path=tmp_path / "p",
+                                   checkpoint_interval_s=30.0)
+    assert "--checkpoint-interval-s 30.0" in command
