@@ -30,6 +30,11 @@ def jobs_visible_to(user) -> QuerySet[Job]:
     return jobs.filter(tenant=tenant) if tenant is not None else jobs.none()
 
 
+def job_interruptions(job: Job) -> QuerySet[JobInterruption]:
+    """The job's interruptions, newest first."""
+    return JobInterruption.objects.filter(job=job).order_by("-at", "-id")
+
+
 def cluster_gpu_count() -> int:
     """GPUs a job could ever be given: registered, reported by their agent, not disabled.
     Failed GPUs count: they come back when repaired."""

@@ -12,7 +12,8 @@ from gogh_web.api.fields import AwareDateTimeField, column_max
 from gogh_web.api.poison import poison_problem, shown_key
 from gogh_web.api.strict import StrictFieldsMixin
 
-from ..models import Allocation, Job
+from ..models import Allocation, Job, JobInterruption
+from ..models.jobs import MAX_GRACE_S
 from ..selectors import cluster_gpu_count, largest_gpu_memory_gb
 
 #: The smallest T_min, one step in about 28 hours: far below it throughput / T_min overflows
@@ -121,6 +122,11 @@ class JobSubmitSerializer(StrictFieldsMixin, serializers.Serializer):
         help_text="GPU memory needed on each GPU, GB (> 0); omitted: the workload's measured peak, if known.",
     )
     deadline = AwareDateTimeField(required=False, allow_null=True, default=None)
+    preemption_grace_s = serializers.IntegerField(
+        required=False, default=Job._meta.get_field("preemption_grace_s").default, min_value=1, max_value=MAX_GRACE_S,
+        help_text="Seconds between SIGTERM and SIGKILL when the job is stopped (moved, preempted): time to "
+        f"checkpoint. 1 to {MAX_GRACE_S}, default 60.",
+    )
     name = serializers.CharField(required=False, default="", allow_blank=True, max_length=120)
     command = serializers.CharField(required=False, default="", allow_blank=True, max_length=4000)
     environment = EnvironmentField(
@@ -193,12 +199,25 @@ class JobSerializer(serializers.ModelSerializer):
         model = Job
         fields = [
             "id", "name", "workload", "tenant", "owner", "state", "pending_reason", "state_reason",
-            "min_throughput", "max_gpus", "memory_gb", "priority", "total_steps", "steps_done", "deadline",
-            "command", "environment", "submitted_at", "placed_at", "started_at", "finished_at",
-            "allocations",
+            "min_throughput", "max_gpus", "memory_gb", "priority", "total_steps", "steps_done", "current_step",
+            "resume_step", "checkpoint_step", "checkpoint_path", "checkpoint_at", "restarts", "steps_lost",
+            "preemption_grace_s", "deadline", "command", "environment", "submitted_at", "placed_at", "started_at",
+            "finished_at", "allocations",
         ]
         read_only_fields = fields
 
     def get_allocations(self, job) -> list[dict]:
         open_ones = [a for a in job.allocations.all() if a.end is None]
         return AllocationSerializer(open_ones, many=True).data
+
+
+class JobInterruptionSerializer(serializers.ModelSerializer):
+    """One time the job was stopped before its end to run again, why, and the work it lost."""
+
+    solve_run = serializers.PrimaryKeyRelatedField(read_only=True, help_text="The round that moved or preempted it.")
+
+    class Meta:
+        model = JobInterruption
+        fields = ["id", "kind", "reason", "at", "solve_run", "was_running", "steps_done", "resume_step", "steps_lost",
+                  "overhead_s", "resumed_at"]
+        read_only_fields = fields

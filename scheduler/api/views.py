@@ -11,9 +11,15 @@ from gogh_web.api.errors import Conflict
 from .. import services
 from ..lifecycle import IllegalTransition
 from ..models import Allocation, Job
-from ..selectors import jobs_visible_to
+from ..selectors import job_interruptions, jobs_visible_to
 from .filters import JobFilter
-from .serializers import JobCancelSerializer, JobSerializer, JobSubmitSerializer, idempotency_key
+from .serializers import (
+    JobCancelSerializer,
+    JobInterruptionSerializer,
+    JobSerializer,
+    JobSubmitSerializer,
+    idempotency_key,
+)
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 
@@ -73,3 +79,12 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         except IllegalTransition as exc:
             raise Conflict(str(exc)) from exc
         return Response(JobSerializer(self.get_queryset().get(pk=job.pk)).data)
+
+    @extend_schema(responses={200: JobInterruptionSerializer(many=True)}, filters=False)
+    @action(detail=True, methods=["get"], filter_backends=[])
+    def interruptions(self, request, pk=None):
+        """The times the job was stopped before its end to run again (moved, preempted, its
+        node went down, its GPU failed, it asked to be resumed), newest first, paginated."""
+        job = self.get_object()
+        page = self.paginate_queryset(job_interruptions(job))
+        return self.get_paginated_response(JobInterruptionSerializer(page, many=True).data)

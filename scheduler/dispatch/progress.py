@@ -77,8 +77,9 @@ def job_progress_report(
         return stops.handover(job, report, now=now)
     if not here:
         return _not_here(job, report, agent_user, allocations, message=message, now=now)
-    if status in (RUNNING, FAILED) and job.handover_until is not None and job.handover_until > now:
-        # the job's next run is held back until its last one stops: this is the last one
+    if status != SUCCEEDED and job.handover_until is not None and job.handover_until > now:
+        # its next run is held back until the last one stops, so this is the last one (or a
+        # node that was never told to run it): only its success counts (a late success)
         raise NotAssigned(f"Job {job_id} was moved; its run here is being stopped.")
     check_report(job, report)
     record_progress(job, report, now)

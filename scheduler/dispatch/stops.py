@@ -4,7 +4,8 @@ checkpointed.
 - handover: a round moved or preempted the job while it ran, and the node that ran it reports
   its stop (it got SIGTERM, checkpointed within its grace period, exited). Its checkpoint is
   recorded if newer, the interruption's and the job's resume step and steps lost follow it,
-  and the next run, held back meanwhile (Job.handover_until), may start now.
+  and the next run, held back meanwhile (Job.handover_until, set to now: the hold is over,
+  and a stop reported again is still known as this run's, not the next run's), may start now.
 - stopped: the job still holds its allocation here and exited by itself asking to be resumed
   (exit status 75): it goes back to pending and resumes from its checkpoint, recorded as an
   interruption of kind stopped."""
@@ -27,7 +28,7 @@ def handover(job: Job, report: Report, *, now) -> Job:
     if job.state not in _WAITING:
         raise NotAssigned(f"Job {job.pk} runs again elsewhere; its stop here changes nothing.")
     check_report(job, report, own_run=False)
-    values = {"handover_until": None}
+    values = {"handover_until": min(job.handover_until or now, now)}  # the hold ends; None once the next run starts
     if report.steps > job.steps_done:
         values["steps_done"] = report.steps
     resume = job.checkpoint_step or 0

@@ -26,6 +26,6 @@ def test_every_operation_is_grouped_under_a_described_resource(db):
             assert len(operation["tags"]) == 1 and operation["tags"][0] in described, (method, path)
             used.setdefault(operation["tags"][0], set()).add(path)
     assert set(used) == set(described)
-    assert used["jobs"] == {"/api/jobs/", "/api/jobs/{id}/", "/api/jobs/{id}/cancel/"}
+    assert used["jobs"] == {"/api/jobs/", "/api/jobs/{id}/", "/api/jobs/{id}/cancel/", "/api/jobs/{id}/interruptions/"}
     assert "/api/nodes/{id}/assignments/" in used["nodes"]
     assert schema["paths"]["/api/jobs/"]["get"]["operationId"] == "api_jobs_list"
