@@ -1,6 +1,9 @@
 """Reads that turn the database into an optimisation Problem (the shell side of the
 functional core): the jobs still to run, the GPUs that can take work, the catalog's GPU types
-and measurements, the solver settings and the load history of earlier rounds."""
+and measurements, the solver settings, the load history of earlier rounds, and what each
+placed or running job would lose if moved or stopped (optimizer.keep_work)."""
+from django.utils import timezone
+
 from catalog.measurement_record import MeasurementRecord
 from catalog.models import GpuType
 from catalog.predictors.data import apply_policy, cell_is_known, peak_memory
@@ -9,10 +12,21 @@ from catalog.services.predictors_store import catalog_policy, catalog_window_rec
 from telemetry.models import Gpu, GpuState, NodeState
 
 from .lifecycle import JobState
-from .models import Allocation, Job, SolveRun, SolverConfig
-from .optimizer import CurrentPlacement, GpuSpec, GpuTypeSpec, JobSpec, PowerCurve, Problem, SolverSettings
+from .models import Allocation, Job, JobMeasurement, SolveRun, SolverConfig
+from .optimizer import (
+    CurrentPlacement,
+    GpuSpec,
+    GpuTypeSpec,
+    JobSpec,
+    PowerCurve,
+    Problem,
+    RunningWork,
+    SolverSettings,
+    keep_work,
+)
 from .optimizer.catalog_predictions import CatalogPredictions
 from .predictions import LearnedPredictions, WorkloadEstimates
+from .selectors import preemptions_last_hour, restart_overheads
 
 ACTIVE_STATES = (JobState.PENDING.value, JobState.PLACED.value, JobState.RUNNING.value)
 
@@ -98,6 +112,7 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
         Job.objects.filter(state__in=ACTIVE_STATES).exclude(pk__in=kept_jobs)
         .select_related("workload", "tenant").order_by("pk")
     )
+    jobs = list(jobs)
     current = _current_placements()
     job_specs = tuple(
         JobSpec(
@@ -119,6 +134,8 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
             .values_list("load", flat=True)[: settings.load_window]
         )
     )
+    works = running_work([job for job in jobs if job.pk in current])
+    job_specs = keep_work([(spec, works.get(int(spec.id))) for spec in job_specs], settings)
     return Problem(
         jobs=job_specs, gpus=gpu_specs, gpu_types=types,
         predictions=planning_predictions({j.workload for j in job_specs}, include_shadow=config.shadow_mode),
@@ -157,3 +174,53 @@ def _current_placements() -> dict[int, CurrentPlacement]:
         job_id: CurrentPlacement(tuple(sorted(gpus)), tuple(sorted(str(p) for p in partners.get(job_id, ()))))
         for job_id, gpus in by_job.items()
     }
+
+
+def running_work(jobs: list[Job], *, now=None) -> dict[int, RunningWork]:
+    """{job id: what it would lose if stopped now} for placed and running jobs (with an open
+    allocation): progress since its checkpoint, the steps left, its rate (the newest
+    throughput its agent observed since it was placed, else the round's prediction), its power
+    (the predicted power of its open allocations), its workload's restart overhead
+    (selectors.restart_overheads), the seconds since it was placed or moved, and its
+    preemptions in the last hour."""
+    now = now or timezone.now()
+    ids = [job.pk for job in jobs]
+    rows: dict[int, list[tuple]] = {}
+    for job_id, throughput, power in Allocation.objects.filter(job_id__in=ids, end__isnull=True).values_list(
+        "job_id", "predicted_throughput", "predicted_power_w"
+    ):
+        rows.setdefault(job_id, []).append((throughput, power))
+    observed = _observed_since_placed(jobs)
+    overheads = restart_overheads({job.workload.name for job in jobs})
+    preempted = preemptions_last_hour(ids, now=now)
+    out = {}
+    for job in jobs:
+        held = rows.get(job.pk, [])
+        powers = [power for _, power in held if power is not None]
+        out[job.pk] = RunningWork(
+            steps_since_checkpoint=max(job.current_step - (job.checkpoint_step or 0), 0),
+            remaining_steps=max(job.total_steps - job.current_step, 0) if job.total_steps is not None else None,
+            steps_per_s=observed.get(job.pk) or next((t for t, _ in held if t), None),
+            power_w=sum(powers) if powers else None,
+            num_gpus=len(held),
+            restart_overhead_s=overheads.get(job.workload.name, 0.0),
+            placed_s_ago=(now - job.placed_at).total_seconds() if job.placed_at else float("inf"),
+            preemptions_last_hour=preempted.get(job.pk, 0),
+            running=job.state == JobState.RUNNING.value,
+        )
+    return out
+
+
+def _observed_since_placed(jobs: list[Job]) -> dict[int, float]:
+    """{job id: the newest throughput its agent observed since it was placed} (one measured
+    before a move was on other GPUs)."""
+    placed_at = {job.pk: job.placed_at for job in jobs}
+    observed: dict[int, float] = {}
+    for job_id, throughput, at in (
+        JobMeasurement.objects.filter(job_id__in=list(placed_at))
+        .order_by("measurement__observed_at", "measurement_id")
+        .values_list("job_id", "measurement__throughput", "measurement__observed_at")
+    ):
+        if placed_at[job_id] is None or at >= placed_at[job_id]:
+            observed[job_id] = throughput  # the newest wins
+    return observed

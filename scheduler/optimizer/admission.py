@@ -6,13 +6,17 @@ A job of a priority level is worth more than every job of all lower levels toget
 their sum plus one, an integer, so without fairness the admitted value is integral and the
 solver can stop as soon as its bound is less than one lowest-priority job away), so no number
 of low-priority jobs outweighs one of higher priority. Fairness adds at most half a job's
-worth to a level, so it only breaks ties between equally many admitted jobs.
+worth to a level, so it only breaks ties between equally many admitted jobs. So does the work
+at risk (keep_work.py): within a level, RISK_SHARE of a job's worth shared in proportion to the
+GPU-seconds each placed job would lose if stopped, so that where a level cannot keep all of its
+jobs (a higher priority preempts it) those losing the least work are the ones left out.
 """
 from collections import Counter, defaultdict
 
 from .problem import JobSpec
 
 FAIRNESS_SHARE = 0.5
+RISK_SHARE = 0.2  # with FAIRNESS_SHARE below one job's worth: ties only
 
 
 def admission_values(jobs: tuple[JobSpec, ...], fairness: bool, placeable: list[bool]) -> list[float]:
@@ -28,8 +32,15 @@ def admission_values(jobs: tuple[JobSpec, ...], fairness: bool, placeable: list[
     values = [0.0] * len(jobs)
     for level, members in by_level.items():
         tenants = Counter(jobs[j].tenant for j in members)
+        at_risk = sum(jobs[j].work_at_risk for j in members)
         for j in members:
             bonus = FAIRNESS_SHARE / (len(members) * tenants[jobs[j].tenant]) if fairness else 0.0
+            bonus += RISK_SHARE * jobs[j].work_at_risk / at_risk if at_risk > 0 else 0.0
             values[j] = level_value[level] * (1.0 + bonus)
     return values
+
+
+def has_risk_ties(jobs: tuple[JobSpec, ...]) -> bool:
+    """Some job carries work at risk: the admission values are no longer whole jobs."""
+    return any(job.work_at_risk > 0 for job in jobs)
 

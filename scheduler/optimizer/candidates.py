@@ -69,12 +69,24 @@ class _Matcher:
         self.matched: set[int] = set()  # jobs in a candidate
 
     def cost(self, members: tuple[int, ...], t: str, power: float, taus: tuple[float, ...], current: bool) -> float:
-        moving = sum(1 for x in members if self.currents[x] is not None and not current)
+        moving = tuple(self.jobs[x] for x in members if self.currents[x] is not None and not current)
         return group_cost(tuple(self.jobs[x] for x in members), self.problem.gpu_types[t], self.problem.settings, taus,
                           power, self.weight, self.idle_on, moving)
 
+    def pin_allows(self, members: tuple[int, ...], gpu_type: str) -> bool:
+        """A pinned member (keep_work.py) only stays in the group it shares now, or in part of
+        it, on its GPU type: sharing the same GPU with fewer of the same partners."""
+        for x in members:
+            if self.jobs[x].pinned and self.currents[x] is not None:
+                allowed = {self.jobs[x].id, *self.currents[x][3]}
+                if self.currents[x][0] != gpu_type or not {self.jobs[y].id for y in members} <= allowed:
+                    return False
+        return True
+
     def groups_of(self, members: tuple[int, ...]) -> list[Group]:
-        """The group on every type where every member keeps its T_min and the memory fits."""
+        """The group on every type where every member keeps its T_min (a group running now
+        stays a candidate below it: predictions fell since, and stopping it loses its work), the
+        memory fits and no pinned member would change GPU."""
         jobs, out = self.jobs, []
         for t in self.types:
             spec = self.problem.gpu_types[t]
@@ -82,20 +94,23 @@ class _Matcher:
             if not may_share(spec, len(members), self.theta) or not group_memory_fits(needs, spec):
                 continue
             found = self.estimates.estimate(tuple(jobs[x].workload for x in members), t)
-            if found is None or not group_meets_tmin(found[0], (jobs[x] for x in members)):
+            if found is None or not self.pin_allows(members, t):
+                continue
+            current = _is_current(jobs, self.currents, members, t)
+            if not current and not group_meets_tmin(found[0], (jobs[x] for x in members)):
                 continue
             taus, power = found
-            current = _is_current(jobs, self.currents, members, t)
             out.append(Group(members, t, taus, power, self.cost(members, t, power, taus, current), current))
         return out
 
-    def chain_of(self, members: tuple[int, ...]) -> list[Group]:
+    def chain_of(self, members: tuple[int, ...], *, running: bool = False) -> list[Group]:
         """The nested groups of a chain of jobs: its first two, its first three, ... (up to
-        theta), as far as each works on some GPU type."""
+        theta), as far as each works on some GPU type (a chain running now: each that works,
+        so the whole group stays a candidate when a part of it no longer would)."""
         out = []
         for k in range(2, min(len(members), self.theta) + 1):
             found = self.groups_of(members[:k])
-            if not found:
+            if not found and not running:
                 break
             out += found
         return out
@@ -119,18 +134,19 @@ class _Matcher:
         for j, current in enumerate(self.currents):  # groups running now
             members = (j, *sorted(by_id.get(x, -1) for x in current[3])) if current and current[3] else ()
             if len(members) > 1 and j < min(members[1:]) and one_tenant(jobs[x] for x in members):
-                found = self.chain_of(members)
+                found = self.chain_of(members, running=True)
                 if found:
                     running.append(found)
                     candidates += found
                     matched.update(found[-1].members)
         for j, job in enumerate(jobs):
-            if j not in matched and job.max_gpus >= 1:
+            if j not in matched and job.max_gpus >= 1 and not (job.pinned and self.currents[j] is not None):
                 self.waiting[(job.tenant, job.workload)].append((job.min_throughput, j))
         for queue in self.waiting.values():
             queue.sort()
         for found in running if self.theta > 2 else ():
-            candidates += self.grow(found[-1].members, found)
+            if not any(jobs[x].pinned for x in found[-1].members):
+                candidates += self.grow(found[-1].members, found)
         for j in sorted(range(len(jobs)), key=lambda j: (-cheapest_alone[j], jobs[j].id)):
             if j in matched:
                 continue

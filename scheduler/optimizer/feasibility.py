@@ -112,15 +112,23 @@ def option_cost(job: JobSpec, spec: GpuTypeSpec, settings: SolverSettings, k: in
     cost = weight * (power - (k * spec.idle_w if idle_on else 0.0))
     cost -= settings.throughput_value_w * min(tau / job.min_throughput - 1.0, 1.0) if tau >= job.min_throughput else 0.0
     if migrates:
-        cost += settings.migration_cost_w
+        cost += move_cost(job, settings, weight)
     return cost
 
 
+def move_cost(job: JobSpec, settings: SolverSettings, weight: float) -> float:
+    """What moving a placed job costs in the objective: its move penalty (keep_work.py: the
+    energy a restart throws away over its remaining time, with the hysteresis margin), priced
+    at the round's energy weight like the power it saves, so a move is chosen only when the
+    saving beats the loss whatever the load; the flat migration_cost_w for a job without one."""
+    return settings.migration_cost_w if job.move_penalty_w is None else weight * job.move_penalty_w
+
+
 def group_cost(jobs: tuple[JobSpec, ...], spec: GpuTypeSpec, settings: SolverSettings, taus: tuple[float, ...],
-               power: float, weight: float, idle_on: bool, moving: int) -> float:
+               power: float, weight: float, idle_on: bool, moving: tuple[JobSpec, ...]) -> float:
     """Jobs sharing one GPU: its weighted power (above idle when idle GPUs stay on), plus the
-    cost of the `moving` members that move, less the value of each member's surplus throughput."""
+    cost of moving its `moving` members, less the value of each member's surplus throughput."""
     cost = weight * (power - (spec.idle_w if idle_on else 0.0))
-    cost += sum(settings.migration_cost_w for _ in range(moving))
+    cost += sum(move_cost(job, settings, weight) for job in moving)
     surplus = sum(min(tau / job.min_throughput - 1.0, 1.0) for job, tau in zip(jobs, taus))
     return cost - settings.throughput_value_w * surplus

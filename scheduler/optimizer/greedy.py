@@ -2,9 +2,12 @@
 order, each takes the first option (in the policy's ranking) that still fits, or shares a GPU
 with its co-location candidates, joining the partners' GPU where they already run (alone on
 one GPU of the group's type, or as a smaller group of the same chain), when that is cheaper.
-A group running now stays together when its GPU type has room: its first member in admission
-order would otherwise take an option alone (never its current configuration), and the
-ILP's fallback would tear running groups apart and preempt their jobs."""
+A placed job keeps its current configuration (option, or running group, together) when its
+GPU type has room at its turn: a greedy fill makes no move for a saving (the ILP and the
+genetic algorithm weigh those against what they throw away, keep_work.py), and its ILP fallback
+would otherwise tear running groups apart and preempt their jobs. Capacity placed jobs hold is
+reserved for them until their turn, so a job of a higher priority displaces one only where
+nothing else fits."""
 from collections.abc import Callable
 
 from .capacity import CapacityLedger
@@ -21,20 +24,24 @@ def greedy_choices(
     use_groups: bool = True,
 ) -> list[Choice]:
     ledger = CapacityLedger(inst)
+    spare = _Spare(inst, order, slo_only, use_groups)
     choices: list[Choice] = [None] * len(inst.jobs)
     for j in order:
         if choices[j] is not None:
             continue  # kept its running group with an earlier member
-        running = next((("g", p) for p in inst.job_groups[j] if inst.groups[p].current), None) if use_groups else None
-        if running is not None and ledger.fits(running) and all(choices[x] is None for x in inst.jobs_of(running)):
-            # running groups stay together (see the module's text)
-            ledger.take(running)
-            for x in inst.jobs_of(running):
-                choices[x] = running
+        spare.release(j)
+        current = spare.current[j]
+        if current is not None and ledger.fits(current) and all(choices[x] is None for x in inst.jobs_of(current)):
+            # placed jobs stay (see the module's text)
+            ledger.take(current)
+            spare.take(current)
+            for x in inst.jobs_of(current):
+                choices[x] = current
             continue
         candidates = inst.job_options[j] if slo_only else inst.job_all_options[j]
         best, best_cost = None, float("inf")
-        for i in sorted(candidates, key=lambda i: (rank(inst.all_options[i]), i)):
+        ranked = sorted(candidates, key=lambda i: (rank(inst.all_options[i]), i))
+        for i in [i for i in ranked if spare.fits(("o", i))] + ranked:
             if ledger.fits(("o", i)):
                 best, best_cost = ("o", i), inst.all_options[i].cost
                 break
@@ -51,12 +58,36 @@ def greedy_choices(
         if best[0] == "g":
             for c in inst.joined(choices, j, best[1])[1:]:  # the partners' other GPUs are freed
                 ledger.give(c)
+                spare.give(c)
             for x in inst.groups[best[1]].members:
                 choices[x] = best
         else:
             ledger.take(best)
+            spare.take(best)
             choices[j] = best
     return choices
+
+
+class _Spare(CapacityLedger):
+    """Capacity free of what placed jobs hold now (their current option or running group) until
+    their turn: a job that has no current choice, or lost it, takes a configuration from the
+    spare capacity where one fits, and displaces a placed job of a later turn only where none
+    does (a higher priority preempts only what it must). Without placed jobs it is the ledger."""
+
+    def __init__(self, inst: Instance, order: list[int], slo_only: bool, use_groups: bool):
+        super().__init__(inst)
+        self.current: list[Choice] = [inst.current_choice(j, slo_only, use_groups) for j in range(len(inst.jobs))]
+        self.reserved: set = set()
+        for j in order:
+            if self.current[j] is not None and self.current[j] not in self.reserved:
+                self.reserved.add(self.current[j])
+                self.take(self.current[j])
+
+    def release(self, j: int) -> None:
+        """Job j's turn: what it holds now is no longer reserved (it takes it, or frees it)."""
+        if self.current[j] in self.reserved:
+            self.reserved.discard(self.current[j])
+            self.give(self.current[j])
 
 
 def cheapest(opt: Option) -> float:

@@ -21,6 +21,7 @@ CPU seconds (cpu_clock.py).
 import highspy
 import pulp
 
+from .admission import has_risk_ties
 from .base import Outcome, Solver
 from .capacity import is_feasible
 from .choices import Choice
@@ -36,6 +37,9 @@ ADMISSION_SHARE = 0.5  # of the time limit, at most, for the admission phase (al
 # proves the most jobs admitted.
 ADMISSION_ABS_GAP = 0.99
 ADMISSION_ABS_GAP_FAIRNESS = 0.5
+# With work at risk (admission.RISK_SHARE), which placed jobs a level keeps is a tie-break in
+# hundredths of a job: the gap must resolve it, or a solve stops at any victims of the right count.
+ADMISSION_ABS_GAP_RISK = 0.01
 
 
 class SolveFailed(Exception):
@@ -107,6 +111,8 @@ class IlpSolver(Solver):
         best = level_maxima(inst)
         floors_known = admitted_by_level(inst, known)
         abs_gap = ADMISSION_ABS_GAP_FAIRNESS if settings.fairness_weight > 0 else ADMISSION_ABS_GAP
+        if has_risk_ties(inst.jobs):
+            abs_gap = ADMISSION_ABS_GAP_RISK
         floors: dict[int, float] = {}
         known_ok = True  # the known decision meets every floor set so far
         levels = sorted(best, reverse=True)

@@ -75,6 +75,16 @@ class Instance:
             return None
         return [c for _, c in held]
 
+    def current_choice(self, j: int, slo_only: bool = True, use_groups: bool = True) -> Choice:
+        """What job j holds now, where offered: its current option (among those meeting T_min
+        with `slo_only`, which always include it) or, with `use_groups`, its running group."""
+        if use_groups:
+            for p in self.job_groups[j]:
+                if self.groups[p].current:
+                    return ("g", p)
+        options = self.job_options[j] if slo_only else self.job_all_options[j]
+        return next((("o", i) for i in options if self.all_options[i].current), None)
+
     def admission_order(self) -> list[int]:
         """Jobs by decreasing admission value; among equals, running/placed jobs first, then
         those needing the fewest GPUs (a shared GPU counts half), so that greedy fills admit
@@ -156,10 +166,31 @@ def compile_instance(problem: Problem) -> Instance:
     for i, group in enumerate(groups):
         for x in group.members:
             inst.job_groups[x].append(i)
+    _pin(inst, currents)
     inst.values = admission_values(
         jobs, settings.fairness_weight > 0, [bool(inst.job_options[j] or inst.job_groups[j]) for j in range(len(jobs))]
     )
     return inst
+
+
+def _pin(inst: Instance, currents: list) -> None:
+    """A pinned job (in its move cool-down, keep_work.py) keeps its current configuration: its
+    current option, or, sharing a GPU now, its group (candidates.py offers it no other) or that
+    GPU alone when its partners leave (placement.py keeps it on its GPU). Where none of these is
+    offered any more (its current configuration is gone), it is not held to it."""
+    for j, job in enumerate(inst.jobs):
+        if not job.pinned or currents[j] is None:
+            continue
+        kept = [i for i in inst.job_options[j] if _stays(inst.all_options[i], currents[j])]
+        if kept or inst.job_groups[j]:
+            inst.job_options[j] = kept
+            inst.job_all_options[j] = [i for i in inst.job_all_options[j] if _stays(inst.all_options[i], currents[j])]
+
+
+def _stays(opt: Option, current: tuple) -> bool:
+    """An option a pinned job may take: its current one, or, sharing a GPU now, one GPU of that type."""
+    gpu_type, _, _, partners = current
+    return opt.current or bool(partners) and (opt.gpu_type, opt.num_gpus) == (gpu_type, 1)
 
 
 def _current_config(job: JobSpec, gpu_by_id, gpus_of: dict) -> tuple[str, int, bool, tuple[str, ...]] | None:
@@ -233,13 +264,15 @@ def _job_options(problem, j, job, gpu_type, cap, sizes, current, weight, idle_on
 
 
 def _useful(options: list[Option], keep_surplus: bool) -> list[int]:
-    """Indices of options meeting T_min; without a value on surplus throughput (neither
+    """Indices of options meeting T_min, and of every job's current option even below it
+    (predictions may have fallen since it was placed: stopping it would lose its work, moving
+    it elsewhere is still open); without a value on surplus throughput (neither
     throughput_value_w nor a fairness weight), a larger configuration of the same type and
     placement style only costs more, so it is dropped."""
     best: dict[tuple, int] = {}
     keep = []
     for i, opt in enumerate(options):
-        if not opt.meets_slo:
+        if not opt.meets_slo and not opt.current:
             continue
         if keep_surplus or opt.current:
             keep.append(i)

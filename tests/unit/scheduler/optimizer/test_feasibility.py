@@ -62,8 +62,20 @@ def test_scores_the_cost_of_an_option_and_of_a_group():
         2 * (600 - 20) - 10 + 50
     )
     both = (j, job(2, tmin=2.0))
-    assert rules.group_cost(both, BIG, settings, (5.0, 2.0), 300.0, 1.0, True, 1) == pytest.approx(
+    assert rules.group_cost(both, BIG, settings, (5.0, 2.0), 300.0, 1.0, True, (j,)) == pytest.approx(
         300 - 10 + 50 - 10 * 0.25
+    )
+
+
+def test_a_move_costs_its_penalty_at_the_energy_weight_where_a_job_carries_one():
+    settings = SolverSettings(migration_cost_w=50.0)
+    flat, dear = job(1, tmin=4.0), replace(job(2, tmin=4.0), move_penalty_w=120.0)
+    assert rules.move_cost(flat, settings, 2.0) == 50.0
+    assert rules.move_cost(dear, settings, 2.0) == 240.0
+    assert rules.option_cost(dear, BIG, settings, 1, 4.0, 300.0, 2.0, False, True) == pytest.approx(600 + 240)
+    assert rules.option_cost(dear, BIG, settings, 1, 4.0, 300.0, 2.0, False, False) == pytest.approx(600)
+    assert rules.group_cost((flat, dear), BIG, settings, (4.0, 4.0), 300.0, 2.0, False, (flat, dear)) == (
+        pytest.approx(600 + 50 + 240)
     )
 
 

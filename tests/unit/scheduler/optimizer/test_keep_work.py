@@ -1,10 +1,14 @@
 """keep_work: what a placed or running job throws away if moved or stopped, written into its
 JobSpec (levels, move penalty, cool-down, work at risk); hand-checked numbers."""
+from dataclasses import replace
+
 import pytest
 
 from scheduler.optimizer import RunningWork, SolverSettings, keep_work
+from scheduler.optimizer.admission import RISK_SHARE, admission_values
+from scheduler.optimizer.instance import compile_instance
 
-from .factory import job
+from .factory import TablePredictions, gpu_type, job, node, problem
 
 SETTINGS = SolverSettings(migration_cost_w=50.0, move_cooldown_s=600.0, move_hysteresis=0.2, max_preemptions_per_hour=2)
 
@@ -83,3 +87,34 @@ def test_a_job_at_its_preemption_limit_ranks_above_every_other_level():
     assert at_limit.priority > high.priority
     (below,) = keep_work([(job(1, current=(["g0"], [])), work(preemptions_last_hour=1))], SETTINGS)
     assert below.priority == 1
+
+
+def test_work_at_risk_only_breaks_ties_within_a_level():
+    jobs = tuple(
+        replace(job(n, priority=p), work_at_risk=risk)
+        for n, (p, risk) in enumerate([(0, 300.0), (0, 100.0), (0, 0.0), (1, 0.0)])
+    )
+    values = admission_values(jobs, False, [True] * 4)
+    assert values[0] > values[1] > values[2] == 1.0
+    assert sum(values[:3]) - 3.0 == pytest.approx(RISK_SHARE) and RISK_SHARE < 0.25
+    assert values[3] > sum(values[:3])  # one job of a higher level outweighs the whole level below
+    with_fairness = admission_values(jobs, True, [True] * 4)
+    assert values[3] > 0 and with_fairness[3] > sum(with_fairness[:3])
+
+
+def pinned_instance(pinned: bool):
+    """Job 1 runs alone on slow; fast (cheaper per step) is free, and job 2 waits and could share
+    with it on slow: pinned, job 1 is offered only where it is, and no new group."""
+    taus = {("a", "slow", 1, True): 2.0, ("a", "fast", 1, True): 2.0, ("a", "slow", 2, True): 3.5}
+    preds = TablePredictions(taus, {("a", "a", "slow"): 0.9})
+    spec = replace(job(1, "a", dj=2, current=(["s-0"], [])), pinned=pinned)
+    return compile_instance(problem([spec, job(2, "a")], node("slow", "s", 2) + node("fast", "f", 1),
+                                    [gpu_type("slow", 150), gpu_type("fast", 300)], preds, theta=2))
+
+
+def test_a_pinned_job_is_offered_only_its_current_configuration():
+    free, pinned = pinned_instance(False), pinned_instance(True)
+    assert len(free.job_options[0]) == 3 and free.job_groups[0]
+    assert [free.all_options[i].current for i in pinned.job_options[0]] == [True]
+    assert pinned.job_all_options[0] == pinned.job_options[0]
+    assert pinned.job_groups[0] == [] and pinned.job_options[1] == free.job_options[1]

@@ -1,0 +1,111 @@
+"""The Django shell of keep_work: what a placed or running job would lose, read from the
+database into its JobSpec (problem_source.running_work), and the two selectors it uses."""
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from catalog.models import Measurement, Workload
+from scheduler import services
+from scheduler.models import Allocation, InterruptionKind, Job, JobInterruption, JobMeasurement, SolverConfig
+from scheduler.problem_source import problem_from_database, running_work
+from scheduler.selectors import MEASURED_RESTARTS, preemptions_last_hour, restart_overheads
+
+
+@pytest.fixture
+def measured(cluster, resnet50, v100, k80):
+    """ResNet-50: 10 steps/s on a V100 (300 W), 4 on a K80."""
+    for gpu_type, tau in ((v100, 10.0), (k80, 4.0)):
+        Measurement.objects.create(workload=resnet50, gpu_type=gpu_type, num_gpus=1, throughput=tau,
+                                   source="reference", observed_at=timezone.now())
+    return cluster
+
+
+def submit(owner, workload, priority=0, total_steps=None):
+    return services.job_submit(owner=owner, workload=workload, min_throughput=8.0, max_gpus=1, priority=priority,
+                               total_steps=total_steps).job
+
+
+def interrupt(job, kind, at, overhead_s=None):
+    return JobInterruption.objects.create(job=job, kind=kind, reason="test", at=at, was_running=True,
+                                          overhead_s=overhead_s)
+
+
+def running(job, *, step, checkpoint, placed_ago_s):
+    Job.objects.filter(pk=job.pk).update(state="running", current_step=step, steps_done=step,
+                                         checkpoint_step=checkpoint,
+                                         placed_at=timezone.now() - timedelta(seconds=placed_ago_s))
+
+
+def spec_of(problem, job):
+    return next(spec for spec in problem.jobs if spec.id == str(job.pk))
+
+
+def test_a_running_job_carries_what_a_move_would_throw_away(measured, alice, resnet50):
+    """100 steps since the checkpoint at 10 steps/s (the allocation's prediction) = 10 s, + 30 s
+    catalog restart overhead = 40 s at 300 W = 12000 J over 2000 steps left (200 s) x 1.2 + 50 W."""
+    job = submit(alice, resnet50, priority=1, total_steps=2500)
+    services.scheduling_round_run(trigger="manual")
+    waiting = submit(alice, resnet50, priority=1)
+    running(job, step=500, checkpoint=400, placed_ago_s=7200)
+    problem = problem_from_database(SolverConfig.load())
+    spec = spec_of(problem, job)
+    assert spec.priority == 3 and spec_of(problem, waiting).priority == 2
+    assert spec.move_penalty_w == pytest.approx(12000 / 200 * 1.2 + 50)
+    assert spec.work_at_risk == pytest.approx(40.0) and not spec.pinned
+    assert spec_of(problem, waiting).move_penalty_w is None and spec_of(problem, waiting).work_at_risk == 0.0
+
+
+def test_rate_power_cool_down_and_preemptions_come_from_the_job_and_its_allocations(measured, alice, resnet50):
+    job = submit(alice, resnet50, total_steps=2500)
+    services.scheduling_round_run(trigger="manual")
+    running(job, step=500, checkpoint=None, placed_ago_s=60)
+    now = timezone.now()
+    interrupt(job, InterruptionKind.PREEMPTED, now - timedelta(minutes=30))
+    interrupt(job, InterruptionKind.PREEMPTED, now - timedelta(hours=2))
+    interrupt(job, InterruptionKind.MOVED, now - timedelta(minutes=5))
+    gpu = Allocation.objects.get(job=job).gpu
+    for seconds_ago, throughput in ((3600, 99.0), (10, 12.5)):  # one measured before it was placed, one since
+        m = Measurement.objects.create(workload=resnet50, gpu_type=gpu.gpu_type, num_gpus=1, throughput=throughput,
+                                       source="telemetry", observed_at=now - timedelta(seconds=seconds_ago))
+        JobMeasurement.objects.create(job=job, measurement=m)
+    work = running_work([Job.objects.select_related("workload").get(pk=job.pk)], now=now)[job.pk]
+    assert (work.steps_since_checkpoint, work.remaining_steps, work.steps_per_s) == (500, 2000, 12.5)
+    assert (work.power_w, work.num_gpus, work.restart_overhead_s, work.running) == (300.0, 1, 30.0, True)
+    assert work.placed_s_ago == pytest.approx(60, abs=5) and work.preemptions_last_hour == 1
+    assert spec_of(problem_from_database(SolverConfig.load()), job).pinned  # placed a minute ago
+
+
+def test_restart_overhead_is_the_median_of_the_last_measured_restarts_else_the_catalog_default(
+    measured, alice, resnet50, lm
+):
+    job = submit(alice, resnet50)
+    now = timezone.now()
+    interrupt(job, InterruptionKind.MOVED, now - timedelta(days=1), overhead_s=500.0)  # older than the last 20
+    for n in range(MEASURED_RESTARTS):
+        interrupt(job, InterruptionKind.MOVED, now - timedelta(minutes=n), overhead_s=[10.0, 20.0, 90.0][n % 3])
+    interrupt(job, InterruptionKind.MOVED, now, overhead_s=None)  # not measured yet
+    Workload.objects.filter(pk=lm.pk).update(restart_overhead_s=45.0)
+    assert restart_overheads({resnet50.name, lm.name, "nothing"}) == {resnet50.name: 20.0, lm.name: 45.0}
+
+
+def test_preemptions_are_counted_per_job_over_the_last_hour_only(measured, alice, resnet50):
+    one, other = submit(alice, resnet50), submit(alice, resnet50)
+    now = timezone.now()
+    for minutes in (5, 59):
+        interrupt(one, InterruptionKind.PREEMPTED, now - timedelta(minutes=minutes))
+    interrupt(one, InterruptionKind.PREEMPTED, now - timedelta(minutes=61))
+    interrupt(other, InterruptionKind.NODE_DOWN, now - timedelta(minutes=5))
+    assert preemptions_last_hour([one.pk, other.pk], now=now) == {one.pk: 2}
+
+
+def test_a_higher_priority_job_preempts_the_placed_job_that_loses_least_work(measured, alice, resnet50):
+    low = [submit(alice, resnet50, total_steps=100_000) for _ in range(4)]
+    services.scheduling_round_run(trigger="manual")
+    for n, job in enumerate(low):
+        running(job, step=1000 + 500 * n, checkpoint=None, placed_ago_s=7200)  # the first loses least
+    urgent = submit(alice, resnet50, priority=10)
+    services.scheduling_round_run(trigger="submit")
+    states = {job.pk: job.state for job in Job.objects.filter(pk__in=[j.pk for j in [*low, urgent]])}
+    assert states == {low[0].pk: "pending", low[1].pk: "running", low[2].pk: "running", low[3].pk: "running",
+                      urgent.pk: "placed"}
