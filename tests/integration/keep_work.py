@@ -125,6 +125,7 @@ class Run:
     node: str
     steps: list[int] = field(default_factory=list)  # its GOGH_PROGRESS steps, in order
     checkpoints: list[int] = field(default_factory=list)  # its GOGH_CHECKPOINT steps, in order
+    paths: dict[int, str] = field(default_factory=dict)  # checkpoint step -> where it is
     lines: list[str] = field(default_factory=list)
 
     @property
@@ -151,6 +152,7 @@ def job_runs(job_logs: dict[str, Path], job_id: int, starts_run) -> list[Run]:
                 run.steps.append(int(match[1]))
             elif match := CHECKPOINT.match(line):
                 run.checkpoints.append(int(match[1]))
+                run.paths[int(match[1])] = match[2]
     return sorted((run for run in runs if run.steps), key=lambda run: run.start)
 
 
