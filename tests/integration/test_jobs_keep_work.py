@@ -1,14 +1,16 @@
 """The demo scenario of issue 16, scripted with real processes: daphne, a rounds worker, Celery
-beat and simulated agents on three nodes of three GPU types; ten jobs of 200 to 20,000 steps and
-five workloads, each with its T_min, submitted over time, then a higher-priority job once the
-cluster is full. The API is polled all along, as a user watching would, and at the end:
+beat and simulated agents on three nodes of three GPU types; nine jobs of 200 to 20,000 steps
+and seven workloads, each with its T_min, submitted over time, then a higher-priority job once
+the cluster is full, then one node leaves (its agent stops) while a job with a checkpoint runs
+there. The API is polled all along, as a user watching would, and at the end:
 
 - `steps_done` never went down in any answer;
-- every restart has a recorded interruption with its reason, and every process the agents
-  started beyond a job's first has one;
+- every restart has a recorded interruption with its reason, shown by the API, and every
+  process the agents started beyond a job's first has one;
 - no interruption lost more than the work since the job's last checkpoint, and the next run
   resumed at that checkpoint (its first progress line, in the job's own output);
-- the higher-priority job preempted a lower-priority one in the round that placed it;
+- the higher-priority job preempted a lower-priority one in the round that placed it, and the
+  job on the node that left was interrupted for that reason;
 - no job was moved more than three times, and every job succeeded.
 
 One GPU per job (theta 1) so that four GPUs, nine jobs and then one more make the preemption
@@ -17,7 +19,9 @@ nodes checkpoint every few seconds, those on the k80 node never do (they lose al
 when stopped). No assertion is about time."""
 import json
 import re
+import signal
 import time
+from dataclasses import dataclass, field
 
 import pytest
 from rest_framework.authtoken.models import Token
@@ -37,6 +41,7 @@ NODES = (
     NodeSpec("kw-k80", "k80:1", ("--simulate-checkpoint-interval", "0")),
 )
 GPUS = 4
+LEAVING = "kw-p100"  # its agent leaves mid-run (SIGTERM), as when a node is taken out of service
 SPEEDUP = 100
 # (workload, total_steps, T_min): T_min well below the slowest GPU type each may use (the
 # simulated truth deviates from the catalog by a per-workload factor around 1).
@@ -76,31 +81,52 @@ def submit(watch: JobsWatch, workload: str, steps: int, t_min: float, priority: 
     return json.loads(body)["id"]
 
 
-def run_scenario(cluster, watch: JobsWatch) -> tuple[list[int], int]:
+@dataclass
+class Progress:
+    """Where the scenario is: the jobs submitted, the urgent one, whether the node has left."""
+
+    waiting: list = field(default_factory=lambda: list(JOBS))
+    ids: list[int] = field(default_factory=list)
+    urgent: int | None = None
+    left: int | None = None  # the job that ran on LEAVING when its agent left
+
+
+def run_scenario(cluster, watch: JobsWatch) -> Progress:
     """Submit a job every second or so while polling the API every 0.5 s; once all are in and
-    every GPU runs one with others waiting, the urgent job; then poll until every job ended."""
-    waiting, ids, urgent = list(JOBS), [], None
-    polls = 0
-    while polls < SCENARIO_TIMEOUT_S * 2:
+    every GPU runs one with others waiting, the urgent job; then, once a job on LEAVING has a
+    checkpoint, that node's agent leaves; then poll until every job ended."""
+    now = Progress()
+    for polls in range(1, SCENARIO_TIMEOUT_S * 2):
         items = watch.poll()
-        polls += 1
         states = [item["state"] for item in items]
-        if waiting and polls % 2 == 0:
-            ids.append(submit(watch, *waiting.pop(0)))
-        elif not waiting and urgent is None and states.count("running") == GPUS and "pending" in states:
-            urgent = submit(watch, *URGENT)
-        elif urgent is not None and all(state in ("succeeded", "failed", "cancelled") for state in states):
-            return ids, urgent
+        if now.waiting and polls % 2 == 0:
+            now.ids.append(submit(watch, *now.waiting.pop(0)))
+        elif not now.waiting and now.urgent is None and states.count("running") == GPUS and "pending" in states:
+            now.urgent = submit(watch, *URGENT)
+        elif now.urgent is not None and now.left is None and (job_id := checkpointed_on(LEAVING, items)):
+            cluster.agents[LEAVING].send_signal(signal.SIGTERM)
+            now.left = job_id
+        elif now.left is not None and all(state in ("succeeded", "failed", "cancelled") for state in states):
+            return now
         time.sleep(0.5)
     summary = {item["id"]: (item["state"], item["steps_done"], item["total_steps"]) for item in watch.poll()}
-    pytest.fail(f"the scenario did not end within {SCENARIO_TIMEOUT_S} s (urgent job: {urgent}): {summary}\n"
+    pytest.fail(f"the scenario did not end within {SCENARIO_TIMEOUT_S} s ({now}): {summary}\n"
                 + tails(cluster.logs + sorted(cluster.spawn.folder.glob("jobs/*/*.out"))))
+
+
+def checkpointed_on(hostname: str, items: list[dict]) -> int | None:
+    """A job running on `hostname` that has a checkpoint, if any."""
+    for item in items:
+        if item["state"] == "running" and (item["checkpoint_step"] or 0) > 0 and any(
+                allocation["node"] == hostname for allocation in item["allocations"]):
+            return item["id"]
+    return None
 
 
 def test_jobs_keep_their_work_through_the_demo_scenario(scenario):
     cluster, watch = scenario
-    ids, urgent = run_scenario(cluster, watch)
-    everyone = [*ids, urgent]
+    now = run_scenario(cluster, watch)
+    everyone = [*now.ids, now.urgent]
     logs = cluster.logs + sorted(cluster.spawn.folder.glob("jobs/*/*.out"))
     for job_id in everyone:
         job = Job.objects.get(pk=job_id)
@@ -108,11 +134,19 @@ def test_jobs_keep_their_work_through_the_demo_scenario(scenario):
         steps_done_never_decreases(watch, job_id)
         interruptions = list(job.interruptions.order_by("at", "id"))
         restarts_have_reasons(watch, job, interruptions, agent_starts(cluster.logs, job_id))
+        status, body = call(watch.base, f"/api/jobs/{job_id}/interruptions/", watch.token)
+        shown = [(i["kind"], i["reason"], i["resume_step"], i["steps_lost"]) for i in json.loads(body)["results"]]
+        assert status == 200 and sorted(shown) == sorted(
+            (i.kind, i.reason, i.resume_step, i.steps_lost) for i in interruptions), (job_id, shown)
         runs = job_runs(cluster.job_logs, job_id, SIMJOB_START.match)
         work_lost_is_bounded_by_checkpoints(watch, job, interruptions, runs)
         placements = Allocation.objects.filter(job=job).values("solve_run").distinct().count()
         assert len(interruptions) <= 3 and placements <= 4, (job_id, interruptions)  # at most 3 moves
-    preempted_for_the_urgent_job(urgent)
+    preempted_for_the_urgent_job(now.urgent)
+    # Its node's agent stopped it on leaving: recorded as the node going down, or (when the job's
+    # own exit 75 reached the control plane first) as a run that stopped asking to be resumed.
+    (left,) = JobInterruption.objects.filter(job_id=now.left, kind__in=["node_down", "stopped"])
+    assert left.was_running and left.reason.strip(), left
 
 
 def steps_done_never_decreases(watch: JobsWatch, job_id: int) -> None:
