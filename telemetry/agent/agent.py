@@ -394,7 +394,7 @@ class Agent:
             gpu_indexes=list(assignment.gpu_indexes), log_dir=self.config.log_dir,
             checkpoint_dir=self.config.job_checkpoint_root / f"job-{assignment.job_id}",
             resume_step=assignment.resume_step, resume_checkpoint=assignment.resume_checkpoint,
-            grace_s=assignment.preemption_grace_s,
+            grace_s=int(self._grace(assignment)),  # whole seconds, rounded down: never more than it gets
         )
         if not command.strip():
             self._finish(assignment, process, "failed", exit_code=None, message="The job has no command.")

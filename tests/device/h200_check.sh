@@ -3,15 +3,18 @@
 # PyTorch training job placed by the scheduler, on one machine. Prints what happened and writes
 # report.json (and the logs) to $OUT. Run from the repository root on the GPU machine, with the
 # web stack importable by $PY (the device tool carries it as wheels); CI never runs this.
-#   PY=python3 OUT=/tmp/out bash tests/device/h200_check.sh [job steps] [job model] [pair]
+#   PY=python3 OUT=/tmp/out bash tests/device/h200_check.sh [job steps] [job model] [pair|resume]
 # With "pair", a ResNet-18 (batch size 64) job is submitted with the ResNet-50 one: on a
 # one-GPU node the scheduler must make them share the GPU, and telemetry measures the pair.
+# With "resume", the agent is stopped once the job has reported its first checkpoint (the job
+# gets SIGTERM, checkpoints, exits 75) and started again: the job must run again from that
+# checkpoint (docs/jobs.md) and succeed with one restart.
 set -u
 PY=${PY:-python3}
 OUT=${OUT:-/tmp/gogh-device-out}
 STEPS=${1:-600}
 MODEL=${2:-resnet50}
-PAIR=${3:-}
+MODE=${3:-}
 mkdir -p "$OUT"
 export GOGH_VAR_DIR=${GOGH_VAR_DIR:-/tmp/gogh-device} GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S=15 PYTHONUNBUFFERED=1
 rm -rf "$GOGH_VAR_DIR"
@@ -36,11 +39,18 @@ for _ in $(seq 180); do
 done
 [ -n "$ready" ] || { echo "the control plane did not answer within 180 s; see stack.log"; exit 1; }
 
-step "agent (NVML)"
-GOGH_AGENT_URL=http://127.0.0.1:8000 GOGH_AGENT_TOKEN=$AGENT_TOKEN \
-    $PY -m telemetry.agent --hostname gpu-node --log-dir "$GOGH_VAR_DIR/agent-logs" --progress-interval 5 \
-    >"$OUT/agent.log" 2>&1 &
-AGENT=$!
+start_agent() {
+    step "agent (NVML)"
+    GOGH_AGENT_URL=http://127.0.0.1:8000 GOGH_AGENT_TOKEN=$AGENT_TOKEN \
+        $PY -m telemetry.agent --hostname gpu-node --log-dir "$GOGH_VAR_DIR/agent-logs" --progress-interval 5 \
+        >>"$OUT/agent.log" 2>&1 &
+    AGENT=$!
+}
+job_field() {  # job id, field: the field of GET /api/jobs/{id}/ ("" when null or absent)
+    curl -s http://127.0.0.1:8000/api/jobs/$1/ -H "Authorization: Token $USER_TOKEN" \
+        | $PY -c 'import json,sys; value = json.load(sys.stdin).get(sys.argv[1]); print("" if value is None else value)' "$2"
+}
+start_agent
 sleep 15  # idle samples before the job
 
 step "submit"
@@ -52,12 +62,25 @@ submit() {  # workload, model: prints the new job's id (the answer itself on std
 print(job["id"]) if "id" in job else sys.exit(f"submit refused: {text[:500]}")'
 }
 IDS=$(submit "ResNet-50 (batch size 64)" "$MODEL") || exit 1
-[ "$PAIR" = pair ] && { IDS="$IDS $(submit "ResNet-18 (batch size 64)" "${MODEL/50/18}")" || exit 1; }
+[ "$MODE" = pair ] && { IDS="$IDS $(submit "ResNet-18 (batch size 64)" "${MODEL/50/18}")" || exit 1; }
 echo "jobs $IDS"
+if [ "$MODE" = resume ]; then
+    checkpoint=""
+    for _ in $(seq 120); do  # 2 minutes at most
+        checkpoint=$(job_field "$IDS" checkpoint_step)
+        [ -n "$checkpoint" ] && break
+        sleep 1
+    done
+    [ -n "$checkpoint" ] || { echo "job $IDS reported no checkpoint within 120 s"; exit 1; }
+    step "job $IDS checkpointed at step $checkpoint: stopping the agent"
+    kill -TERM $AGENT; wait $AGENT; echo "agent exit status $?"
+    step "job $IDS: $(job_field "$IDS" state) at checkpoint step $(job_field "$IDS" checkpoint_step)"
+    start_agent
+fi
 for ID in $IDS; do
     state=""
     for _ in $(seq 120); do  # 4 minutes at most
-        state=$(curl -s http://127.0.0.1:8000/api/jobs/$ID/ -H "Authorization: Token $USER_TOKEN" | $PY -c 'import json,sys; print(json.load(sys.stdin)["state"])')
+        state=$(job_field "$ID" state)
         case $state in succeeded|failed|cancelled) break;; esac
         sleep 2
     done
@@ -71,7 +94,11 @@ curl -s http://127.0.0.1:8000/metrics -H "Authorization: Token $USER_TOKEN" | gr
 $PY tests/device/report.py | tee "$OUT/report.json"
 tail -n 3 "$GOGH_VAR_DIR"/agent-logs/* >"$OUT/jobs.log" 2>&1
 step "done"
-# The check passes when every job succeeded and telemetry made at least one measurement.
+# The check passes when every job succeeded and telemetry made at least one measurement; with
+# "resume", when the job also ran again once, from its checkpoint (its log says where).
 $PY -c 'import json, sys; r = json.load(open(sys.argv[1]))
 ok = r["jobs"] and all(j["state"] == "succeeded" for j in r["jobs"]) and r["telemetry_measurements"]
-print("check", "passed" if ok else "FAILED"); sys.exit(0 if ok else 1)' "$OUT/report.json"
+if sys.argv[2] == "resume":
+    job = r["jobs"][0]
+    ok = ok and job["restarts"] == 1 and job["resume_step"] > 0 and "resumed at step %d " % job["resume_step"] in open(sys.argv[3]).read()
+print("check", "passed" if ok else "FAILED"); sys.exit(0 if ok else 1)' "$OUT/report.json" "$MODE" "$GOGH_VAR_DIR/agent-logs/job-$(echo $IDS | cut -d" " -f1).out"

@@ -1,7 +1,7 @@
 """What the device check saw, as JSON on stdout: the node and GPUs the real agent registered,
-NVML's samples (rate, idle and busy power), the job, the catalog measurements its telemetry
-made, and the predictions before and after them. Run with the check's environment
-(GOGH_VAR_DIR), after the job ended."""
+NVML's samples (rate, idle and busy power), the jobs (with their checkpoints, restarts and
+interruptions), the catalog measurements their telemetry made, and the predictions before and
+after them. Run with the check's environment (GOGH_VAR_DIR), after the job ended."""
 import json
 import os
 import statistics
@@ -66,7 +66,11 @@ def main() -> None:
                     "memory_used_mb_max": max((s.memory_used_mb or 0) for s in samples) if samples else None,
                     "temperature_c_max": max((s.temperature_c or 0) for s in samples) if samples else None},
         "jobs": [{"id": j.id, "workload": j.workload.name, "state": j.state, "state_reason": j.state_reason,
-                  "steps_done": j.steps_done, "total_steps": j.total_steps,
+                  "steps_done": j.steps_done, "total_steps": j.total_steps, "checkpoint_step": j.checkpoint_step,
+                  "resume_step": j.resume_step, "restarts": j.restarts, "steps_lost": j.steps_lost,
+                  "interruptions": [{"kind": i.kind, "reason": i.reason, "steps_done": i.steps_done,
+                                     "resume_step": i.resume_step, "steps_lost": i.steps_lost,
+                                     "overhead_s": i.overhead_s} for i in j.interruptions.order_by("at", "id")],
                   "placed_s": j.placed_at and round((j.placed_at - j.submitted_at).total_seconds(), 1),
                   "ran_s": j.finished_at and j.started_at and round((j.finished_at - j.started_at).total_seconds(), 1),
                   "allocations": [(a.gpu.gpu_type.name, sorted(p.workload.name for p in a.partners.all()),
