@@ -1,7 +1,9 @@
 """What an agent reports of a running job: progress, its end, and the throughput it observed.
 
 The job's state moves only through scheduler.services.job_transition (placed -> running on
-the first report, running -> succeeded / failed at the end). Observed throughput becomes a
+the first report, running -> succeeded / failed at the end, or back to pending when its run
+stops to be resumed: stops.py). What a report must not contradict (the job's checkpoint) and
+how its progress is stored are in report_rules.py. Observed throughput becomes a
 catalog Measurement (source telemetry, written by catalog.services.measurement_record and
 linked to the job by a JobMeasurement) at most once per GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S
 per job and once at its end (unless the last is younger than its window), so one long job
@@ -73,7 +75,7 @@ def job_progress_report(
         .prefetch_related(Prefetch("partners", queryset=Job.objects.select_related("workload")))
     )
     here = any(may_report(allocation.gpu.node, agent_user) for allocation in allocations)
-    if status == PREEMPTED and (job.handover_until is not None or not here) and _last_held_by(job, agent_user):
+    if status == PREEMPTED and (job.handover_until is not None or not here) and stops.ran_last_on(job, agent_user):
         return stops.handover(job, report, now=now)
     if not here:
         return _not_here(job, report, agent_user, allocations, message=message, now=now)
@@ -127,8 +129,11 @@ def _restart_measured(job: Job, steps: int, steps_per_s: float, now) -> None:
     progress beyond the step it resumed at and its agent gives a rate: the seconds from the
     run's start to now, less those the progress took at that rate (start, loading the
     checkpoint and warming up are what remains; at least 0). The rounds weigh moves with it
-    (selectors.restart_overheads). Only for a restarted job's latest interruption, once."""
-    if not (job.restarts and steps > job.resume_step and steps_per_s > 0 and job.started_at):
+    (selectors.restart_overheads). Only for a restarted job's latest interruption, once, and
+    not by the report that starts the run (its start is then unknown: the agent reports a job
+    as it starts it, and a first report beyond the resume step came later)."""
+    if not (job.restarts and steps > job.resume_step and steps_per_s > 0 and job.started_at
+            and job.started_at < now):
         return
     last = JobInterruption.objects.filter(job=job).order_by("-at", "-id").first()
     if last is None or last.resumed_at is not None or last.at > job.started_at:

@@ -10,15 +10,35 @@ checkpointed.
   (exit status 75): it goes back to pending and resumes from its checkpoint, recorded as an
   interruption of kind stopped."""
 from gogh_web.activity import announce
+from telemetry.services.access import may_report
 
 from ..interruptions import interruption_row, interruptions_record
 from ..lifecycle import JobState
 from ..live import job_changed
-from ..models import InterruptionKind, Job, JobInterruption, SolveTrigger
+from ..models import Allocation, InterruptionKind, Job, JobInterruption, SolveTrigger
 from ..services import job_transition, scheduling_round_request
 from .report_rules import NotAssigned, Report, check_report, checkpoint_values, newer_checkpoint
 
 _WAITING = (JobState.PENDING.value, JobState.PLACED.value)
+
+
+def last_stopped_run(job: Job) -> JobInterruption | None:
+    """The interruption that stopped the job's last run (not a move of a job placed but not
+    started since, which stopped nothing)."""
+    return JobInterruption.objects.filter(job=job, was_running=True).order_by("-at", "-id").first()
+
+
+def ran_last_on(job: Job, agent_user) -> bool:
+    """Whether the job's last run was on a node of `agent_user`: the allocations that its
+    interruption closed (at the same instant) were there. A job placed again meanwhile (and
+    moved before it started) still knows where it last ran. Without an interruption, the node
+    of its most recently closed allocation."""
+    stop = last_stopped_run(job)
+    closed = Allocation.objects.filter(job=job, end__isnull=False).select_related("gpu__node")
+    if stop is not None:
+        closed = closed.filter(end=stop.at)
+    last = closed.order_by("-end", "-start", "-pk").first()
+    return last is not None and may_report(last.gpu.node, agent_user)
 
 
 def handover(job: Job, report: Report, *, now) -> Job:
@@ -35,8 +55,8 @@ def handover(job: Job, report: Report, *, now) -> Job:
     if newer_checkpoint(job, report):
         values.update(checkpoint_values(job, report, now))
         resume = report.checkpoint_step
-    last = JobInterruption.objects.filter(job=job).order_by("-at", "-id").first()
-    if last is not None and last.was_running:
+    last = last_stopped_run(job)
+    if last is not None:
         stopped_at = max(last.steps_done, report.steps)
         lost = max(0, stopped_at - resume)
         values.update(resume_step=resume, current_step=resume, steps_lost=job.steps_lost - last.steps_lost + lost)

@@ -289,3 +289,64 @@ def test_a_late_success_keeps_a_newer_checkpoint_only(report, running, gpus):
     assert response.status_code == 200
     job = Job.objects.get(pk=job.pk)
     assert (job.state, job.steps_done, job.checkpoint_step) == ("succeeded", 1000, 100)
+
+
+def test_the_node_that_ran_a_job_hands_it_over_after_the_job_was_moved_again_before_starting(
+        report, running, node2_gpus):
+    """Moved to node2, then within node2 before it started: node1 still ran it last."""
+    move(running, node2_gpus[0])
+    move(Job.objects.get(pk=running.pk), node2_gpus[1])
+    assert [stop.was_running for stop in JobInterruption.objects.filter(job=running).order_by("at", "id")] == [
+        True, False]
+    response = report(tick(running.pk, "preempted", steps=170, checkpoint=160, exit_code=75))
+    assert response.status_code == 200
+    job = Job.objects.get(pk=running.pk)
+    assert (job.checkpoint_step, job.resume_step, job.steps_lost, job.restarts) == (160, 160, 10, 1)
+    ran = JobInterruption.objects.get(job=job, was_running=True)
+    assert (ran.steps_done, ran.resume_step, ran.steps_lost) == (170, 160, 10)
+
+
+def test_the_report_that_starts_a_restarted_run_measures_nothing(report, running, gpus):
+    """Its start is not known then: the agent reports a job as it starts it."""
+    move(running, gpus[1])
+    report(tick(running.pk, "preempted", steps=150, checkpoint=100, exit_code=75))
+    assert report(tick(running.pk, steps=130, checkpoint=100, steps_per_s=10.0)).json()["state"] == "running"
+    stop = JobInterruption.objects.get(job=running)
+    assert (stop.overhead_s, stop.resumed_at) == (None, None)
+
+
+def preempt(job):
+    """A round preempts `job` (services._apply with a reason for it)."""
+    run = SolveRun.objects.create(solver="ilp", trigger="manual")
+    plan = opt.Plan(solver="ilp", placements={}, reasons={str(job.pk): "Room for others."}, power_w=0.0,
+                    objective=0.0, status="optimal", energy_weight=1.0, load=0.0)
+    services._apply(plan, run, timezone.now())
+
+
+def test_a_preempted_job_waiting_to_be_placed_again_keeps_the_checkpoint_its_run_made_while_stopping(
+        report, running):
+    preempt(running)
+    response = report(tick(running.pk, "preempted", steps=175, checkpoint=175, exit_code=75))
+    assert response.status_code == 200 and response.json()["state"] == "pending"
+    job = Job.objects.get(pk=running.pk)
+    assert (job.checkpoint_step, job.resume_step, job.current_step, job.steps_lost, job.steps_done) == (
+        175, 175, 175, 0, 175)
+    assert job.handover_until <= timezone.now()
+    stop = JobInterruption.objects.get(job=job)
+    assert (stop.kind, stop.steps_done, stop.resume_step, stop.steps_lost) == ("preempted", 175, 175, 0)
+
+
+def test_a_stop_reported_with_a_checkpoint_beyond_the_job_is_400_and_stores_nothing(report, running):
+    preempt(running)
+    before = row(running)
+    response = report(tick(running.pk, "preempted", steps=1200, checkpoint=1100, exit_code=75))
+    assert response.status_code == 400 and list(response.json()) == ["checkpoint_step"]
+    assert row(running) == before
+
+
+def test_the_stop_of_a_job_cancelled_meanwhile_is_409_and_stores_nothing(report, running, alice):
+    preempt(running)
+    services.job_cancel(job=running, by=alice)
+    before = row(running)
+    assert report(tick(running.pk, "preempted", steps=175, checkpoint=175, exit_code=75)).status_code == 409
+    assert row(running) == before
