@@ -41,6 +41,6 @@ def admission_values(jobs: tuple[JobSpec, ...], fairness: bool, placeable: list[
 
 
 def has_risk_ties(jobs: tuple[JobSpec, ...]) -> bool:
-    """Some job carries work at risk: the admission values are no longer whole jobs."""
+    """Some of the jobs (of a level) carry work at risk: their values are not whole jobs."""
     return any(job.work_at_risk > 0 for job in jobs)
 

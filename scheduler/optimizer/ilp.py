@@ -111,8 +111,6 @@ class IlpSolver(Solver):
         best = level_maxima(inst)
         floors_known = admitted_by_level(inst, known)
         abs_gap = ADMISSION_ABS_GAP_FAIRNESS if settings.fairness_weight > 0 else ADMISSION_ABS_GAP
-        if has_risk_ties(inst.jobs):
-            abs_gap = ADMISSION_ABS_GAP_RISK
         floors: dict[int, float] = {}
         known_ok = True  # the known decision meets every floor set so far
         levels = sorted(best, reverse=True)
@@ -122,8 +120,10 @@ class IlpSolver(Solver):
                 floors[level] = own  # the known decision admits the whole level: its optimum
                 continue
             model = build(inst, phase="admit", level=level, admit_floors=floors)
+            ties = has_risk_ties(tuple(job for job in inst.jobs if job.priority == level))
             status, _, bound = self._run(
-                model, settings.backend, deadline, 0.0, f"admission (priority {level})", abs_gap=abs_gap,
+                model, settings.backend, deadline, 0.0, f"admission (priority {level})",
+                abs_gap=ADMISSION_ABS_GAP_RISK if ties else abs_gap,
             )
             found = model.choices(inst)
             got = admitted_by_level(inst, found)

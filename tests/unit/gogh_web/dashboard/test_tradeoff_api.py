@@ -118,11 +118,14 @@ def test_preview_hides_other_tenants_jobs(browser_for, alice, bob, cluster, subm
     assert data["hidden_change"]["throughput"] == pytest.approx(4.0) == data["proposed"]["throughput"]
 
 
-def placed_on(job, gpus, stored_throughput):
-    """The job placed on `gpus` by an earlier round whose predictions said `stored_throughput`."""
+def placed_on(job, gpus, stored_throughput, placed_ago_s=3600):
+    """The job placed on `gpus` by an earlier round whose predictions said `stored_throughput`,
+    `placed_ago_s` ago (by default out of its move cool-down, so a round may move it)."""
     job = job_transition(job=job, to="placed")
+    job.placed_at = timezone.now() - timedelta(seconds=placed_ago_s)
+    job.save(update_fields=["placed_at"])
     for gpu in gpus:
-        Allocation.objects.create(job=job, gpu=gpu, start=timezone.now(), predicted_throughput=stored_throughput,
+        Allocation.objects.create(job=job, gpu=gpu, start=job.placed_at, predicted_throughput=stored_throughput,
                                   predicted_power_w=999.0)
     return job
 
@@ -143,6 +146,13 @@ def test_preview_compares_by_todays_predictions_and_its_moves_account_for_the_ch
     assert (move["from_throughput"], move["to_throughput"], move["from_power_w"], move["to_power_w"]) == (
         4.0, 7.5, 250.0, 500.0)
     assert moved["proposed"]["throughput"] - moved["current"]["throughput"] == pytest.approx(3.5)
+
+
+def test_preview_moves_no_job_within_its_move_cool_down(browser_for, alice, cluster, submit):
+    """Placed a minute ago (cool-down 600 s), the job stays where it is at any setting."""
+    placed_on(submit(alice, min_throughput=3.0), cluster[:1], stored_throughput=9.0, placed_ago_s=60)
+    pinned = post(browser_for(alice), "dashboard:tradeoff-preview", {**SETTINGS, "base_energy_weight": 0.05}).json()
+    assert pinned["moves"] == [] and pinned["current"] == pinned["proposed"]
 
 
 def test_the_sweeps_current_point_uses_the_sweeps_predictions(browser_for, alice, cluster, submit, dispatched):

@@ -59,6 +59,19 @@ def test_on_random_clusters_where_nothing_changes_consecutive_rounds_move_nothin
         plan = again
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(properties.instances(), st.sampled_from([*OPTIMISING, "greedy"]), st.integers(1, 4))
+def test_on_random_clusters_waiting_jobs_of_the_lowest_priority_never_preempt(p, solver, arriving):
+    plan = solve(solver, p)
+    p = next_round(p, plan)
+    newcomers = tuple(
+        replace(job, id=f"new-{n}", priority=0, current=None, move_penalty_w=None, pinned=False, work_at_risk=0.0)
+        for n, job in enumerate(p.jobs[:arriving])
+    )
+    again = solve(solver, replace(p, jobs=p.jobs + newcomers))
+    assert set(plan.placements) <= set(again.placements)
+
+
 @pytest.mark.parametrize("solver", OPTIMISING)
 def test_out_of_the_cool_down_too_nothing_moves(solver):
     p = busy_cluster(theta=2, genetic_generations=20)

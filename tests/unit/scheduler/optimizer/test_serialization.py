@@ -1,5 +1,6 @@
 """A cell travels to a worker as JSON and its allocation comes back unchanged."""
 import json
+from dataclasses import replace
 
 from scheduler.optimizer import get_solver
 from scheduler.optimizer.serialization import plan_from_dict, plan_to_dict, problem_from_dict, problem_to_dict
@@ -53,3 +54,15 @@ def test_payloads_written_before_groups_still_load():
         if j["current"]:
             j["current"] = {"gpu_ids": j["current"]["gpu_ids"], "partner": "1"}
     assert problem_from_dict(data).jobs[1].current.partners == ("1",)
+
+
+def test_what_a_job_would_lose_travels_with_it_and_older_payloads_load_without_it():
+    p = sample()
+    kept = replace(p, jobs=(p.jobs[0], replace(p.jobs[1], move_penalty_w=321.0, pinned=True, work_at_risk=99.0),
+                            *p.jobs[2:]))
+    data = json.loads(json.dumps(problem_to_dict(kept)))
+    assert problem_from_dict(data).jobs == kept.jobs
+    for j in data["jobs"]:
+        for key in ("move_penalty_w", "pinned", "work_at_risk"):
+            del j[key]
+    assert problem_from_dict(data).jobs == p.jobs
