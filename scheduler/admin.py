@@ -1,4 +1,5 @@
-"""Admin for tenants, jobs, allocations, solve runs and solver settings. State changes go through services."""
+"""Admin for tenants, jobs, allocations, interruptions, solve runs and solver settings. State changes go
+through services."""
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 
@@ -6,7 +7,16 @@ from gogh_web.admin_display import clipped, rounded
 
 from . import services
 from .lifecycle import IllegalTransition
-from .models import Allocation, Job, Membership, SolveRun, SolverConfig, SolverConfigChange, Tenant
+from .models import (
+    Allocation,
+    Job,
+    JobInterruption,
+    Membership,
+    SolveRun,
+    SolverConfig,
+    SolverConfigChange,
+    Tenant,
+)
 
 
 class MembershipInline(admin.TabularInline):
@@ -49,6 +59,29 @@ class AllocationInline(admin.TabularInline):
         return False
 
 
+#: What an interruption shows, in the job's inline and on its own page.
+INTERRUPTION_FIELDS = [
+    "at", "kind", "reason", "was_running", "steps_done", "resume_step", "steps_lost",
+    rounded(JobInterruption, "overhead_s"), "resumed_at", "solve_run",
+]
+
+
+class JobInterruptionInline(admin.TabularInline):
+    """The job's interruptions, newest first: a record of what happened, never edited."""
+
+    model = JobInterruption
+    extra = 0
+    can_delete = False
+    fields = INTERRUPTION_FIELDS
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(Job)
 class JobAdmin(admin.ModelAdmin):
     list_display = [
@@ -72,7 +105,7 @@ class JobAdmin(admin.ModelAdmin):
         "restarts", "steps_lost", "handover_until",
     ]
     exclude = ["environment"]
-    inlines = [AllocationInline]
+    inlines = [AllocationInline, JobInterruptionInline]
     actions = ["cancel_jobs"]
 
     def has_change_permission(self, request, obj=None):
@@ -137,6 +170,36 @@ class AllocationAdmin(admin.ModelAdmin):
     def partner_ids(self, allocation):
         """The ids of the jobs sharing the GPU (from the prefetch: one query for the page)."""
         return ", ".join(str(job.pk) for job in sorted(allocation.partners.all(), key=lambda job: job.pk)) or "-"
+
+
+@admin.register(JobInterruption)
+class JobInterruptionAdmin(admin.ModelAdmin):
+    """Every move, preemption and failure that stopped a job, with why and the work it lost:
+    read-only, as the services wrote it (a changed row would no longer match the job's counters)."""
+
+    list_display = [
+        "id", "at", "job", "kind", "reason_clipped", "was_running", "steps_done", "resume_step", "steps_lost",
+        rounded(JobInterruption, "overhead_s"), "solve_run",
+    ]
+    list_filter = ["kind", "at", "was_running"]
+    search_fields = ["reason", "job__name", "job__workload__name"]
+    list_select_related = ["job__workload", "solve_run"]
+    date_hierarchy = "at"
+    fields = ["job", *INTERRUPTION_FIELDS]
+    readonly_fields = fields
+
+    @admin.display(description="Reason", ordering="reason")
+    def reason_clipped(self, interruption):
+        return clipped(interruption.reason)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(SolveRun)

@@ -7,7 +7,8 @@ services call when objects change, inside their transaction.
 from functools import partial
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Count, F, Q, Window
+from django.db.models.functions import RowNumber
 from django.db.models.signals import post_delete, post_save
 
 from gogh_web.events.sending import Change, send_changes, send_event
@@ -16,7 +17,7 @@ from gogh_web.events.state import iso, number, plain
 from gogh_web.events.windows import window_changes
 
 from .lifecycle import TERMINAL
-from .models import Allocation, Job, Membership, SolveRun, SolverConfig
+from .models import Allocation, Job, JobInterruption, Membership, SolveRun, SolverConfig
 from .selectors import observed_throughputs, tenant_of
 
 ENDED_STATES = [s.value for s in TERMINAL]
@@ -27,6 +28,10 @@ SOLVE_RUN_FIELDS = (
     "num_variables", "num_constraints", "fallback_reason", "power_w", "num_placed", "load", "energy_weight",
     "started_at", "finished_at",
 )
+#: How many of a job's newest interruptions its dict lists (all of them are counted).
+INTERRUPTIONS_SHOWN = 5
+#: What a job's dict shows of each interruption: the fields of GET /api/jobs/{id}/interruptions/.
+INTERRUPTION_FIELDS = ("kind", "reason", "at", "steps_done", "resume_step", "steps_lost", "was_running")
 #: The names of the windows' EventWindow rows.
 ENDED_JOBS, SOLVE_RUNS = "ended_jobs", "solve_runs"
 
@@ -84,12 +89,39 @@ def placement_state(allocations, partner_job_ids=()) -> dict | None:
     }
 
 
-def job_state(job, *, allocations, observed_throughput: float | None, partner_job_ids=()) -> dict:
+def progress_state(job) -> dict:
+    """Where the job is. `steps_done` is the most it ever reached (never decreases: pages show it
+    as the best); `current_step` is where its current run is, counting from `resume_step` after a
+    restart, and the fraction follows the current run, so a restarted job's bar shows the work
+    it still has to redo."""
+    total = job.total_steps
+    return {
+        "steps_done": job.steps_done,
+        "current_step": job.current_step,
+        "resume_step": job.resume_step,
+        "total_steps": total,
+        "fraction": min(1.0, job.current_step / total) if total else None,
+        "checkpoint_step": job.checkpoint_step,
+        "checkpoint_at": iso(job.checkpoint_at),
+    }
+
+
+def interruption_state(interruption) -> dict:
+    return {field: plain(getattr(interruption, field)) for field in INTERRUPTION_FIELDS}
+
+
+def interruptions_state(count: int, newest) -> dict:
+    """The job's interruptions: how many, and the newest INTERRUPTIONS_SHOWN of them, newest first."""
+    return {"count": count, "results": [interruption_state(i) for i in newest]}
+
+
+def job_state(job, *, allocations, observed_throughput: float | None, partner_job_ids=(),
+              interruptions: dict | None = None) -> dict:
     """A job (workload, tenant and owner loaded) with its open allocations, the ids of the jobs
-    sharing its GPUs and the newest throughput telemetry observed for it."""
+    sharing its GPUs, the newest throughput telemetry observed for it and its interruptions
+    (interruptions_state; none when not given)."""
     predicted = next((a.predicted_throughput for a in allocations if a.predicted_throughput is not None), None)
     observed = number(observed_throughput)
-    total = job.total_steps
     return {
         "id": job.pk,
         "name": job.name,
@@ -111,11 +143,10 @@ def job_state(job, *, allocations, observed_throughput: float | None, partner_jo
         "started_at": iso(job.started_at),
         "finished_at": iso(job.finished_at),
         "deadline": iso(job.deadline),
-        "progress": {
-            "steps_done": job.steps_done,
-            "total_steps": total,
-            "fraction": min(1.0, job.steps_done / total) if total else None,
-        },
+        "progress": progress_state(job),
+        "restarts": job.restarts,
+        "steps_lost": job.steps_lost,
+        "interruptions": interruptions or interruptions_state(0, []),
     }
 
 
@@ -211,13 +242,34 @@ def jobs_data(jobs) -> dict[str, dict]:
     ).values_list("allocation__job_id", "job_id"):
         partners.setdefault(job_id, set()).add(partner_id)
     observed = observed_throughputs([job.pk for job in jobs])
+    interruptions = newest_interruptions(jobs)
     return {
         str(job.pk): job_state(
             job, allocations=allocations.get(job.pk, []), observed_throughput=observed.get(job.pk),
-            partner_job_ids=partners.get(job.pk, ()),
+            partner_job_ids=partners.get(job.pk, ()), interruptions=interruptions.get(job.pk),
         )
         for job in jobs
     }
+
+
+def newest_interruptions(jobs) -> dict[int, dict]:
+    """{job id: interruptions_state} of the jobs that were interrupted, in one query however many
+    jobs and interruptions there are: each row numbered and counted within its job's."""
+    rows = (
+        JobInterruption.objects.filter(job__in=jobs)
+        .annotate(
+            rank=Window(RowNumber(), partition_by=F("job_id"), order_by=[F("at").desc(), F("id").desc()]),
+            total=Window(Count("id"), partition_by=F("job_id")),
+        )
+        .filter(rank__lte=INTERRUPTIONS_SHOWN)
+        .order_by("job_id", "rank")
+    )
+    newest: dict[int, list] = {}
+    counts: dict[int, int] = {}
+    for row in rows:
+        newest.setdefault(row.job_id, []).append(row)
+        counts[row.job_id] = row.total
+    return {job_id: interruptions_state(counts[job_id], shown) for job_id, shown in newest.items()}
 
 
 def jobs_data_by_key(keys: list[str]) -> dict[str, dict]:

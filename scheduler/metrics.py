@@ -1,21 +1,61 @@
 """The scheduler's metric families for /metrics (composed with the other apps' by
-gogh_web.metrics): the queue, the solver's rounds, and how far running jobs' observed
-throughput is from what was predicted. docs/telemetry.md lists them all."""
+gogh_web.metrics): the queue, the work jobs lost to restarts, the solver's rounds, and how far
+running jobs' observed throughput is from what was predicted. docs/telemetry.md lists them all."""
 from django.db.models import Count, Sum
-from prometheus_client.core import GaugeMetricFamily, SummaryMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, SummaryMetricFamily
 
 from .lifecycle import JobState
-from .models import Allocation, Job, SolveRun
+from .models import Allocation, InterruptionKind, Job, JobInterruption, SolveRun
 from .selectors import observed_throughputs
 
 
 def job_families():
-    """Jobs by state."""
+    """Jobs by state, then what restarts cost them."""
     counts = dict(Job.objects.values_list("state").annotate(n=Count("id")).order_by())
     family = GaugeMetricFamily("gogh_jobs", "Jobs by state (pending: the queue length).", labels=["state"])
     for state in JobState:
         family.add_metric([state.value], counts.get(state.value, 0))
     yield family
+    yield from restart_families()
+    yield from interruption_families()
+
+
+def restart_families():
+    """Restarts and the steps they lost, per workload: the jobs' own counters summed, a label per
+    workload and not per job, so series stay few. Counters: they only grow while jobs are kept."""
+    per_workload = (
+        Job.objects.values_list("workload__name").annotate(restarts=Sum("restarts"), lost=Sum("steps_lost")).order_by()
+    )
+    restarts = CounterMetricFamily(
+        "gogh_job_restarts", "Runs of jobs interrupted after they started, per workload.", labels=["workload"]
+    )
+    lost = CounterMetricFamily(
+        "gogh_job_steps_lost", "Steps jobs had done beyond their last checkpoint when interrupted (redone).",
+        labels=["workload"],
+    )
+    for workload, restarted, steps in per_workload:
+        restarts.add_metric([workload], restarted)
+        lost.add_metric([workload], steps)
+    yield restarts
+    yield lost
+
+
+def interruption_families():
+    """Interruptions per kind (every kind listed), and the restart overhead measured so far."""
+    kinds = dict(JobInterruption.objects.values_list("kind").annotate(n=Count("id")).order_by())
+    interruptions = CounterMetricFamily(
+        "gogh_job_interruptions", "Jobs stopped before their end to run again, per kind.", labels=["kind"]
+    )
+    for kind in InterruptionKind:
+        interruptions.add_metric([kind.value], kinds.get(kind.value, 0))
+    yield interruptions
+    measured = JobInterruption.objects.filter(overhead_s__isnull=False)
+    measured = measured.aggregate(n=Count("id"), total=Sum("overhead_s"))
+    yield SummaryMetricFamily(
+        "gogh_job_restart_overhead_seconds",
+        "Measured restart overhead: from a restarted run's start to its first progress beyond its resume step.",
+        count_value=measured["n"], sum_value=measured["total"] or 0.0,
+    )
 
 
 def solve_families():

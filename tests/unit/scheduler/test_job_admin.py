@@ -14,7 +14,8 @@ from scheduler.models import Allocation, Job, SolveRun
 
 EDITABLE = {"name": "renamed", "priority": "9", "total_steps": "777", "deadline_0": "", "deadline_1": "",
             "command": "python train.py --again"}
-INLINE = {"allocations-TOTAL_FORMS": "0", "allocations-INITIAL_FORMS": "0"}
+INLINE = {"allocations-TOTAL_FORMS": "0", "allocations-INITIAL_FORMS": "0",
+          "interruptions-TOTAL_FORMS": "0", "interruptions-INITIAL_FORMS": "0"}
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 
 from catalog.models import GpuType, Workload
 from scheduler import live
-from scheduler.models import Allocation, Job, SolveRun, SolverConfig, Tenant
+from scheduler.models import Allocation, Job, JobInterruption, SolveRun, SolverConfig, Tenant
 from telemetry.models import Gpu, Node
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -16,7 +16,7 @@ def _job(**fields):
 
     job = Job(pk=7, name="exp", workload=Workload(name="ResNet-50 (batch size 64)"), tenant=Tenant(slug="research"),
               owner=User(username="alice"), state="running", min_throughput=8.0, max_gpus=2, priority=3,
-              steps_done=250, total_steps=1000, submitted_at=T0, placed_at=T0, started_at=T0)
+              steps_done=250, current_step=250, total_steps=1000, submitted_at=T0, placed_at=T0, started_at=T0)
     for name, value in fields.items():
         setattr(job, name, value)
     return job
@@ -34,7 +34,9 @@ def test_job_state_has_placement_predictions_slo_and_progress():
                                  "gpu_ids": [11, 12]}
     assert data["predicted_throughput"] == 12.0 and data["observed_throughput"] == 7.5
     assert data["slo"] == "violated"  # 7.5 < T_min 8
-    assert data["progress"] == {"steps_done": 250, "total_steps": 1000, "fraction": 0.25}
+    assert data["progress"] == {"steps_done": 250, "current_step": 250, "resume_step": 0, "total_steps": 1000,
+                                "fraction": 0.25, "checkpoint_step": None, "checkpoint_at": None}
+    assert (data["restarts"], data["steps_lost"], data["interruptions"]) == (0, 0, {"count": 0, "results": []})
     assert data["started_at"] == T0.isoformat() and data["finished_at"] is None
     assert (data["workload"], data["tenant"], data["owner"]) == ("ResNet-50 (batch size 64)", "research", "alice")
     assert {
@@ -46,6 +48,27 @@ def test_job_without_placement_or_observation_is_unknown():
     data = live.job_state(_job(state="pending", total_steps=None), allocations=[], observed_throughput=None)
     assert data["placement"] is None and data["predicted_throughput"] is None
     assert data["slo"] == "unknown" and data["progress"]["fraction"] is None
+
+
+def test_a_restarted_job_shows_its_current_run_and_keeps_its_best():
+    """Restarted at its checkpoint 1200 after reaching 1540: the bar follows the current run
+    (1300 of 5000), steps_done stays the most it reached."""
+    job = _job(steps_done=1540, current_step=1300, resume_step=1200, total_steps=5000, checkpoint_step=1200,
+               checkpoint_at=T0, restarts=2, steps_lost=340)
+    interruptions = live.interruptions_state(1, [JobInterruption(
+        kind="moved", reason="Moved to 2 x v100 by round 12.", at=T0, steps_done=1540, resume_step=1200,
+        steps_lost=340, was_running=True, overhead_s=12.5)])
+    data = live.job_state(job, allocations=[], observed_throughput=None, interruptions=interruptions)
+    assert data["progress"] == {"steps_done": 1540, "current_step": 1300, "resume_step": 1200, "total_steps": 5000,
+                                "fraction": 0.26, "checkpoint_step": 1200, "checkpoint_at": T0.isoformat()}
+    assert (data["restarts"], data["steps_lost"]) == (2, 340)
+    assert data["interruptions"] == {"count": 1, "results": [{
+        "kind": "moved", "reason": "Moved to 2 x v100 by round 12.", "at": T0.isoformat(), "steps_done": 1540,
+        "resume_step": 1200, "steps_lost": 340, "was_running": True}]}
+
+
+def test_the_fraction_is_capped_at_one():
+    assert live.progress_state(_job(current_step=1200, total_steps=1000))["fraction"] == 1.0
 
 
 def test_slo_met_at_exactly_t_min_and_mixed_gpu_types_named_together():

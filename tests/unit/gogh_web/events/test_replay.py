@@ -2,6 +2,8 @@
 its id ends where a fresh snapshot is, for every viewer, whatever the services did meanwhile."""
 from datetime import timedelta
 
+from django.db.models import F
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from catalog.models import PredictorVersion
@@ -9,7 +11,8 @@ from catalog.services.predictors import predictor_promote, predictor_rollback
 from gogh_web.events.models import Event
 from gogh_web.events.selectors import events_after, snapshot, viewer_for
 from scheduler import services
-from scheduler.models import Job
+from scheduler.live import job_changed
+from scheduler.models import Job, JobInterruption
 from telemetry.models import Gpu
 from telemetry.services import gpu_samples_ingest, node_set_state
 
@@ -79,3 +82,41 @@ def test_state_after_applying_events_equals_a_fresh_snapshot(measured, alice, bo
         str(active.pk): "active",
         str(candidate.pk): "retired",
     }
+
+
+def _interrupt(job_id, minute, steps_done, checkpoint):
+    """What a round's move of a running job writes (H2's service): the interruption row, the
+    job's restart counters and resume point, and the job's event, in one transaction."""
+    job = Job.objects.get(pk=job_id)
+    JobInterruption.objects.create(
+        job=job, kind="moved", reason=f"Moved at minute {minute}.", at=timezone.now() + timedelta(minutes=minute),
+        was_running=True, steps_done=steps_done, resume_step=checkpoint, steps_lost=steps_done - checkpoint,
+    )
+    Job.objects.filter(pk=job_id).update(
+        restarts=F("restarts") + 1, steps_lost=F("steps_lost") + steps_done - checkpoint, checkpoint_step=checkpoint,
+        resume_step=checkpoint, current_step=checkpoint, steps_done=Greatest("steps_done", steps_done),
+    )
+    job_changed(job)
+
+
+def test_interruptions_replayed_equal_a_fresh_snapshot(measured, alice, resnet50, committed):
+    """Six restarts, each with its event: the page's job ends as the snapshot has it, its five
+    newest interruptions listed, all six counted, its best step never lowered by a restart."""
+    viewer = viewer_for(alice)
+    start = plain(snapshot(viewer))
+    with committed():
+        job = services.job_submit(owner=alice, workload=resnet50, min_throughput=8, max_gpus=1, total_steps=5000).job
+    for minute in range(6):
+        with committed():
+            _interrupt(job.pk, minute, steps_done=400 + 100 * minute, checkpoint=300 + 100 * minute)
+
+    events = events_after(viewer, start["event_id"], limit=10_000)
+    final = snapshot(viewer)["state"]
+    assert apply_events(start["state"], events) == plain(final)
+    shown = final["job"][str(job.pk)]
+    assert (shown["restarts"], shown["steps_lost"], shown["interruptions"]["count"]) == (6, 600, 6)
+    reasons = [i["reason"] for i in shown["interruptions"]["results"]]
+    assert reasons == [f"Moved at minute {m}." for m in (5, 4, 3, 2, 1)]
+    assert shown["progress"]["steps_done"] == 900 and shown["progress"]["current_step"] == 800
+    best = [e["data"]["progress"]["steps_done"] for e in events if e["kind"] == "job" and e["op"] == "upsert"]
+    assert len(best) == 7 and best == sorted(best)  # the submission, then one event per restart
