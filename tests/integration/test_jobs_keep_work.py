@@ -1,8 +1,8 @@
 """The demo scenario of issue 16, scripted with real processes: daphne, a rounds worker, Celery
 beat and simulated agents on three nodes of three GPU types; nine jobs of 200 to 20,000 steps
-and seven workloads, each with its T_min, submitted over time, then a higher-priority job once
-the cluster is full, then one node leaves (its agent stops) while a job with a checkpoint runs
-there. The API is polled all along, as a user watching would, and at the end:
+and seven workloads, each with its T_min, submitted over time, a higher-priority job once the
+cluster is full of long ones, then one node leaves (its agent stops) while a job with a
+checkpoint runs there. The API is polled all along, as a user watching would, and at the end:
 
 - `steps_done` never went down in any answer;
 - every restart has a recorded interruption with its reason, shown by the API, and every
@@ -13,7 +13,7 @@ there. The API is polled all along, as a user watching would, and at the end:
   job on the node that left was interrupted for that reason;
 - no job was moved more than three times, and every job succeeded.
 
-One GPU per job (theta 1) so that four GPUs, nine jobs and then one more make the preemption
+One GPU per job (theta 1) so that four GPUs, five long jobs and then one more make the preemption
 necessary. The simulated jobs run 100 times faster than real ones; those on the v100 and p100
 nodes checkpoint every few seconds, those on the k80 node never do (they lose all their work
 when stopped). No assertion is about time."""
@@ -44,18 +44,20 @@ GPUS = 4
 LEAVING = "kw-p100"  # its agent leaves mid-run (SIGTERM), as when a node is taken out of service
 SPEEDUP = 100
 # (workload, total_steps, T_min): T_min well below the slowest GPU type each may use (the
-# simulated truth deviates from the catalog by a per-workload factor around 1).
+# simulated truth deviates from the catalog by a per-workload factor around 1). The first
+# LONG run 11 s or more on any GPU: the cluster is full of them when the urgent job comes.
 JOBS = (
     ("ResNet-50 (batch size 64)", 20_000, 2.0),  # v100 or p100
-    ("LM (batch size 20)", 20_000, 10.0),
-    ("ResNet-50 (batch size 64)", 200, 0.3),
-    ("Transformer (batch size 32)", 20_000, 2.0),
-    ("A3C", 10_000, 2.0),
+    ("A3C", 20_000, 2.0),
     ("CycleGAN", 10_000, 1.5),  # v100 or p100
+    ("Transformer (batch size 32)", 20_000, 2.0),
+    ("ResNet-50 (batch size 64)", 10_000, 1.0),  # v100 or p100
+    ("ResNet-50 (batch size 64)", 200, 0.3),
+    ("LM (batch size 20)", 20_000, 10.0),
     ("Recommendation (batch size 2048)", 10_000, 4.0),
     ("ResNet-18 (batch size 64)", 20_000, 4.0),
-    ("ResNet-50 (batch size 64)", 5_000, 1.0),  # v100 or p100
 )
+LONG = 5
 URGENT = ("CycleGAN", 5_000, 1.5, 10)  # (workload, total_steps, T_min, priority)
 SCENARIO_TIMEOUT_S = 200
 SIMJOB_START = re.compile(r"^simjob: .+ on \d+ x \S+: [\d.]+ steps/s$")  # alone (theta 1): its first line
@@ -92,18 +94,18 @@ class Progress:
 
 
 def run_scenario(cluster, watch: JobsWatch) -> Progress:
-    """Submit a job every second or so while polling the API every 0.5 s; once all are in and
-    every GPU runs one with others waiting, the urgent job; then, once a job on LEAVING has a
-    checkpoint, that node's agent leaves; then poll until every job ended."""
+    """Poll the API every 0.5 s and submit a job every second or so: the LONG ones; once every
+    GPU runs one of them with another waiting, the urgent job; the others; then, once a job on
+    LEAVING has a checkpoint, that node's agent leaves; then poll until every job ended."""
     now = Progress()
     for polls in range(1, SCENARIO_TIMEOUT_S * 2):
         items = watch.poll()
         states = [item["state"] for item in items]
-        if now.waiting and polls % 2 == 0:
-            now.ids.append(submit(watch, *now.waiting.pop(0)))
-        elif not now.waiting and now.urgent is None and states.count("running") == GPUS and "pending" in states:
+        if now.urgent is None and len(now.ids) == LONG and states.count("running") == GPUS and "pending" in states:
             now.urgent = submit(watch, *URGENT)
-        elif now.urgent is not None and now.left is None and (job_id := checkpointed_on(LEAVING, items)):
+        elif now.waiting and polls % 2 == 0 and (len(now.ids) < LONG or now.urgent is not None):
+            now.ids.append(submit(watch, *now.waiting.pop(0)))
+        elif not now.waiting and now.left is None and (job_id := checkpointed_on(LEAVING, items)):
             cluster.agents[LEAVING].send_signal(signal.SIGTERM)
             now.left = job_id
         elif now.left is not None and all(state in ("succeeded", "failed", "cancelled") for state in states):
