@@ -5,8 +5,10 @@ and exits 75); once node B takes work again it resumes there, at its checkpoint,
 succeeds. What the second run did is read from the job's own output on node B.
 
 Node B is drained while the job runs on A, so that the higher-priority job can only preempt it
-(and not take B's free GPU), and undrained once it has: the next periodic round (Celery beat,
-every 5 s) sends the job to B, as A is busy with the higher-priority job."""
+(and not take B's free GPU); once it has, A is drained (the higher-priority job runs on) and B
+undrained: the next periodic round (Celery beat, every 5 s) can only send the job to B. The job
+runs on one CPU thread at batch size 64, so that it is still running when the higher-priority
+job comes however idle the machine is (about 30 steps/s alone)."""
 import json
 import sys
 
@@ -26,12 +28,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 NODE_A = NodeSpec("real-a", "v100:1", ("--run-commands",))
 NODE_B = NodeSpec("real-b", "v100:1", ("--run-commands",))
-STEPS = 300
+STEPS = 400
 GRACE_S = 20
 
 
 def train(steps: int) -> str:
-    return f"{sys.executable} tests/device/train_job.py --model tiny --batch-size 8 --checkpoint-every 50 " \
+    return f"{sys.executable} tests/device/train_job.py --model tiny --batch-size 64 --checkpoint-every 50 " \
            f"--steps {steps}"
 
 
@@ -39,6 +41,7 @@ def submit(watch: JobsWatch, steps: int, priority: int = 0) -> int:
     status, body = call(watch.base, "/api/jobs/", watch.token, {
         "workload": "ResNet-50 (batch size 64)", "min_throughput": 0.1, "max_gpus": 1, "total_steps": steps,
         "priority": priority, "command": train(steps), "preemption_grace_s": GRACE_S,
+        "environment": {"OMP_NUM_THREADS": "1"},
     })
     assert status == 201, body
     return json.loads(body)["id"]
@@ -80,8 +83,9 @@ def test_a_pytorch_job_is_preempted_and_resumes_at_its_checkpoint_on_another_nod
             item["current_step"] > item["checkpoint_step"])
 
     wait_for(checkpointed_and_past_it, "a checkpoint on node A and progress beyond it", every_log(cluster), 120)
-    urgent = submit(watch, 200, priority=10)
+    urgent = submit(watch, 100, priority=10)
     wait_for(lambda: JobInterruption.objects.filter(job_id=job_id).exists(), "the preemption", every_log(cluster), 60)
+    node_state(cluster, cluster.staff_token, NODE_A.hostname, "drain")
     node_state(cluster, cluster.staff_token, NODE_B.hostname, "undrain")
     wait_for(lambda: not Job.objects.filter(pk__in=[job_id, urgent]).exclude(state="succeeded").exists(),
              "both jobs' success", every_log(cluster), 180)
