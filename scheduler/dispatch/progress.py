@@ -76,14 +76,14 @@ def job_progress_report(
     )
     here = any(may_report(allocation.gpu.node, agent_user) for allocation in allocations)
     if status == PREEMPTED and (job.handover_until is not None or not here) and stops.ran_last_on(job, agent_user):
-        return stops.handover(job, report, now=now)
+        return stops.handover(job, report, here=here, now=now)
     if not here:
         return _not_here(job, report, agent_user, allocations, message=message, now=now)
     if status != SUCCEEDED and job.handover_until is not None and job.handover_until > now:
         # its next run is held back until the last one stops, so this is the last one (or a
         # node that was never told to run it): only its success counts (a late success)
         raise NotAssigned(f"Job {job_id} was moved; its run here is being stopped.")
-    check_report(job, report)
+    report = check_report(job, report)
     record_progress(job, report, now)
     if job.state == JobState.PLACED.value:
         job = job_transition(job=job, to=JobState.RUNNING.value, reason="Started by its node agent.", now=now)
@@ -165,7 +165,7 @@ def _late_end(job: Job, report: Report, *, message: str, now) -> Job:
         return job
     if report.status != SUCCEEDED or job.state in {state.value for state in TERMINAL}:
         raise NotAssigned(f"Job {job.pk} has no open allocation on this node; stop it.")
-    check_report(job, report, own_run=False)
+    report = check_report(job, report)
     record_progress(job, report, now)
     reason = f"{message or 'Exited with status 0.'} Reported by the node that last ran it, after it was taken away."
     job = job_transition(job=job, to=JobState.SUCCEEDED.value, reason=reason[:300], now=now)

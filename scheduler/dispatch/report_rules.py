@@ -1,8 +1,9 @@
 """The rules a job's report must follow before anything of it is stored, and what storing its
 progress means. A run resumes at its job's last checkpoint, so it never reports a step below
-it; checkpoints only move forward and lie within the job's steps. A refused report is a 400
-with a reason per field, and nothing of it is stored (the caller checks before it writes)."""
-from dataclasses import dataclass
+it; checkpoints only move forward and lie within the job's steps. A refused running report is
+a 400 with a reason per field, and nothing of it is stored (the caller checks before it
+writes); a final report keeps its end or stop, without what the rules refuse of it."""
+from dataclasses import dataclass, replace
 
 from django.core.exceptions import ValidationError
 
@@ -27,17 +28,34 @@ class Report:
     checkpoint_path: str = ""
 
 
-def check_report(job: Job, report: Report, *, own_run: bool = True) -> None:
-    """ValidationError naming each refused field of `report` on the locked `job`. `own_run`:
-    the report is of the job's current run (not a stop or an end reported after the job was
-    taken away, whose checkpoint is only recorded if newer: see newer_checkpoint).
-    An end may lie below the checkpoint (the end is recorded); a running report may not."""
+def check_report(job: Job, report: Report) -> Report:
+    """The report to store on the locked `job`: a running report the rules refuse raises
+    ValidationError naming each refused field. A final one (succeeded, failed, preempted) is
+    never refused for them: what they refuse of it (its checkpoint, its length) is left out and
+    the rest recorded, since its end or stop is what matters (refused, a job that ended or
+    exited to be resumed would stay running with no process; a stop reported by the node that
+    last ran the job, after it was taken away, keeps an older checkpoint out the same way)."""
+    errors = _problems(job, report)
+    if not errors:
+        return report
+    if report.status == RUNNING:
+        raise ValidationError(errors)
+    if "checkpoint_step" in errors:
+        report = replace(report, checkpoint_step=None, checkpoint_path="")
+    if "total_steps" in errors:
+        report = replace(report, total_steps=None)
+    return report
+
+
+def _problems(job: Job, report: Report) -> dict[str, list[str]]:
+    """{field: [why it is refused]} of `report` on `job`. An end may lie below the checkpoint
+    (the end is recorded); a running report may not."""
     errors: dict[str, list[str]] = {}
     total = job.total_steps or report.total_steps
     checkpoint = report.checkpoint_step
     if checkpoint is not None and total is not None and checkpoint > total:
         errors["checkpoint_step"] = [f"Checkpoint step {checkpoint} is beyond the job's {total} steps."]
-    elif own_run and checkpoint is not None and job.checkpoint_step is not None and checkpoint < job.checkpoint_step:
+    elif checkpoint is not None and job.checkpoint_step is not None and checkpoint < job.checkpoint_step:
         errors["checkpoint_step"] = [
             f"Checkpoint step {checkpoint} is older than the job's last checkpoint, at step {job.checkpoint_step}."
         ]
@@ -45,13 +63,12 @@ def check_report(job: Job, report: Report, *, own_run: bool = True) -> None:
         errors["total_steps"] = [
             f"{report.total_steps} steps end before the job's last checkpoint, at step {job.checkpoint_step}."
         ]
-    if own_run and report.status == RUNNING and job.checkpoint_step is not None and report.steps < job.checkpoint_step:
+    if report.status == RUNNING and job.checkpoint_step is not None and report.steps < job.checkpoint_step:
         errors["steps"] = [
             f"Step {report.steps} is below the job's last checkpoint, at step {job.checkpoint_step}: "
             "a run resumes at its checkpoint."
         ]
-    if errors:
-        raise ValidationError(errors)
+    return errors
 
 
 def newer_checkpoint(job: Job, report: Report) -> bool:

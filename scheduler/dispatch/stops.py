@@ -41,18 +41,28 @@ def ran_last_on(job: Job, agent_user) -> bool:
     return last is not None and may_report(last.gpu.node, agent_user)
 
 
-def handover(job: Job, report: Report, *, now) -> Job:
+def handover(job: Job, report: Report, *, here: bool, now) -> Job:
     """The stop of the job's last run, reported by the node that held it after the job was
     taken away: stored unless the job's next run has started (NotAssigned, nothing stored).
-    The same stop reported again changes nothing more."""
+    The same stop reported again changes nothing more.
+
+    Its checkpoint becomes the job's only while no next run can have started from the one
+    before: the job waits unplaced, or its next run is held back (Job.handover_until), or it
+    is placed on this node again (whose agent starts it only once this stop is settled). A
+    next run elsewhere, no longer held, may have started from the older one: the job keeps
+    that, and the interruption counts the steps beyond it as lost. `here`: the job holds an
+    allocation on the reporting node."""
     if job.state not in _WAITING:
         raise NotAssigned(f"Job {job.pk} runs again elsewhere; its stop here changes nothing.")
-    check_report(job, report, own_run=False)
-    values = {"handover_until": min(job.handover_until or now, now)}  # the hold ends; None once the next run starts
+    report = check_report(job, report)
+    held = job.handover_until is not None and job.handover_until > now
+    values = {}
+    if held:
+        values["handover_until"] = now  # the hold is over; None once the next run starts
     if report.steps > job.steps_done:
         values["steps_done"] = report.steps
     resume = job.checkpoint_step or 0
-    if newer_checkpoint(job, report):
+    if newer_checkpoint(job, report) and (held or here or job.state == JobState.PENDING.value):
         values.update(checkpoint_values(job, report, now))
         resume = report.checkpoint_step
     last = last_stopped_run(job)
@@ -62,7 +72,8 @@ def handover(job: Job, report: Report, *, now) -> Job:
         values.update(resume_step=resume, current_step=resume, steps_lost=job.steps_lost - last.steps_lost + lost)
         last.steps_done, last.resume_step, last.steps_lost = stopped_at, resume, lost
         last.save(update_fields=["steps_done", "resume_step", "steps_lost"])
-    Job.objects.filter(pk=job.pk).update(**values)
+    if values:
+        Job.objects.filter(pk=job.pk).update(**values)
     job.refresh_from_db()
     job_changed(job)
     announce("job %s stopped at step %s on the node that ran it; it resumes at step %s", job.pk,

@@ -14,7 +14,7 @@ from scheduler.models import Allocation, Job, JobInterruption, SolveRun
 from scheduler.optimizer import problem as opt
 from scheduler.services import job_transition
 from telemetry.models import Gpu
-from telemetry.services import node_register
+from telemetry.services import node_register, node_set_state
 
 from .jobs import placed_job
 from .reports import node_report
@@ -336,12 +336,24 @@ def test_a_preempted_job_waiting_to_be_placed_again_keeps_the_checkpoint_its_run
     assert (stop.kind, stop.steps_done, stop.resume_step, stop.steps_lost) == ("preempted", 175, 175, 0)
 
 
-def test_a_stop_reported_with_a_checkpoint_beyond_the_job_is_400_and_stores_nothing(report, running):
+def test_a_stop_reported_with_a_checkpoint_beyond_the_job_is_kept_without_it(report, running):
     preempt(running)
-    before = row(running)
     response = report(tick(running.pk, "preempted", steps=1200, checkpoint=1100, exit_code=75))
-    assert response.status_code == 400 and list(response.json()) == ["checkpoint_step"]
-    assert row(running) == before
+    assert response.status_code == 200
+    job = Job.objects.get(pk=running.pk)
+    assert (job.checkpoint_step, job.resume_step, job.steps_lost, job.steps_done) == (100, 100, 1100, 1200)
+
+
+@pytest.mark.parametrize("status", ["succeeded", "failed", "preempted"])
+@pytest.mark.parametrize("checkpoint", [1100, 90])  # beyond the job's 1000 steps; older than its last
+def test_an_end_or_stop_is_recorded_without_a_checkpoint_the_rules_refuse(report, running, status, checkpoint):
+    """Refused, the job would stay running with no process: its agent settles a 400 and
+    forgets the job."""
+    response = report(tick(running.pk, status, steps=1200, checkpoint=checkpoint, exit_code=75))
+    assert response.status_code == 200
+    job = Job.objects.get(pk=running.pk)
+    assert job.state == {"preempted": "pending"}.get(status, status)
+    assert (job.checkpoint_step, job.checkpoint_path, job.steps_done) == (100, "/ckpt/100", 1200)
 
 
 def test_the_stop_of_a_job_cancelled_meanwhile_is_409_and_stores_nothing(report, running, alice):
@@ -350,3 +362,33 @@ def test_the_stop_of_a_job_cancelled_meanwhile_is_409_and_stores_nothing(report,
     before = row(running)
     assert report(tick(running.pk, "preempted", steps=175, checkpoint=175, exit_code=75)).status_code == 409
     assert row(running) == before
+
+
+def test_a_node_given_up_reports_the_stop_of_its_fenced_job_and_the_job_keeps_its_checkpoint(
+        report, running, node1):
+    """The agent fenced itself (no heartbeat answered) and stopped the job; the control plane
+    had given the node up and requeued the job. The stop arrives when it can reach it again."""
+    node_set_state(node=node1, state="down", reason="no heartbeat for 60 s")
+    response = report(tick(running.pk, "preempted", steps=190, checkpoint=180, exit_code=75))
+    assert response.status_code == 200 and response.json()["state"] == "pending"
+    job = Job.objects.get(pk=running.pk)
+    assert (job.checkpoint_step, job.resume_step, job.steps_lost, job.handover_until) == (180, 180, 10, None)
+    stop = JobInterruption.objects.get(job=job)
+    assert (stop.kind, stop.steps_done, stop.resume_step, stop.steps_lost) == ("node_down", 190, 180, 10)
+
+
+def test_a_stop_reported_after_the_hold_ended_keeps_the_checkpoint_the_next_run_may_have_started_from(
+        report, running, node2_gpus):
+    """node2's agent may have started the job from step 100 already: it is not told of 170, and
+    its reports from 100 on are not refused."""
+    move(running, node2_gpus[0])
+    Job.objects.filter(pk=running.pk).update(handover_until=timezone.now() - timedelta(seconds=1))
+    response = report(tick(running.pk, "preempted", steps=180, checkpoint=170, exit_code=75))
+    assert response.status_code == 200
+    job = Job.objects.get(pk=running.pk)
+    assert (job.checkpoint_step, job.resume_step, job.current_step, job.steps_lost, job.steps_done) == (
+        100, 100, 100, 80, 180)
+    stop = JobInterruption.objects.get(job=job)
+    assert (stop.steps_done, stop.resume_step, stop.steps_lost) == (180, 100, 80)
+    holder = node2_gpus[0].node.agent
+    assert report(tick(job.pk, steps=100, checkpoint=100), user=holder).json()["state"] == "running"
