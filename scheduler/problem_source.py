@@ -2,6 +2,7 @@
 functional core): the jobs still to run, the GPUs that can take work, the catalog's GPU types
 and measurements, the solver settings, the load history of earlier rounds, and what each
 placed or running job would lose if moved or stopped (optimizer.keep_work)."""
+from django.db.models import F
 from django.utils import timezone
 
 from catalog.measurement_record import MeasurementRecord
@@ -213,14 +214,13 @@ def running_work(jobs: list[Job], *, now=None) -> dict[int, RunningWork]:
 
 def _observed_since_placed(jobs: list[Job]) -> dict[int, float]:
     """{job id: the newest throughput its agent observed since it was placed} (one measured
-    before a move was on other GPUs)."""
-    placed_at = {job.pk: job.placed_at for job in jobs}
+    before a move was on other GPUs), reading only the measurements since."""
     observed: dict[int, float] = {}
-    for job_id, throughput, at in (
-        JobMeasurement.objects.filter(job_id__in=list(placed_at))
+    for job_id, throughput in (
+        JobMeasurement.objects.filter(job_id__in=[job.pk for job in jobs if job.placed_at is not None],
+                                      measurement__observed_at__gte=F("job__placed_at"))
         .order_by("measurement__observed_at", "measurement_id")
-        .values_list("job_id", "measurement__throughput", "measurement__observed_at")
+        .values_list("job_id", "measurement__throughput")
     ):
-        if placed_at[job_id] is None or at >= placed_at[job_id]:
-            observed[job_id] = throughput  # the newest wins
+        observed[job_id] = throughput  # the newest wins
     return observed

@@ -49,7 +49,7 @@ def test_on_a_cluster_where_nothing_changes_consecutive_rounds_move_nothing(solv
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(properties.instances(), st.sampled_from([*OPTIMISING, "greedy"]), st.sampled_from([5.0, 5000.0]))
+@given(properties.instances(), st.sampled_from([*OPTIMISING, "greedy", "cells"]), st.sampled_from([5.0, 5000.0]))
 def test_on_random_clusters_where_nothing_changes_consecutive_rounds_move_nothing(p, solver, placed_s_ago):
     plan = solve(solver, p)
     for _ in range(2):
@@ -60,7 +60,7 @@ def test_on_random_clusters_where_nothing_changes_consecutive_rounds_move_nothin
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(properties.instances(), st.sampled_from([*OPTIMISING, "greedy"]), st.integers(1, 4))
+@given(properties.instances(), st.sampled_from([*OPTIMISING, "greedy", "cells"]), st.integers(1, 4))
 def test_on_random_clusters_waiting_jobs_of_the_lowest_priority_never_preempt(p, solver, arriving):
     plan = solve(solver, p)
     p = next_round(p, plan)
