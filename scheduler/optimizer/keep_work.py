@@ -10,9 +10,9 @@ checkpointed) and pays its workload's restart overhead before it progresses agai
   while a waiting job of a higher priority still outranks it (preemption by priority); a job
   preempted `max_preemptions_per_hour` times in the last hour gets a level above every other;
 - `move_penalty_w`: the energy a move throws away (redoing the steps since the checkpoint, and
-  the restart overhead, at the job's power), spread over its predicted remaining time, plus the
-  hysteresis margin and the flat `migration_cost_w`, so a move is chosen only when its saving
-  over the remaining time beats what it costs;
+  the restart overhead, at the job's power), spread over its predicted remaining time (at most
+  MOVE_HORIZON_S), plus the hysteresis margin and the flat `migration_cost_w`, so a move is
+  chosen only when its saving over that time beats what it costs;
 - `pinned`: placed or moved less than `move_cooldown_s` ago, it keeps its configuration;
 - `work_at_risk`: GPU-seconds lost if it stopped now; among the jobs of one level the
   admission values keep those with the most at risk, so victims lose the least work.
@@ -21,6 +21,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from .problem import JobSpec, SolverSettings
+
+# A move's saving is credited over at most this much of the job's remaining time: the energy
+# weight (it follows the load) and the predictions that make it a saving change within hours,
+# and credited over a days-long remaining time any saving paid for a restart, so long jobs went
+# back and forth as the load rose and fell (docs/optimization.md).
+MOVE_HORIZON_S = 3600.0
 
 
 @dataclass(frozen=True)
@@ -69,11 +75,12 @@ def redo_s(work: RunningWork) -> float:
 
 
 def remaining_s(work: RunningWork, settings: SolverSettings) -> float:
-    """Predicted seconds left at its current rate; unknown (no total steps or rate): the
-    cool-down, so a move must pay for itself before the job may move again. At least 1 s."""
+    """Seconds over which a move must pay for itself: the predicted time left at its current
+    rate, at most MOVE_HORIZON_S; unknown (no total steps or rate): the cool-down, so a move
+    pays for itself before the job may move again. At least 1 s."""
     if work.remaining_steps is None or not work.steps_per_s:
         return max(settings.move_cooldown_s, 1.0)
-    return max(work.remaining_steps / work.steps_per_s, 1.0)
+    return min(max(work.remaining_steps / work.steps_per_s, 1.0), MOVE_HORIZON_S)
 
 
 def move_penalty_w(work: RunningWork, settings: SolverSettings) -> float | None:

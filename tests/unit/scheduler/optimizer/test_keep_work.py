@@ -7,6 +7,7 @@ import pytest
 from scheduler.optimizer import RunningWork, SolverSettings, keep_work
 from scheduler.optimizer.admission import RISK_SHARE, admission_values
 from scheduler.optimizer.instance import compile_instance
+from scheduler.optimizer.keep_work import MOVE_HORIZON_S
 
 from .factory import TablePredictions, gpu_type, job, node, problem
 
@@ -52,10 +53,17 @@ def test_unknown_rate_counts_all_time_since_placed_and_unknown_remaining_pays_ba
 
 
 def test_a_job_near_its_end_is_dear_to_move():
-    (near,) = keep_work([(job(1, current=(["g0"], [])), work(remaining_steps=20.0))], SETTINGS)
-    (far,) = keep_work([(job(1, current=(["g0"], [])), work(remaining_steps=20000.0))], SETTINGS)
+    (near,) = keep_work([(job(1, current=(["g0"], [])), work(remaining_steps=2.0))], SETTINGS)
+    (far,) = keep_work([(job(1, current=(["g0"], [])), work(remaining_steps=2000.0))], SETTINGS)
     # the same lost energy over a thousandth of the time: a thousand times the W-equivalent
     assert near.move_penalty_w - 50.0 == pytest.approx(1000 * (far.move_penalty_w - 50.0))
+
+
+def test_a_saving_is_credited_over_at_most_the_move_horizon():
+    """A million steps left at 2 steps/s is 500000 s, but a move must pay back within an hour."""
+    (spec,) = keep_work([(job(1, current=(["g0"], [])), work(remaining_steps=1e6))], SETTINGS)
+    assert MOVE_HORIZON_S == 3600.0
+    assert spec.move_penalty_w == pytest.approx(24000 / 3600 * 1.2 + 50.0)
 
 
 def test_a_job_placed_but_not_started_loses_nothing_but_is_still_protected_and_pinned():
