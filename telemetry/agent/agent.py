@@ -382,7 +382,7 @@ class Agent:
 
     def _start_job(self, assignment: Assignment) -> None:
         command, environment = assignment.command, assignment.environment
-        if self.config.simulate_seed is not None:
+        if self.config.simulate_seed is not None and not (self.config.simulate_run_commands and command.strip()):
             command, extra = simulated_command(
                 assignment, seed=self.config.simulate_seed, speedup=self.config.simulate_speedup,
                 partner_path=self._write_partner(assignment), throughputs=self.config.simulate_throughputs,

@@ -49,6 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--throughputs", default=None, metavar="FILE",
                         help="With --simulate: Gavel's simulation_throughputs.json, the simulated jobs' true rates "
                         "(default: the repository's copy, catalog/reference/gavel/).")
+    parser.add_argument(
+        "--run-commands", action="store_true",
+        help="With --simulate: a job that has a command runs it (a real process on the simulated GPUs, e.g. a "
+        "training job on the CPU); only jobs without one run as simulated jobs.",
+    )
     parser.add_argument("--log-dir", default=env("GOGH_AGENT_LOG_DIR", "gogh-agent-logs"), help="Per-job logs.")
     parser.add_argument(
         "--checkpoint-dir", default=env("GOGH_AGENT_CHECKPOINT_DIR"),
@@ -100,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
         grace_s=args.grace_period, fence_after_s=args.fence_after, simulate_seed=args.seed if args.simulate else None,
         simulate_speedup=args.speedup, simulate_checkpoint_interval_s=args.simulate_checkpoint_interval,
         checkpoint_dir=Path(args.checkpoint_dir) if args.checkpoint_dir else None,
+        simulate_run_commands=args.run_commands,
     )
     try:
         if args.simulate:
@@ -152,6 +158,10 @@ def _usage_problem(args) -> str | None:
                 "stopped between heartbeats")
     if args.fail_gpu and not args.simulate:
         return "--fail-gpu needs --simulate: real GPUs fail on their own"
+    if args.run_commands and not args.simulate:
+        return "--run-commands needs --simulate: a node with real GPUs always runs jobs' commands"
+    if args.run_commands and args.speedup != 1:
+        return "--run-commands runs jobs at their own speed: leave --speedup at 1 (its rates are divided by it)"
     if args.throughputs and not args.simulate:
         return "--throughputs needs --simulate: real jobs run at their own rate"
     return None

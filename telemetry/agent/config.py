@@ -29,6 +29,9 @@ class AgentConfig:
     simulate_seed: int | None = None  # set: run every job as a simulated job (simjob) with this seed
     simulate_speedup: float = 1.0
     simulate_throughputs: Path | None = None  # Gavel's file, the simulated jobs' truth (None: simjob's default)
+    # With simulate_seed: a job that has a command runs it (a real process, e.g. a training job on
+    # the CPU) on the simulated GPUs, and only a job without one runs as a simulated job.
+    simulate_run_commands: bool = False
     simulate_checkpoint_interval_s: float = 60.0  # simulated jobs checkpoint this often (real time; 0: never)
 
     @property
