@@ -26,7 +26,7 @@ def test_a_moved_job_checkpoints_reports_preempted_and_resumes_where_the_control
     assert stopped["exit_code"] == 75 and stopped["checkpoint_step"] == stopped["steps"] > 10
     assert checkpoint == tmp_path / "logs" / "checkpoints" / "job-1" / f"step-{stopped['steps']}.txt"
     assert checkpoint.read_text() == str(stopped["steps"])
-    assert not agent._final_reports  # settled: 200
+    assert wait_for(lambda: not agent._final_reports)  # settled: 200
 
     before = len(plane.progress)
     plane.assignments = [assignment(1, python(CONTRACT_JOB), gpu_indexes=(1,), placed_at="later",
