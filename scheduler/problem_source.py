@@ -27,7 +27,7 @@ from .optimizer import (
 )
 from .optimizer.catalog_predictions import CatalogPredictions
 from .predictions import LearnedPredictions, WorkloadEstimates
-from .selectors import preemptions_last_hour, restart_overheads
+from .selectors import moves_so_far, preemptions_last_hour, restart_overheads
 
 ACTIVE_STATES = (JobState.PENDING.value, JobState.PLACED.value, JobState.RUNNING.value)
 
@@ -48,6 +48,7 @@ def solver_settings(config: SolverConfig, *, solver: str | None = None) -> Solve
         move_cooldown_s=config.move_cooldown_s,
         move_hysteresis=config.move_hysteresis,
         max_preemptions_per_hour=config.max_preemptions_per_hour,
+        max_moves_per_job=config.max_moves_per_job,
         idle_gpus_powered_down=config.idle_gpus_powered_down,
         topology_isolation=config.topology_isolation,
         cell_size_gpus=config.cell_size_gpus,
@@ -182,8 +183,8 @@ def running_work(jobs: list[Job], *, now=None) -> dict[int, RunningWork]:
     allocation): progress since its checkpoint, the steps left, its rate (the newest
     throughput its agent observed since it was placed, else the round's prediction), its power
     (the predicted power of its open allocations), its workload's restart overhead
-    (selectors.restart_overheads), the seconds since it was placed or moved, and its
-    preemptions in the last hour."""
+    (selectors.restart_overheads), the seconds since it was placed or moved, its preemptions in
+    the last hour and its moves so far."""
     now = now or timezone.now()
     ids = [job.pk for job in jobs]
     rows: dict[int, list[tuple]] = {}
@@ -194,6 +195,7 @@ def running_work(jobs: list[Job], *, now=None) -> dict[int, RunningWork]:
     observed = _observed_since_placed(jobs)
     overheads = restart_overheads({job.workload.name for job in jobs})
     preempted = preemptions_last_hour(ids, now=now)
+    moved = moves_so_far(ids)
     out = {}
     for job in jobs:
         held = rows.get(job.pk, [])
@@ -208,6 +210,7 @@ def running_work(jobs: list[Job], *, now=None) -> dict[int, RunningWork]:
             placed_s_ago=(now - job.placed_at).total_seconds() if job.placed_at else float("inf"),
             preemptions_last_hour=preempted.get(job.pk, 0),
             running=job.state == JobState.RUNNING.value,
+            moves=moved.get(job.pk, 0),
         )
     return out
 

@@ -86,3 +86,14 @@ def preemptions_last_hour(job_ids, *, now=None) -> dict[int, int]:
         .values("job_id").annotate(n=Count("id")).values_list("job_id", "n")
     )
     return counts
+
+
+def moves_so_far(job_ids) -> dict[int, int]:
+    """{job id: times a round has moved it} of `job_ids`, 0 for none, in one query: a job moved
+    max_moves_per_job times is not moved again to save energy."""
+    counts = dict.fromkeys(job_ids, 0)
+    counts.update(
+        JobInterruption.objects.filter(job_id__in=counts, kind=InterruptionKind.MOVED)
+        .values("job_id").annotate(n=Count("id")).values_list("job_id", "n")
+    )
+    return counts

@@ -93,7 +93,7 @@ def job_progress_report(
         if _measurement_due(job, now, final=status != RUNNING):
             _record_measurement(job, allocations, steps_per_s, now)
     if status == PREEMPTED:
-        return stops.stopped(job, report, exit_code=exit_code, now=now)
+        return stops.stopped(job, report, exit_code=exit_code, message=message, now=now)
     if status in (SUCCEEDED, FAILED):
         _ended(job, status, steps=steps, exit_code=exit_code, message=message, now=now)
     job.refresh_from_db()

@@ -21,6 +21,9 @@ from .report_rules import NotAssigned, Report, check_report, checkpoint_values, 
 
 _WAITING = (JobState.PENDING.value, JobState.PLACED.value)
 
+#: How an agent's report of a run it stopped begins (telemetry.agent.agent); the rest says why.
+AGENT_STOP = "Stopped by the agent: "
+
 
 def last_stopped_run(job: Job) -> JobInterruption | None:
     """The interruption that stopped the job's last run (not a move of a job placed but not
@@ -81,17 +84,22 @@ def handover(job: Job, report: Report, *, here: bool, now) -> Job:
     return job
 
 
-def stopped(job: Job, report: Report, *, exit_code: int | None, now) -> Job:
-    """The job's run (progress already recorded) exited by itself asking to be resumed: back
-    to pending, its work kept up to its checkpoint, and a round asked for (its GPUs are free,
-    and it waits to run again)."""
+def stopped(job: Job, report: Report, *, exit_code: int | None, message: str = "", now) -> Job:
+    """The job's run (progress already recorded) exited asking to be resumed, by itself or
+    stopped by its agent (the node leaves, its GPU failed, out of touch: the report's `message`
+    says which, and goes into the reason): back to pending, its work kept up to its checkpoint,
+    and a round asked for (its GPUs are free, and it waits to run again)."""
     job.refresh_from_db()
     status = f"exit status {exit_code}" if exit_code is not None else "no exit status"
     if job.checkpoint_step is not None:
         then = f"it resumes from its checkpoint at step {job.checkpoint_step}."
     else:
         then = "it made no checkpoint, so it starts again from step 0."
-    reason = f"Its run stopped at step {job.current_step} asking to be resumed ({status}); {then}"
+    if message.startswith(AGENT_STOP):  # the agent's own words: telemetry.agent.agent, _reap_stopped
+        reason = f"Its run was stopped at step {job.current_step} by its node's agent: " \
+                 f"{message.removeprefix(AGENT_STOP).rstrip('.')}; {then}"
+    else:
+        reason = f"Its run stopped at step {job.current_step} asking to be resumed ({status}); {then}"
     stop = interruption_row(job, kind=InterruptionKind.STOPPED, reason=reason, now=now)
     job = job_transition(job=job, to=JobState.PENDING.value, reason=reason[:300], now=now)
     interruptions_record([stop], now=now, handover=False)

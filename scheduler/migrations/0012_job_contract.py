@@ -90,6 +90,11 @@ class Migration(migrations.Migration):
         ),
         migrations.AddField(
             model_name='solverconfig',
+            name='max_moves_per_job',
+            field=models.PositiveSmallIntegerField(default=3, help_text="A job is moved to save energy at most this many times (0: never); its GPU failing, its node going down or a higher-priority job still take it away.", validators=[django.core.validators.MaxValueValidator(100)]),
+        ),
+        migrations.AddField(
+            model_name='solverconfig',
             name='move_cooldown_s',
             field=models.FloatField(default=600.0, help_text='A job placed or moved is not moved again for this long, unless its GPU fails, its node goes down or a higher-priority job needs its GPUs.', validators=[django.core.validators.MinValueValidator(0), django.core.validators.MaxValueValidator(604800)]),
         ),

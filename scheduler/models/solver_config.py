@@ -75,6 +75,13 @@ class SolverConfig(models.Model):
         default=2, validators=[MaxValueValidator(60)],
         help_text="A job is preempted for higher-priority jobs at most this often in any hour (0: never).",
     )
+    max_moves_per_job = models.PositiveSmallIntegerField(
+        default=3, validators=[MaxValueValidator(100)],
+        help_text=(
+            "A job is moved to save energy at most this many times (0: never); its GPU failing, its node going "
+            "down or a higher-priority job still take it away."
+        ),
+    )
     idle_gpus_powered_down = models.BooleanField(default=True)
     topology_isolation = models.BooleanField(default=False, help_text="Tenants never share a PCIe switch.")
     cell_size_gpus = models.PositiveIntegerField(

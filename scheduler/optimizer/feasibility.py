@@ -119,9 +119,14 @@ def option_cost(job: JobSpec, spec: GpuTypeSpec, settings: SolverSettings, k: in
 def move_cost(job: JobSpec, settings: SolverSettings, weight: float) -> float:
     """What moving a placed job costs in the objective: its move penalty (keep_work.py: the
     energy a restart throws away over its remaining time, with the hysteresis margin), priced
-    at the round's energy weight like the power it saves, so a move is chosen only when the
-    saving beats the loss whatever the load; the flat migration_cost_w for a job without one."""
-    return settings.migration_cost_w if job.move_penalty_w is None else weight * job.move_penalty_w
+    at the round's energy weight like the power it saves, but never below 1: a restart throws
+    away the job's time too, which a low load (a weight below 1 makes energy cheap against
+    throughput) does not make cheaper. Priced at the weight alone, moves were cheapest at low
+    load, so jobs went to faster configurations as the load fell and back as it rose
+    (docs/simulation.md). The flat migration_cost_w for a job without a penalty."""
+    if job.move_penalty_w is None:
+        return settings.migration_cost_w
+    return max(weight, 1.0) * job.move_penalty_w
 
 
 def group_cost(jobs: tuple[JobSpec, ...], spec: GpuTypeSpec, settings: SolverSettings, taus: tuple[float, ...],

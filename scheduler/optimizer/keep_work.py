@@ -13,7 +13,8 @@ checkpointed) and pays its workload's restart overhead before it progresses agai
   the restart overhead, at the job's power), spread over its predicted remaining time (at most
   MOVE_HORIZON_S), plus the hysteresis margin and the flat `migration_cost_w`, so a move is
   chosen only when its saving over that time beats what it costs;
-- `pinned`: placed or moved less than `move_cooldown_s` ago, it keeps its configuration;
+- `pinned`: placed or moved less than `move_cooldown_s` ago, or moved `max_moves_per_job` times
+  already, it keeps its configuration;
 - `work_at_risk`: GPU-seconds lost if it stopped now; among the jobs of one level the
   admission values keep those with the most at risk, so victims lose the least work.
 """
@@ -42,6 +43,7 @@ class RunningWork:
     placed_s_ago: float  # seconds since it was placed or moved (cool-down)
     preemptions_last_hour: int
     running: bool  # started (False: placed, not started: nothing lost but the placement)
+    moves: int = 0  # times a round has moved it so far
 
 
 def keep_work(jobs: Sequence[tuple[JobSpec, RunningWork | None]], settings: SolverSettings) -> tuple[JobSpec, ...]:
@@ -59,7 +61,7 @@ def _kept(spec: JobSpec, work: RunningWork | None, settings: SolverSettings, top
         spec,
         priority=top if at_limit else 2 * spec.priority + 1,
         move_penalty_w=move_penalty_w(work, settings),
-        pinned=work.placed_s_ago < settings.move_cooldown_s,
+        pinned=work.placed_s_ago < settings.move_cooldown_s or work.moves >= settings.max_moves_per_job,
         work_at_risk=work_at_risk(work),
     )
 

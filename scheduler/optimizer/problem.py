@@ -116,6 +116,7 @@ class SolverSettings:
     move_cooldown_s: float = 600.0  # a job placed or moved stays put this long (keep_work.py)
     move_hysteresis: float = 0.2  # a move's saving must beat its cost by this fraction
     max_preemptions_per_hour: int = 2
+    max_moves_per_job: int = 3  # moves to save energy over a job's life, at most
     idle_gpus_powered_down: bool = True
     topology_isolation: bool = False  # tenants never share a PCIe switch
     cell_size_gpus: int = 1024

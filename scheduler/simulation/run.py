@@ -30,11 +30,6 @@ DEFAULT_JOBS_PER_HOUR = 3.0
 #: 1): with 0 it would run every job at just above T_min on the lowest-power GPU, which costs
 #: more energy per step than a faster GPU finishing sooner (see docs/simulation.md).
 THROUGHPUT_VALUE_W = 100.0
-#: The keep-work cool-down (scheduler.optimizer.keep_work) of the default scenario, tuned for
-#: it (docs/simulation.md, "Tuning the rules"): with the optimiser's 600 s the adaptive energy
-#: weight moves jobs back and forth between fast and frugal configurations as the load
-#: changes, 25 times for one job. A job stays where it was placed for a day unless its GPU fails.
-MOVE_COOLDOWN_S = 86400.0
 
 
 def build_scenario(truth: Truth, *, jobs: int = DEFAULT_JOBS, seed: int = 0, trace: str | None = None,
@@ -48,8 +43,7 @@ def build_scenario(truth: Truth, *, jobs: int = DEFAULT_JOBS, seed: int = 0, tra
         jobs=with_checkpoints(job_list, seed),
         gpus=build_gpus(layout),
         gpu_types=gpu_types([name for name, _ in layout]),
-        settings=SolverSettings(seed=seed, throughput_value_w=throughput_value_w, time_limit_s=10.0,
-                                move_cooldown_s=MOVE_COOLDOWN_S),
+        settings=SolverSettings(seed=seed, throughput_value_w=throughput_value_w, time_limit_s=10.0),
         failures=tuple(failures),
         restart_overhead_s=restart_overheads(truth.workloads(), seed),
     )
@@ -124,6 +118,7 @@ def scenario_summary(scenario: Scenario, **extra) -> dict:
         "move_cooldown_s": scenario.settings.move_cooldown_s,
         "move_hysteresis": scenario.settings.move_hysteresis,
         "max_preemptions_per_hour": scenario.settings.max_preemptions_per_hour,
+        "max_moves_per_job": scenario.settings.max_moves_per_job,
         "last_arrival_s": max((j.arrival_s for j in scenario.jobs), default=0.0),
         "failures": [[f.time_s, f.gpu_id] for f in scenario.failures],
         **extra,

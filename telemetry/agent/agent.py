@@ -60,6 +60,11 @@ HEARTBEAT_JOIN_S = 30.0
 SETTLED = frozenset({200, 400, 403, 404, 409})
 #: Requests the loop would send on every turn: after a failure they wait retry_s.
 EVERY_TURN = frozenset({"progress", "failures"})
+#: Why the agent stopped a job, in its final report (the control plane records it).
+WITHDRAWN = "its allocation here was withdrawn or changed"
+LEAVING = "the node's agent is stopping and the node leaves"
+FENCED = "out of touch with the control plane, which places it elsewhere"
+GPU_FAILED = "its GPU failed"
 
 
 class RegistrationRefused(RuntimeError):
@@ -150,7 +155,7 @@ class Agent:
     def _shutdown(self) -> None:
         with self._lock:
             self._supervise()  # a job that ended just before reports its end, not a stop
-            self._stop_all()
+            self._stop_all(LEAVING)
         deadline = time.monotonic() + self.config.grace_s + 5
         while self._stopping and time.monotonic() < deadline:
             with self._lock:
@@ -244,7 +249,7 @@ class Agent:
                     if self._running:
                         log.warning("no successful heartbeat for %g s: the control plane gives this node up at its "
                                     "timeout and places its jobs elsewhere; stopping them", self._stop_after_s())
-                self._stop_all()
+                self._stop_all(FENCED)
             self._reap_stopped()
 
     # --- one turn of the main loop
@@ -323,7 +328,7 @@ class Agent:
                 if failed.keys() & set(assignment.gpu_indexes):
                     log.warning("job %s: GPU %s failed; stopping it", job_id,
                                 sorted(failed.keys() & set(assignment.gpu_indexes)))
-                    self._stop_job(job_id, self._short_grace(assignment))
+                    self._stop_job(job_id, self._short_grace(assignment), GPU_FAILED)
         new = {index: reason for index, reason in failed.items() if index not in self._failures_reported}
         if not new:
             return
@@ -428,19 +433,20 @@ class Agent:
         fence time, before the control plane places the job elsewhere."""
         return min(self._grace(assignment), self.config.grace_s)
 
-    def _stop_job(self, job_id: int, grace_s: float | None = None) -> None:
-        """SIGTERM now, SIGKILL after `grace_s` (None: the job's own grace period)."""
+    def _stop_job(self, job_id: int, grace_s: float | None = None, why: str = WITHDRAWN) -> None:
+        """SIGTERM now, SIGKILL after `grace_s` (None: the job's own grace period); `why` goes
+        into its final report, so the control plane records why it stopped."""
         assignment, process = self._running.pop(job_id)
         self._last_progress.pop(job_id, None)
-        process.request_stop(self._grace(assignment) if grace_s is None else grace_s)
+        process.request_stop(self._grace(assignment) if grace_s is None else grace_s, why)
         self._stopping.append((assignment, process))
 
-    def _stop_all(self) -> None:
+    def _stop_all(self, why: str) -> None:
         """Every job, the running and those already stopping, is gone within the short grace period."""
         for job_id, (assignment, _) in list(self._running.items()):
-            self._stop_job(job_id, self._short_grace(assignment))
+            self._stop_job(job_id, self._short_grace(assignment), why)
         for assignment, process in self._stopping:
-            process.request_stop(self._short_grace(assignment))
+            process.request_stop(self._short_grace(assignment), why)
 
     def _reap_stopped(self) -> None:
         """A stopped job that has exited: its final report says "preempted" (to a control plane
@@ -457,7 +463,7 @@ class Agent:
                 status = "succeeded" if _finished_while_stopping(process, code) else "preempted"
                 self._final_reports[assignment.job_id] = self._report(
                     assignment, process, status, exit_code=code,
-                    message=f"Stopped by the agent (exit status {code}).",
+                    message=f"Stopped by the agent: {process.stop_reason or WITHDRAWN} (exit status {code}).",
                 )
 
     def _supervise(self) -> None:

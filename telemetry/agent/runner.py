@@ -49,6 +49,7 @@ class JobProcess:
         # The run's latest checkpoint (step, path): the one it resumed from until it makes one.
         self.checkpoint: tuple[int, str] | None = (resume_step, resume_checkpoint) if resume_checkpoint else None
         self.stopping = False
+        self.stop_reason = ""
         self._points: deque[tuple[float, int]] = deque()
         self._lock = threading.Lock()
         self._kill_at: float | None = None
@@ -127,14 +128,16 @@ class JobProcess:
             self._reader.join(timeout=1)
         return code
 
-    def request_stop(self, grace_s: float) -> None:
+    def request_stop(self, grace_s: float, why: str = "") -> None:
         """SIGTERM the job's process group now; `tick` sends SIGKILL after `grace_s`. Asked
-        again while stopping, only a shorter grace period counts (no second SIGTERM)."""
+        again while stopping, only a shorter grace period counts (no second SIGTERM). `why`: the
+        first reason asked, for its final report."""
         kill_at = self._clock() + grace_s
         if self.stopping:
             self._kill_at = min(self._kill_at, kill_at)
             return
         self.stopping = True
+        self.stop_reason = why
         self._kill_at = kill_at
         self._signal(signal.SIGTERM)
 

@@ -9,7 +9,7 @@ from catalog.models import Measurement, Workload
 from scheduler import services
 from scheduler.models import Allocation, InterruptionKind, Job, JobInterruption, JobMeasurement, SolverConfig
 from scheduler.problem_source import problem_from_database, running_work
-from scheduler.selectors import RESTART_OVERHEAD_SAMPLES, preemptions_last_hour, restart_overheads
+from scheduler.selectors import RESTART_OVERHEAD_SAMPLES, moves_so_far, preemptions_last_hour, restart_overheads
 
 
 @pytest.fixture
@@ -56,7 +56,7 @@ def test_a_running_job_carries_what_a_move_would_throw_away(measured, alice, res
     assert spec_of(problem, waiting).move_penalty_w is None and spec_of(problem, waiting).work_at_risk == 0.0
 
 
-def test_rate_power_cool_down_and_preemptions_come_from_the_job_and_its_allocations(measured, alice, resnet50):
+def test_rate_power_cool_down_preemptions_and_moves_come_from_the_job_and_its_allocations(measured, alice, resnet50):
     job = submit(alice, resnet50, total_steps=2500)
     services.scheduling_round_run(trigger="manual")
     running(job, step=500, checkpoint=None, placed_ago_s=60)
@@ -72,7 +72,7 @@ def test_rate_power_cool_down_and_preemptions_come_from_the_job_and_its_allocati
     work = running_work([Job.objects.select_related("workload").get(pk=job.pk)], now=now)[job.pk]
     assert (work.steps_since_checkpoint, work.remaining_steps, work.steps_per_s) == (500, 2000, 12.5)
     assert (work.power_w, work.num_gpus, work.restart_overhead_s, work.running) == (300.0, 1, 30.0, True)
-    assert work.placed_s_ago == pytest.approx(60, abs=5) and work.preemptions_last_hour == 1
+    assert work.placed_s_ago == pytest.approx(60, abs=5) and work.preemptions_last_hour == 1 and work.moves == 1
     assert spec_of(problem_from_database(SolverConfig.load()), job).pinned  # placed a minute ago
 
 
@@ -109,3 +109,13 @@ def test_a_higher_priority_job_preempts_the_placed_job_that_loses_least_work(mea
     states = {job.pk: job.state for job in Job.objects.filter(pk__in=[j.pk for j in [*low, urgent]])}
     assert states == {low[0].pk: "pending", low[1].pk: "running", low[2].pk: "running", low[3].pk: "running",
                       urgent.pk: "placed"}
+
+
+def test_moves_are_counted_per_job_over_its_life(measured, alice, resnet50):
+    one, other = submit(alice, resnet50), submit(alice, resnet50)
+    now = timezone.now()
+    for days in (0, 3, 30):
+        interrupt(one, InterruptionKind.MOVED, now - timedelta(days=days))
+    interrupt(one, InterruptionKind.PREEMPTED, now)
+    interrupt(other, InterruptionKind.GPU_FAILED, now)
+    assert moves_so_far([one.pk, other.pk]) == {one.pk: 3, other.pk: 0}

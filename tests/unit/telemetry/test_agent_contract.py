@@ -117,3 +117,4 @@ def test_a_stopped_job_that_exits_0_at_its_last_step_reports_success_and_short_o
     finished, stopped = reports(plane, 1)[-1], reports(plane, 2)[-1]
     assert (finished["status"], finished["steps"], finished["exit_code"]) == ("succeeded", 3, 0)
     assert (stopped["status"], stopped["steps"], stopped["exit_code"]) == ("preempted", 1, 0)
+    assert stopped["message"] == "Stopped by the agent: its allocation here was withdrawn or changed (exit status 0)."

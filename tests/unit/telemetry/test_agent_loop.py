@@ -374,3 +374,6 @@ def test_a_lost_gpu_is_reported_once_and_its_job_stopped_not_restarted(plane, ru
     assert failure["uuid"] == "GPU-fake-1" and "GPU is lost" in failure["reason"]
     assert log.read_text().count("pid") == 1  # still assigned, never started again on a dead GPU
     assert timestamps(plane, "GPU-fake-1")[-1] <= lost_at
+    assert wait_for(lambda: any(p["status"] == "preempted" for p in plane.progress), timeout=5)
+    (stop,) = [p for p in plane.progress if p["status"] == "preempted"]
+    assert stop["message"].startswith("Stopped by the agent: its GPU failed (exit status ")

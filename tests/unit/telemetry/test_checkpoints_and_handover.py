@@ -138,6 +138,18 @@ def test_the_batch_refuses_a_contradicting_report_alone(client_for, agent, runni
     assert row(running) == before
 
 
+def test_a_run_its_agent_stopped_says_why_in_its_reason(report, running):
+    """The node leaving (or its GPU failing, or the agent out of touch) stops the job on the
+    node before the control plane hears the node went: the stop report's words say which."""
+    message = "Stopped by the agent: the node's agent is stopping and the node leaves (exit status 75)."
+    response = report(tick(running.pk, "preempted", steps=180, checkpoint=170, exit_code=75, message=message))
+    assert response.status_code == 200
+    reason = "Its run was stopped at step 180 by its node's agent: the node's agent is stopping and the node " \
+             "leaves (exit status 75); it resumes from its checkpoint at step 170."
+    assert Job.objects.get(pk=running.pk).pending_reason == reason
+    assert JobInterruption.objects.get(job=running).reason == reason
+
+
 def test_an_end_below_the_checkpoint_is_recorded(report, running):
     response = report(tick(running.pk, "failed", steps=40, exit_code=1))
     assert response.status_code == 200

@@ -6,6 +6,7 @@ import pytest
 
 from scheduler.optimizer import RunningWork, SolverSettings, keep_work
 from scheduler.optimizer.admission import RISK_SHARE, admission_values
+from scheduler.optimizer.feasibility import move_cost
 from scheduler.optimizer.instance import compile_instance
 from scheduler.optimizer.keep_work import MOVE_HORIZON_S
 
@@ -126,3 +127,23 @@ def test_a_pinned_job_is_offered_only_its_current_configuration():
     assert [free.all_options[i].current for i in pinned.job_options[0]] == [True]
     assert pinned.job_all_options[0] == pinned.job_options[0]
     assert pinned.job_groups[0] == [] and pinned.job_options[1] == free.job_options[1]
+
+
+def test_a_job_moved_max_moves_per_job_times_is_pinned_for_good():
+    settings = replace(SETTINGS, max_moves_per_job=3)
+    below, at = keep_work(
+        [(job(1, current=(["g0"], [])), work(moves=2)), (job(2, current=(["g1"], [])), work(moves=3))], settings
+    )
+    assert (below.pinned, at.pinned) == (False, True)
+    (never,) = keep_work([(job(1, current=(["g0"], [])), work(moves=0))], replace(SETTINGS, max_moves_per_job=0))
+    assert never.pinned  # 0: never moved to save energy
+    assert at.priority == below.priority == 1  # still preemptible by a higher priority
+
+
+def test_a_move_is_priced_at_the_energy_weight_but_never_below_one():
+    """At low load (weight < 1) energy is cheap against throughput, but a restart throws away the
+    job's time too: the move keeps its full penalty. At high load it is weighted like the power."""
+    spec = replace(job(1), move_penalty_w=80.0)
+    assert move_cost(spec, SETTINGS, 0.25) == pytest.approx(80.0)
+    assert move_cost(spec, SETTINGS, 2.0) == pytest.approx(160.0)
+    assert move_cost(job(1), SETTINGS, 0.25) == pytest.approx(SETTINGS.migration_cost_w)

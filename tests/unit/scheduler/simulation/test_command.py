@@ -6,6 +6,8 @@ from io import StringIO
 import pytest
 from django.core.management import call_command, get_commands, load_command_class
 
+from scheduler.models import SolverConfig
+
 POLICY_KEYS = {
     "energy_kwh", "energy_per_step_j", "slo_violation", "avg_jct_s", "makespan_s", "jain_fairness", "completed",
     "migrations", "moves", "preemptions", "restarts", "max_moves_per_job", "jobs_by_moves", "lost_gpu_hours",
@@ -39,7 +41,10 @@ def test_a_tiny_run_writes_every_policy_and_the_learning_curve(tmp_path):
     assert report["scenario"]["gpus"] == {"k80": 36, "p100": 36, "v100": 36}
     assert report["scenario"]["failures"] == [[3600.0, "v100-s0-g0"]]
     assert len(report["scenario"]["restart_overhead_s"]) == 26
-    assert (report["scenario"]["move_cooldown_s"], report["scenario"]["move_hysteresis"]) == (86400.0, 0.2)
+    keep_work_settings = ("move_cooldown_s", "move_hysteresis", "max_preemptions_per_hour", "max_moves_per_job")
+    # the scenario runs the production defaults of the keep-work rules
+    assert [report["scenario"][key] for key in keep_work_settings] == [600.0, 0.2, 2, 3]
+    assert [SolverConfig._meta.get_field(key).default for key in keep_work_settings] == [600.0, 0.2, 2, 3]
     table = out.getvalue()
     assert all(name in table for name in POLICIES)
     assert table.splitlines()[0].split()[-4:] == ["moves", "preempt", "lost", "sec"]
