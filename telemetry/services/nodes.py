@@ -137,6 +137,8 @@ def node_set_state(*, node: Node, state: str, reason: str = "") -> Node:
         node.drained = state == NodeState.DRAINING
     node.save(update_fields=["state", "state_reason", "drained", "updated_at"])
     live.node_changed(node.pk)
+    if state == NodeState.READY and was != NodeState.READY:
+        signals.capacity_changed.send(sender=Node)  # undrained: its GPUs take work again, now
     if state != was:
         said = f": {node.state_reason}" if node.state_reason else ""
         announce("node %s %s by an operator%s", node.hostname, "drained" if node.drained else "undrained", said)

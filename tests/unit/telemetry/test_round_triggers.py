@@ -1,5 +1,5 @@
 """Inventory and progress events that change what can be placed ask for a scheduling round:
-a node (re)registering, a node going down with jobs on it, a job ending."""
+a node (re)registering, a node undrained, a node going down with jobs on it, a job ending."""
 from datetime import timedelta
 
 import pytest
@@ -8,8 +8,8 @@ from django.utils import timezone
 
 from scheduler import services as scheduler_services
 from scheduler.dispatch.progress import job_progress_report
-from telemetry.models import Gpu
-from telemetry.services import node_register, nodes_mark_silent_down
+from telemetry.models import Gpu, NodeState
+from telemetry.services import node_register, node_set_state, nodes_mark_silent_down
 
 from .jobs import placed_job
 from .reports import node_report
@@ -47,3 +47,14 @@ def test_only_a_job_that_ends_asks_for_a_round(node1, agent, alice, resnet50, ro
     with django_capture_on_commit_callbacks(execute=True):
         job_progress_report(agent_user=agent, job_id=job.pk, status=status, steps=10, exit_code=1)
     assert rounds == trigger
+
+
+def test_undraining_asks_for_a_round_and_draining_does_not(node1, rounds, django_capture_on_commit_callbacks):
+    """Undrained, a node's GPUs take work again: waiting jobs should not wait for beat's next round."""
+    with django_capture_on_commit_callbacks(execute=True):
+        node_set_state(node=node1, state=NodeState.DRAINING)
+    assert rounds == []
+    with django_capture_on_commit_callbacks(execute=True):
+        node_set_state(node=node1, state=NodeState.READY)
+        node_set_state(node=node1, state=NodeState.READY, reason="again: no change")
+    assert rounds == ["node"]
