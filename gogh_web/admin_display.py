@@ -45,3 +45,17 @@ def clipped(text: str, limit: int = REASON_CHARS) -> str:
     head = text[: limit + 1]
     cut = head.rsplit(" ", 1)[0] if " " in head else text[:limit]
     return format_html('<span title="{}">{}\u2026</span>', text, cut.rstrip(" ,.;:"))
+
+
+class RecordAdmin(admin.ModelAdmin):
+    """An admin for a record of what happened (a settings change, an interruption): listed and
+    shown, never added, changed or deleted by hand, so it keeps saying what happened."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

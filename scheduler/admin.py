@@ -3,7 +3,7 @@ through services."""
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 
-from gogh_web.admin_display import clipped, rounded
+from gogh_web.admin_display import RecordAdmin, clipped, rounded
 
 from . import services
 from .lifecycle import IllegalTransition
@@ -173,7 +173,7 @@ class AllocationAdmin(admin.ModelAdmin):
 
 
 @admin.register(JobInterruption)
-class JobInterruptionAdmin(admin.ModelAdmin):
+class JobInterruptionAdmin(RecordAdmin):
     """Every move, preemption and failure that stopped a job, with why and the work it lost:
     read-only, as the services wrote it (a changed row would no longer match the job's counters)."""
 
@@ -191,15 +191,6 @@ class JobInterruptionAdmin(admin.ModelAdmin):
     @admin.display(description="Reason", ordering="reason")
     def reason_clipped(self, interruption):
         return clipped(interruption.reason)
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(SolveRun)
@@ -246,16 +237,7 @@ class SolverConfigAdmin(admin.ModelAdmin):
 
 
 @admin.register(SolverConfigChange)
-class SolverConfigChangeAdmin(admin.ModelAdmin):
+class SolverConfigChangeAdmin(RecordAdmin):
     list_display = ["changed_at", "changed_by", "field", "old_value", "new_value"]
     list_filter = ["field", "changed_by"]
     date_hierarchy = "changed_at"
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

@@ -23,3 +23,11 @@ def submit(client_for, resnet50, cluster):
         return client_for(user).post("/api/jobs/", body, format="json", headers=headers or {})
 
     return post
+
+
+@pytest.fixture
+def root(client, django_user_model):
+    """A superuser signed in on `client` (the admin's tests)."""
+    user = django_user_model.objects.create_superuser("root", password="pw-root")
+    client.force_login(user)
+    return user

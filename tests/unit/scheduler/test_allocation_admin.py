@@ -1,16 +1,8 @@
 """Allocations in the admin: the jobs sharing a GPU are listed by id, in the list and inline."""
-import pytest
 from django.utils import timezone
 
 from scheduler import services
 from scheduler.models import Allocation
-
-
-@pytest.fixture
-def root(client, django_user_model):
-    user = django_user_model.objects.create_superuser("root", password="pw-root")
-    client.force_login(user)
-    return user
 
 
 def test_a_group_of_three_shows_each_members_partners(client, root, cluster, alice, resnet50):

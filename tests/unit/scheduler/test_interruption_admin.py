@@ -14,13 +14,6 @@ LONG = "Preempted for job 12 (priority 5), which no other GPU could serve within
 
 
 @pytest.fixture
-def root(client, django_user_model):
-    user = django_user_model.objects.create_superuser("root", password="pw-root")
-    client.force_login(user)
-    return user
-
-
-@pytest.fixture
 def job(alice, resnet50, cluster):
     return services.job_submit(owner=alice, workload=resnet50, min_throughput=1, max_gpus=1, total_steps=5000).job
 

@@ -19,13 +19,6 @@ INLINE = {"allocations-TOTAL_FORMS": "0", "allocations-INITIAL_FORMS": "0",
 
 
 @pytest.fixture
-def root(client, django_user_model):
-    user = django_user_model.objects.create_superuser("root", password="pw-root")
-    client.force_login(user)
-    return user
-
-
-@pytest.fixture
 def job(alice, resnet50, cluster):
     return services.job_submit(owner=alice, workload=resnet50, min_throughput=1, max_gpus=1, total_steps=100,
                                command="python train.py").job

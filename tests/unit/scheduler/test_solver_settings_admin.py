@@ -5,13 +5,6 @@ from django.forms.models import model_to_dict
 from scheduler.models import SolverConfig, SolverConfigChange
 
 
-@pytest.fixture
-def root(client, django_user_model):
-    user = django_user_model.objects.create_superuser("root", password="pw-root")
-    client.force_login(user)
-    return user
-
-
 def test_editing_settings_in_the_admin_records_who_changed_what(client, root):
     config = SolverConfig.load()
     url = f"/admin/scheduler/solverconfig/{config.pk}/change/"
