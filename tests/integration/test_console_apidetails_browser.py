@@ -32,5 +32,7 @@ def test_the_api_docs_show_one_section_per_resource(stack, chromium, demo, size)
     for tag in tags:
         assert tag["description"] in page.inner_text(f'.opblock-tag[data-tag="{tag["name"]}"]')
     jobs = page.locator('.opblock-tag-section:has(.opblock-tag[data-tag="jobs"]) .opblock-summary-path')
-    assert jobs.all_inner_texts() == ["/api/jobs/", "/api/jobs/", "/api/jobs/{id}/", "/api/jobs/{id}/cancel/"]
+    assert jobs.all_inner_texts() == [
+        "/api/jobs/", "/api/jobs/", "/api/jobs/{id}/", "/api/jobs/{id}/cancel/", "/api/jobs/{id}/interruptions/"
+    ]
     assert page.errors == []

@@ -8,6 +8,7 @@ import sys
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -183,6 +184,17 @@ def submit_job(base, user, **fields):
         return json.loads(response.read())["id"]
 
 
+def placed_past_the_cool_down(job_id):
+    """Wait for the stack's round to place the job, then date its placement an hour back: a job
+    placed less than move_cooldown_s ago is pinned where it is (scheduler.optimizer.keep_work),
+    so a trade-off preview would not move it either."""
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while not Job.objects.filter(pk=job_id, state="placed").exists():
+        assert time.monotonic() < deadline, f"job {job_id} was not placed"
+        time.sleep(0.2)
+    Job.objects.filter(pk=job_id).update(placed_at=timezone.now() - timedelta(hours=1))
+
+
 def test_submitted_job_appears_and_changes_state_without_reload(stack, chromium, demo):
     base, _ = stack
     page = signed_in(chromium, base, "alice")
@@ -242,6 +254,7 @@ def sweep_rendered(page):
 def test_trade_off_plot_renders_in_webgl_and_preview_updates_it(stack, chromium, demo):
     base, _ = stack
     job_id = submit_job(base, demo["alice"])
+    placed_past_the_cool_down(job_id)
     page = signed_in(chromium, base, "alice")
     page.goto(base + "/dashboard/tradeoff/")
     sweep_rendered(page)
