@@ -1,25 +1,16 @@
 """Migration 0007: each allocation's one partner becomes its list of partners, and back."""
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
+
+from tests.unit.migrating import migrate_to, migrate_to_newest
 
 BEFORE = ("scheduler", "0006_solver_fairness_weight")
 AFTER = ("scheduler", "0007_allocation_partners")
 
 
-def _migrate(node):
-    """The scheduler at `node`, every other app at its newest migration (the rows made here
-    need today's telemetry and catalog tables)."""
-    executor = MigrationExecutor(connection)
-    target = [leaf for leaf in executor.loader.graph.leaf_nodes() if leaf[0] != "scheduler"] + [node]
-    executor.migrate(target)
-    return executor.loader.project_state(target).apps
-
-
 @pytest.mark.django_db(transaction=True)
 def test_the_partner_is_copied_into_partners_and_back():
-    old = _migrate(BEFORE)
+    old = migrate_to(BEFORE)
     Job, Allocation = old.get_model("scheduler", "Job"), old.get_model("scheduler", "Allocation")
     Tenant, User = old.get_model("scheduler", "Tenant"), old.get_model("auth", "User")
     Workload, Node = old.get_model("catalog", "Workload"), old.get_model("telemetry", "Node")
@@ -34,16 +25,14 @@ def test_the_partner_is_copied_into_partners_and_back():
     shared = Allocation.objects.create(job=a, gpu=gpu, partner=b, start=now)
     alone = Allocation.objects.create(job=c, gpu=gpu, start=now)
 
-    new = _migrate(AFTER)
+    new = migrate_to(AFTER)
     Allocation = new.get_model("scheduler", "Allocation")
     assert list(Allocation.objects.get(pk=shared.pk).partners.values_list("pk", flat=True)) == [b.pk]
     assert not Allocation.objects.get(pk=alone.pk).partners.exists()
     Allocation.objects.get(pk=alone.pk).partners.set([b.pk, a.pk])  # a group: only the schema after holds it
 
-    old = _migrate(BEFORE)
+    old = migrate_to(BEFORE)
     Allocation = old.get_model("scheduler", "Allocation")
     assert Allocation.objects.get(pk=shared.pk).partner_id == b.pk
     assert Allocation.objects.get(pk=alone.pk).partner_id == a.pk  # the smallest id of the group's
-    MigrationExecutor(connection).migrate(
-        MigrationExecutor(connection).loader.graph.leaf_nodes()
-    )  # as the other tests expect
+    migrate_to_newest()  # as the other tests expect

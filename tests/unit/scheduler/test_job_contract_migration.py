@@ -1,24 +1,16 @@
 """Migration 0012: jobs from before the job contract ran once, from step 0, so their current run
 is where their best is; they have no checkpoint, no restart and lost nothing."""
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.unit.migrating import migrate_to, migrate_to_newest
 
 BEFORE = ("scheduler", "0011_job_measurement")
 AFTER = ("scheduler", "0012_job_contract")
 
 
-def _migrate(node):
-    """The scheduler at `node`, every other app at its newest migration."""
-    executor = MigrationExecutor(connection)
-    target = [leaf for leaf in executor.loader.graph.leaf_nodes() if leaf[0] != "scheduler"] + [node]
-    executor.migrate(target)
-    return executor.loader.project_state(target).apps
-
-
 @pytest.mark.django_db(transaction=True)
 def test_existing_jobs_current_run_is_at_their_best_and_nothing_was_lost():
-    old = _migrate(BEFORE)
+    old = migrate_to(BEFORE)
     Job, Tenant = old.get_model("scheduler", "Job"), old.get_model("scheduler", "Tenant")
     User = old.get_model("auth", "User")
     owner, tenant = User.objects.create(username="u"), Tenant.objects.create(name="t", slug="t")
@@ -32,12 +24,10 @@ def test_existing_jobs_current_run_is_at_their_best_and_nothing_was_lost():
         for state, done in steps.items()
     }
 
-    new = _migrate(AFTER)
+    new = migrate_to(AFTER)
     jobs = {job.pk: job for job in new.get_model("scheduler", "Job").objects.all()}
     for state, pk in ids.items():
         job = jobs[pk]
         assert (job.current_step, job.steps_done) == (steps[state], steps[state]), state
         assert (job.resume_step, job.restarts, job.steps_lost, job.checkpoint_step) == (0, 0, 0, None), state
-    MigrationExecutor(connection).migrate(
-        MigrationExecutor(connection).loader.graph.leaf_nodes()
-    )  # as the other tests expect
+    migrate_to_newest()  # as the other tests expect

@@ -1,25 +1,17 @@
 """Migration 0011: a job's telemetry measurements, once found by the string "telemetry: job
 <id>" in their reference, are linked to the job."""
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
+
+from tests.unit.migrating import migrate_to, migrate_to_newest
 
 BEFORE = ("scheduler", "0010_allocation_start_index")
 AFTER = ("scheduler", "0011_job_measurement")
 
 
-def _migrate(node):
-    """The scheduler at `node`, every other app at its newest migration."""
-    executor = MigrationExecutor(connection)
-    target = [leaf for leaf in executor.loader.graph.leaf_nodes() if leaf[0] != "scheduler"] + [node]
-    executor.migrate(target)
-    return executor.loader.project_state(target).apps
-
-
 @pytest.mark.django_db(transaction=True)
 def test_telemetry_measurements_are_linked_to_the_job_their_reference_names():
-    old = _migrate(BEFORE)
+    old = migrate_to(BEFORE)
     Job, Tenant, User = (
         old.get_model("scheduler", "Job"),
         old.get_model("scheduler", "Tenant"),
@@ -48,11 +40,9 @@ def test_telemetry_measurements_are_linked_to_the_job_their_reference_names():
         measurement("gavel:resnet50"),
     ]
 
-    new = _migrate(AFTER)
+    new = migrate_to(AFTER)
     JobMeasurement = new.get_model("scheduler", "JobMeasurement")
     links = dict(JobMeasurement.objects.values_list("measurement_id", "job_id"))
     assert links == {mine[0]: job.pk, mine[1]: job.pk, theirs: other.pk}
     assert not set(unlinked) & set(links)
-    MigrationExecutor(connection).migrate(
-        MigrationExecutor(connection).loader.graph.leaf_nodes()
-    )  # as the other tests expect
+    migrate_to_newest()  # as the other tests expect
