@@ -58,6 +58,12 @@ class GpuType(models.Model):
         blank=True,
         help_text="Substrings of NVML product names that identify this type, e.g. 'V100'.",
     )
+    profiled_at = models.DateTimeField(
+        null=True, blank=True,
+        help_text="When GOGH's benchmark suite last finished on this type (empty: never; predictions from datasheets).",
+    )
+    profiled_suite_version = models.CharField(max_length=16, blank=True, help_text="The suite version of that run.")
+    profiled_driver_version = models.CharField(max_length=40, blank=True, help_text="The GPU driver of that run.")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -2,17 +2,21 @@ from .allocations import Allocation
 from .interruptions import InterruptionKind, JobInterruption
 from .job_measurements import JobMeasurement
 from .jobs import Job
+from .profiling import CampaignState, CampaignTrigger, ProfilingCampaign
 from .solve_runs import SolveRun, SolveStatus, SolveTrigger
 from .solver_config import SolverConfig, SolverConfigChange
 from .tenancy import Membership, Tenant
 
 __all__ = [
     "Allocation",
+    "CampaignState",
+    "CampaignTrigger",
     "InterruptionKind",
     "Job",
     "JobInterruption",
     "JobMeasurement",
     "Membership",
+    "ProfilingCampaign",
     "SolveRun",
     "SolveStatus",
     "SolveTrigger",

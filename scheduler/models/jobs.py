@@ -53,6 +53,18 @@ class Job(models.Model):
         null=True, blank=True,
         help_text="Moved or preempted while running: its next run waits for the last one to stop, until then at most.",
     )
+    # Exploration (docs/exploration.md): a bounded run on a GPU type the catalog calls too slow.
+    probe_gpu_type = models.CharField(
+        max_length=32, blank=True, help_text="The GPU type of its current probe (empty: not probing)."
+    )
+    probe_until = models.DateTimeField(null=True, blank=True, help_text="When its current probe ends.")
+    probes = models.PositiveSmallIntegerField(default=0, help_text="Probes it has had.")
+    last_probe_at = models.DateTimeField(null=True, blank=True, help_text="When its last probe started.")
+    # A case of a profiling campaign (docs/profiling.md): GOGH's own job, not a user's.
+    campaign = models.ForeignKey(
+        "scheduler.ProfilingCampaign", null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs"
+    )
+    profiling_cases = models.JSONField(default=list, blank=True, help_text="The suite cases this job runs.")
 
     submitted_at = models.DateTimeField(auto_now_add=True, db_index=True)
     placed_at = models.DateTimeField(null=True, blank=True)

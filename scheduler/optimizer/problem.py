@@ -95,6 +95,9 @@ class JobSpec:
     move_penalty_w: float | None = None  # W-equivalent of a move; None: SolverSettings.migration_cost_w
     pinned: bool = False  # in its move cool-down: only its current configuration, on its GPUs
     work_at_risk: float = 0.0  # GPU-seconds lost if it stopped now (victims losing least go first)
+    # Exploration (exploration.py): a bounded probe on one GPU type the predictions call too slow.
+    probe: bool = False  # admitted after every other job, at any predicted throughput, on only_gpu_type
+    only_gpu_type: str | None = None  # None: any type
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,10 @@ class Node(models.Model):
         help_text="The agent account that registered this node; only it may report for it.",
     )
     agent_version = models.CharField(max_length=40, blank=True)
+    driver_version = models.CharField(
+        max_length=40, blank=True,
+        help_text="The GPU driver the agent last reported (NVML); a change re-profiles its GPU types.",
+    )
     samples_dropped = models.BigIntegerField(
         default=0, help_text="Samples the agent dropped from its full buffer since it started, as it last reported."
     )
