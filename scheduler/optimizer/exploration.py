@@ -143,8 +143,10 @@ def choose_probes(problem: Problem, beliefs: Mapping[str, Sequence[ThroughputBel
     that have probes left and waited retry_after_s since their last, within the GPU budget
     (max_probe_share of the cluster's GPUs, at least 1, less `probing_gpus` already probing).
     Each on its most promising type (highest chance, ties to the least power) with the fewest GPUs
-    that reach the best chance. Jobs take the budget by priority, then chance, then id.
-    Deterministic. `disagreed`: workload names."""
+    that reach the best chance; where that is more GPUs than the budget has left, the most
+    promising configuration within what is left (when its chance is still at least min_chance).
+    Jobs take the budget by priority, then chance, then id. Deterministic. `disagreed`: workload
+    names."""
     return _decide(problem, beliefs, history, now, settings, disagreed, probing_gpus)[0]
 
 
@@ -189,13 +191,16 @@ def _decide(problem, beliefs, history, now, settings, disagreed, probing_gpus) -
                 why[job_id] = CHANCE_LOW.format(t_min=job.min_throughput, chance=chance, gpu_type=belief.gpu_type,
                                                 min_chance=settings.min_chance)
             else:
-                wanted.append((job, belief, chance))
+                wanted.append((job, chance))
     gpus = len(problem.gpus)
     budget = max(1, math.floor(settings.max_probe_share * gpus))
     left = budget - probing_gpus
     probes = []
-    for job, belief, chance in sorted(wanted, key=lambda w: (-w[0].priority, -w[2], w[0].id)):
-        if belief.num_gpus > left:
+    for job, _ in sorted(wanted, key=lambda w: (-w[0].priority, -w[1], w[0].id)):
+        # Within the GPUs left: a smaller configuration where the most promising one is too large.
+        fitting = [b for b in beliefs[job.id] if b.num_gpus <= left]
+        belief, chance = _most_promising(problem, job, fitting, job.workload in disagreed) if fitting else (None, 0.0)
+        if belief is None or chance < settings.min_chance:
             why[job.id] = BUDGET.format(budget=budget, gpus=gpus, share=settings.max_probe_share)
             continue
         left -= belief.num_gpus
