@@ -16,6 +16,7 @@ from django.db import transaction
 
 from catalog.predictors import ARCHITECTURES, Observation, PerformancePredictor, UnknownGpuType, estimate_unmeasured
 from catalog.predictors.bench import score_p1
+from catalog.predictors.scaling import ScalingFit, fit_scaling, multi_gpu_log_sd, multi_gpu_tau
 
 from .. import live
 from ..models import GpuType, Measurement, PredictionRecord, PredictorName, PredictorStatus, PredictorVersion, Workload
@@ -266,7 +267,8 @@ def prediction_create(*, workload: Workload, job_id: int | None = None, shadow: 
             job.observe(Observation(**fields))
     prediction = job.prediction()
     estimates = {**_estimates(prediction), "observed": len(observations or [])}
-    _add_unmeasured_types(estimates, prediction, features, observations or [], sorted(untrained))
+    _add_unmeasured_types(estimates, prediction, features, observations or [], sorted(untrained),
+                          fit_scaling(model.catalog_))
     return PredictionRecord.objects.create(workload=workload, job_id=job_id, version=version, shadow=shadow,
                                            observations=observations or [], estimates=estimates)
 
@@ -304,13 +306,15 @@ def _estimates(prediction) -> dict:
 
 
 def _add_unmeasured_types(
-    estimates: dict, prediction, features, observations: list[dict], untrained: list[str]
+    estimates: dict, prediction, features, observations: list[dict], untrained: list[str], fit: ScalingFit
 ) -> None:
     """Extend `estimates` to the catalog's GPU types the predictor was trained without (`untrained`: a T4,
     A100, H100 or H200 nobody has measured yet), from datasheet specs (catalog.predictors.gpu_specs):
-    single-GPU throughput and co-location fractions, marked in `unmeasured_gpu_types`. The job's
-    own isolated observations on such a type replace the spec guess. Types without specs are
-    left out, with a warning in the log: rounds then have nothing to plan with there."""
+    single-GPU throughput and co-location fractions, marked in `unmeasured_gpu_types`; then give every
+    type the multi-GPU configurations it has no estimate for, from its 1-GPU estimate and the
+    communication times `fit` learned (catalog.predictors.scaling), listed in `scaled_configs`. The
+    job's own isolated observations on an added configuration replace the guess. Types without
+    specs are left out, with a warning in the log: rounds then have nothing to plan with there."""
     added = []
     for gpu_type in untrained:
         try:
@@ -318,18 +322,47 @@ def _add_unmeasured_types(
         except (UnknownGpuType, ValueError) as exc:
             log.warning("no estimate for %s on GPU type %s: %s", features.name, gpu_type, exc)
             continue
-        seen = [o["throughput"] for o in observations
-                if o["gpu_type"] == gpu_type and o.get("partner") is None and o.get("num_gpus", 1) == 1]
-        tau, tau_std = (sum(seen) / len(seen), 0.0) if seen else (guess.tau, guess.tau_std)
-        estimates["gpu_types"].append(gpu_type)
-        estimates["configs"].append([gpu_type, 1, True])
-        estimates["tau"].append(round(tau, 4))
-        estimates["tau_std"].append(round(tau_std, 4))
+        _add_config(estimates, [gpu_type, 1, True], guess.tau, guess.tau_std, observations)
         for row, std_row, rho, rho_std in zip(estimates["rho"], estimates["rho_std"], guess.rho, guess.rho_std):
             row.append(round(float(rho), 4))
             std_row.append(round(float(rho_std), 4))
+        estimates["gpu_types"].append(gpu_type)
         added.append(gpu_type)
     estimates["unmeasured_gpu_types"] = added
+    estimates["scaled_configs"] = _add_multi_gpu(estimates, features, observations, fit)
+
+
+def _add_multi_gpu(estimates: dict, features, observations: list[dict], fit: ScalingFit) -> list[list]:
+    """The (type, GPUs, consolidated) configurations of fit.setups each type lacks, scaled from
+    the type's 1-GPU estimate (catalog.predictors.scaling); the ones added."""
+    known = {tuple(c) for c in estimates["configs"]}
+    singles = {c[0]: i for i, c in enumerate(estimates["configs"]) if c[1] == 1}
+    added = []
+    for gpu_type in estimates["gpu_types"]:
+        tau_1, log_sd = estimates["tau"][singles[gpu_type]], estimates["tau_std"][singles[gpu_type]]
+        for num_gpus, consolidated in fit.setups:
+            if (gpu_type, num_gpus, consolidated) in known:
+                continue
+            tau = multi_gpu_tau(tau_1, fit, features, gpu_type, num_gpus, consolidated)
+            if tau is None:
+                continue
+            _add_config(estimates, [gpu_type, num_gpus, consolidated], tau, multi_gpu_log_sd(log_sd, num_gpus),
+                        observations)
+            added.append([gpu_type, num_gpus, consolidated])
+    return added
+
+
+def _add_config(estimates: dict, config: list, tau: float, tau_std: float, observations: list[dict]) -> None:
+    """One configuration's throughput appended: the job's own isolated observations there (their
+    mean, exact) or else the guess."""
+    gpu_type, num_gpus, consolidated = config
+    seen = [o["throughput"] for o in observations
+            if o["gpu_type"] == gpu_type and o.get("partner") is None and o.get("num_gpus", 1) == num_gpus
+            and (num_gpus == 1 or o.get("consolidated", True) == consolidated)]
+    tau, tau_std = (sum(seen) / len(seen), 0.0) if seen else (tau, tau_std)
+    estimates["configs"].append(config)
+    estimates["tau"].append(round(tau, 4))
+    estimates["tau_std"].append(round(tau_std, 4))
 
 
 def _plain(metrics: dict) -> dict:
