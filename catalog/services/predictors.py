@@ -2,8 +2,10 @@
 
 Training runs outside a transaction (it takes seconds to minutes and must not hold the
 database); every write it ends with is one atomic service call. A candidate becomes active
-only if its validation MAE is no worse than the active version's (PredictorPromotionRefused
-otherwise); rolling back is the operator's decision and skips that check.
+only if its validation MAE (co-location) is no worse than the active version's and its
+held-out throughput on the GPU types measured since the active version was trained is no worse
+either (catalog.predictors.promotion); otherwise it stays a candidate with the reason in its
+metrics. Rolling back is the operator's decision and skips both checks.
 """
 import io
 import logging
@@ -16,11 +18,19 @@ from django.db import transaction
 
 from catalog.predictors import ARCHITECTURES, Observation, PerformancePredictor, UnknownGpuType, estimate_unmeasured
 from catalog.predictors.bench import score_p1
+from catalog.predictors.promotion import refusal, throughput_check
 from catalog.predictors.scaling import ScalingFit, fit_scaling, multi_gpu_log_sd, multi_gpu_tau
 
 from .. import live
 from ..models import GpuType, Measurement, PredictionRecord, PredictorName, PredictorStatus, PredictorVersion, Workload
-from .predictors_store import catalog_snapshot, weights_discard, weights_load, weights_save, workload_features
+from .predictors_store import (
+    PredictorFileError,
+    catalog_snapshot,
+    weights_discard,
+    weights_load,
+    weights_save,
+    workload_features,
+)
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +68,7 @@ def predictor_train(*, name: str = "p1", architecture: str | None = None, hyperp
     metrics = score_p1(scorer, catalog, held)
     model = PerformancePredictor(**params).fit(catalog, init=init)
     metrics["validation_workloads"] = held
+    metrics.update(_throughput_check(model, name, catalog))
     return _version_store(model=model, name=name, metrics=metrics, snapshot=snapshot, parent=parent, note=note)
 
 
@@ -78,6 +89,33 @@ def _validation_workloads(catalog) -> list[str]:
     return catalog.workloads[VALIDATION_STRIDE // 2::VALIDATION_STRIDE] or catalog.workloads[-1:]
 
 
+def _throughput_check(model, name: str, catalog) -> dict:
+    """{"throughput_check": ...}: the candidate `model` against the active version of `name` on
+    held-out rows of the GPU types measured since that version was trained, tagged with the
+    active version's id; {} when none is active (nothing to be worse than)."""
+    active = PredictorVersion.objects.filter(name=name, status=PredictorStatus.ACTIVE).first()
+    if active is None or not catalog.workloads:
+        return {}
+    try:
+        active_model = weights_load(active)
+    except PredictorFileError as exc:  # a broken active version: nothing to compare with
+        log.warning("throughput check of a new %s version skipped: %s", name, exc)
+        return {}
+    check = throughput_check(model, active_model, catalog, _changed_gpu_types(active, active_model, catalog),
+                             refit=lambda m, data: PerformancePredictor(**m.get_params()).fit(data))
+    return {"throughput_check": {**check, "against": active.pk}}
+
+
+def _changed_gpu_types(active: PredictorVersion, active_model, catalog) -> list[str]:
+    """The types with isolated measurements newer than the active version's snapshot, and those
+    its model does not know; every type when its snapshot has no measurement id (imported)."""
+    seen = active.training_data.get("measurements_max_id")
+    if seen is None:
+        return list(catalog.gpu_types)
+    new = Measurement.objects.filter(id__gt=seen, partner__isnull=True).values_list("gpu_type__name", flat=True)
+    return sorted(set(new.distinct()) | (set(catalog.gpu_types) - set(active_model.catalog_.gpu_types)))
+
+
 def _version_store(*, model, name, metrics, snapshot, parent, note) -> PredictorVersion:
     """Write the weights file, then the row; a failed insert (or promotion) removes the file, so
     failed attempts leave no orphan under var/predictors/."""
@@ -93,7 +131,8 @@ def _version_store(*, model, name, metrics, snapshot, parent, note) -> Predictor
 @transaction.atomic
 def _version_create(*, model, name, metrics, snapshot, parent, note, file_name, sha256) -> PredictorVersion:
     """The row, promoted when it scores no worse than the active version (a version scored
-    None, for want of co-location records, is promoted only when none is active)."""
+    None, for want of co-location records, is promoted only when none is active); the outcome,
+    with the refusal's reason, is kept in its metrics["promotion"]."""
     version = PredictorVersion.objects.create(
         name=name, architecture=model.architecture, hyperparameters=model.get_params(), training_data=snapshot,
         metrics=metrics, weights_file=file_name, weights_sha256=sha256, parent=parent, note=note,
@@ -101,8 +140,11 @@ def _version_create(*, model, name, metrics, snapshot, parent, note, file_name, 
     live.predictor_versions_changed([version.pk])
     try:
         predictor_promote(version=version)
-    except PredictorPromotionRefused:
-        pass  # stays a candidate; the refusal is in its status
+        outcome = {"promoted": True}
+    except PredictorPromotionRefused as exc:  # stays a candidate, the reason with its scores
+        outcome = {"promoted": False, "reason": str(exc)}
+    version.metrics = {**version.metrics, "promotion": outcome}
+    version.save(update_fields=["metrics"])
     return version
 
 
@@ -116,6 +158,7 @@ def predictor_promote(*, version: PredictorVersion) -> PredictorVersion:
             raise PredictorPromotionRefused(
                 f"{version} has validation MAE {new}, worse than the active {active} ({old}); not promoted"
             )
+        _check_throughput(version, active)
         active.status = PredictorStatus.RETIRED
         active.save(update_fields=["status"])
         live.predictor_versions_changed([active.pk])
@@ -123,6 +166,22 @@ def predictor_promote(*, version: PredictorVersion) -> PredictorVersion:
     version.save(update_fields=["status"])
     live.predictor_versions_changed([version.pk])
     return version
+
+
+def _check_throughput(version: PredictorVersion, active: PredictorVersion) -> None:
+    """PredictorPromotionRefused when the version's throughput check (taken at training) finds it
+    worse than `active`, or was taken against another version than `active` (a promotion in
+    between): it cannot be shown no worse. A version stored without a check (none was active,
+    or stored before the check existed) passes."""
+    check = version.metrics.get("throughput_check")
+    if check is None:
+        return
+    if check["against"] != active.pk:
+        raise PredictorPromotionRefused(f"{version} was checked against #{check['against']}, but {active} is "
+                                        "active now; retrain to compare with it; not promoted")
+    reason = refusal(check)
+    if reason:
+        raise PredictorPromotionRefused(f"{version}: {reason}; not promoted")
 
 
 @transaction.atomic
@@ -165,7 +224,7 @@ def predictor_import(*, data: bytes, fine_tune: bool = True, source: str = "") -
         catalog, _ = catalog_snapshot()
         held = _validation_workloads(catalog)
         metrics = {**_score_imported(imported, catalog, held), "validation_workloads": held,
-                   "exported_metrics": payload["metrics"]}
+                   "exported_metrics": payload["metrics"], **_throughput_check(imported, name, catalog)}
         return _version_store(model=imported, name=name, metrics=metrics, snapshot={"imported": source},
                               parent=None, note=f"imported from {source}"[:200])
     catalog, snapshot = _training_catalog()
@@ -174,6 +233,7 @@ def predictor_import(*, data: bytes, fine_tune: bool = True, source: str = "") -
     metrics = score_p1(PerformancePredictor(**params).fit(catalog.without(held), init=imported), catalog, held)
     model = PerformancePredictor(**params).fit(catalog, init=imported)
     metrics["validation_workloads"] = held
+    metrics.update(_throughput_check(model, name, catalog))
     return _version_store(model=model, name=name, metrics=metrics, snapshot=snapshot, parent=None,
                           note=f"fine-tuned from import {source}"[:200])
 

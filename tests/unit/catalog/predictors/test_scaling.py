@@ -70,7 +70,6 @@ def test_every_type_has_a_sourced_interconnect():
 def test_reference_types_held_out_in_turn(full_catalog):
     """The documented figures (docs/predictors.md, "Multi-GPU on unmeasured types")."""
     report = holdout_report(full_catalog)
-    print({k: v for k, v in report.items() if k.endswith(".mape")})
     assert {k for k in report if k.endswith(".mape") and ".consolidated" not in k and ".spread" not in k} == {
         f"p1.multi_gpu_unmeasured.{t}.mape" for t in ("k80", "p100", "v100")}
     assert report["p1.multi_gpu_unmeasured.k80.mape"] == pytest.approx(0.1389, abs=1e-3)
