@@ -75,6 +75,21 @@ def test_rows_that_teach_the_new_type_are_promoted(slice_, full_catalog):
     assert candidate.metrics["promotion"] == {"promoted": True}
 
 
+@pytest.mark.parametrize("fine_tune", [False, True])
+def test_an_import_is_checked_by_the_same_rule(slice_, fine_tune):
+    """An export of the version trained before the bad a100 rows, imported after them: as it
+    is, it knows no a100 (the datasheet) and is no worse than the active one, also refitted
+    without the held-out row; fine-tuned on the local catalog, it learns the misleading row."""
+    data = services.predictor_export(version=train())
+    add_a100_rows({"ResNet-18 (batch size 32)", "ResNet-18 (batch size 64)"},
+                  lambda name: 3.0 if "32" in name else 1.3)
+    imported = services.predictor_import(data=data, fine_tune=fine_tune, source="other.pt")
+    check = imported.metrics["throughput_check"]
+    assert check["held_out"] == {"a100": ["ResNet-18 (batch size 64)"]}
+    assert imported.metrics["promotion"]["promoted"] is not fine_tune
+    assert (check["candidate"]["isolated_mape"] > check["active"]["isolated_mape"]) is fine_tune
+
+
 def test_a_check_against_another_version_is_refused(slice_):
     first = train()
     add_a100_rows({"ResNet-18 (batch size 32)", "ResNet-18 (batch size 64)"}, lambda name: 2.0)

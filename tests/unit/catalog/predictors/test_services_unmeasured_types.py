@@ -4,6 +4,7 @@ import pytest
 from catalog.gpu_type_defaults import GPU_TYPE_DEFAULTS
 from catalog.models import GpuType
 from catalog.services import predictors as services
+from scheduler.predictions import WorkloadEstimates
 
 from .test_services import slice_ as slice_, train, var as var  # fixtures, `as` marks them re-exported
 
@@ -42,3 +43,5 @@ def test_unmeasured_types_get_multi_gpu_configurations_with_wider_uncertainty(sl
     assert tau[("a100", 4, True)] == (50.0, 0.0)  # the job's own observation replaces the guess
     assert ["a100", 8, True] in estimates["scaled_configs"]
     assert not any(c[0] == "v100" for c in estimates["scaled_configs"])  # measured ones stay as they are
+    planned = WorkloadEstimates.from_record(estimates)  # what the optimiser reads
+    assert planned.tau[("a100", 8, True)] == eight[0] and planned.tau[("a100", 8, False)] > 0
