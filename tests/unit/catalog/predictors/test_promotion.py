@@ -57,6 +57,18 @@ def test_a100_row_of_one_batch_size_that_makes_the_other_worse_is_refused(slice_
         services.predictor_promote(version=candidate)
     active.refresh_from_db()
     assert active.status == "active"
+    assert reason.endswith("(tolerance 1%); not promoted")
+
+
+def test_the_admin_lists_why_a_candidate_was_not_promoted(slice_, client, django_user_model):
+    train()
+    add_a100_rows({"ResNet-18 (batch size 32)", "ResNet-18 (batch size 64)"},
+                  lambda name: 3.0 if "32" in name else 1.3)
+    candidate = train()
+    client.force_login(django_user_model.objects.create_superuser("root", password="pw-root"))
+    listing = client.get("/admin/catalog/predictorversion/").content.decode()
+    assert "held-out throughput on a100" in listing and "promoted" in listing
+    assert f"{candidate.metrics['throughput_check']['active']['isolated_mape']:.1%}" in listing
 
 
 def test_rows_that_teach_the_new_type_are_promoted(slice_, full_catalog):
