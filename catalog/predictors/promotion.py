@@ -124,5 +124,6 @@ def refusal(check: dict) -> str | None:
              and check["candidate"][part] > check["active"][part] + check["tolerance"]]
     if not worse:
         return None
-    return (f"held-out throughput on {', '.join(check['gpu_types'])} ({check['rows']} rows) is worse: "
+    rows = f"{check['rows']} row{'s' if check['rows'] != 1 else ''}"
+    return (f"held-out throughput on {', '.join(check['gpu_types'])} ({rows}) is worse: "
             f"{'; '.join(worse)} (tolerance {check['tolerance']:.0%})")
