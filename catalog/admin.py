@@ -53,7 +53,7 @@ class MeasurementAdmin(admin.ModelAdmin):
 class PredictorVersionAdmin(admin.ModelAdmin):
     """Versions are made by training and import (services); the admin reads them and rolls back."""
 
-    list_display = ["id", "name", "architecture", "status", "validation_mae", "created_at", "note"]
+    list_display = ["id", "name", "architecture", "status", "validation_mae", "promotion", "created_at", "note"]
     list_filter = ["name", "status", "architecture"]
     readonly_fields = [f.name for f in PredictorVersion._meta.fields]
     actions = ["roll_back"]
@@ -65,6 +65,12 @@ class PredictorVersionAdmin(admin.ModelAdmin):
     def validation_mae(self, version):
         mae = version.val_mae
         return None if mae is None else figures(mae)
+
+    @admin.display(description="Promotion")
+    def promotion(self, version):
+        """Why a candidate stayed one (its scores and the active version's), or "promoted"."""
+        outcome = version.metrics.get("promotion") or {}
+        return outcome.get("reason") or ("promoted" if outcome.get("promoted") else "")
 
     @admin.action(description="Roll back to the selected version (make it active)")
     def roll_back(self, request, queryset):

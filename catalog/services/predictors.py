@@ -2,8 +2,10 @@
 
 Training runs outside a transaction (it takes seconds to minutes and must not hold the
 database); every write it ends with is one atomic service call. A candidate becomes active
-only if its validation MAE is no worse than the active version's (PredictorPromotionRefused
-otherwise); rolling back is the operator's decision and skips that check.
+only if its validation MAE (co-location) is no worse than the active version's and its
+held-out throughput on the GPU types measured since the active version was trained is no worse
+either (catalog.predictors.promotion); otherwise it stays a candidate with the reason in its
+metrics. Rolling back is the operator's decision and skips both checks.
 """
 import io
 import logging
@@ -16,10 +18,19 @@ from django.db import transaction
 
 from catalog.predictors import ARCHITECTURES, Observation, PerformancePredictor, UnknownGpuType, estimate_unmeasured
 from catalog.predictors.bench import score_p1
+from catalog.predictors.promotion import refusal, throughput_check
+from catalog.predictors.scaling import ScalingFit, fit_scaling, multi_gpu_log_sd, multi_gpu_tau
 
 from .. import live
 from ..models import GpuType, Measurement, PredictionRecord, PredictorName, PredictorStatus, PredictorVersion, Workload
-from .predictors_store import catalog_snapshot, weights_discard, weights_load, weights_save, workload_features
+from .predictors_store import (
+    PredictorFileError,
+    catalog_snapshot,
+    weights_discard,
+    weights_load,
+    weights_save,
+    workload_features,
+)
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +68,7 @@ def predictor_train(*, name: str = "p1", architecture: str | None = None, hyperp
     metrics = score_p1(scorer, catalog, held)
     model = PerformancePredictor(**params).fit(catalog, init=init)
     metrics["validation_workloads"] = held
+    metrics.update(_throughput_check(model, name, catalog))
     return _version_store(model=model, name=name, metrics=metrics, snapshot=snapshot, parent=parent, note=note)
 
 
@@ -77,6 +89,33 @@ def _validation_workloads(catalog) -> list[str]:
     return catalog.workloads[VALIDATION_STRIDE // 2::VALIDATION_STRIDE] or catalog.workloads[-1:]
 
 
+def _throughput_check(model, name: str, catalog) -> dict:
+    """{"throughput_check": ...}: the candidate `model` against the active version of `name` on
+    held-out rows of the GPU types measured since that version was trained, tagged with the
+    active version's id; {} when none is active (nothing to be worse than)."""
+    active = PredictorVersion.objects.filter(name=name, status=PredictorStatus.ACTIVE).first()
+    if active is None or not catalog.workloads:
+        return {}
+    try:
+        active_model = weights_load(active)
+    except PredictorFileError as exc:  # a broken active version: nothing to compare with
+        log.warning("throughput check of a new %s version skipped: %s", name, exc)
+        return {}
+    check = throughput_check(model, active_model, catalog, _changed_gpu_types(active, active_model, catalog),
+                             refit=lambda m, data: PerformancePredictor(**m.get_params()).fit(data))
+    return {"throughput_check": {**check, "against": active.pk}}
+
+
+def _changed_gpu_types(active: PredictorVersion, active_model, catalog) -> list[str]:
+    """The types with isolated measurements newer than the active version's snapshot, and those
+    its model does not know; every type when its snapshot has no measurement id (imported)."""
+    seen = active.training_data.get("measurements_max_id")
+    if seen is None:
+        return list(catalog.gpu_types)
+    new = Measurement.objects.filter(id__gt=seen, partner__isnull=True).values_list("gpu_type__name", flat=True)
+    return sorted(set(new.distinct()) | (set(catalog.gpu_types) - set(active_model.catalog_.gpu_types)))
+
+
 def _version_store(*, model, name, metrics, snapshot, parent, note) -> PredictorVersion:
     """Write the weights file, then the row; a failed insert (or promotion) removes the file, so
     failed attempts leave no orphan under var/predictors/."""
@@ -92,7 +131,8 @@ def _version_store(*, model, name, metrics, snapshot, parent, note) -> Predictor
 @transaction.atomic
 def _version_create(*, model, name, metrics, snapshot, parent, note, file_name, sha256) -> PredictorVersion:
     """The row, promoted when it scores no worse than the active version (a version scored
-    None, for want of co-location records, is promoted only when none is active)."""
+    None, for want of co-location records, is promoted only when none is active); the outcome,
+    with the refusal's reason, is kept in its metrics["promotion"]."""
     version = PredictorVersion.objects.create(
         name=name, architecture=model.architecture, hyperparameters=model.get_params(), training_data=snapshot,
         metrics=metrics, weights_file=file_name, weights_sha256=sha256, parent=parent, note=note,
@@ -100,8 +140,11 @@ def _version_create(*, model, name, metrics, snapshot, parent, note, file_name, 
     live.predictor_versions_changed([version.pk])
     try:
         predictor_promote(version=version)
-    except PredictorPromotionRefused:
-        pass  # stays a candidate; the refusal is in its status
+        outcome = {"promoted": True}
+    except PredictorPromotionRefused as exc:  # stays a candidate, the reason with its scores
+        outcome = {"promoted": False, "reason": str(exc)}
+    version.metrics = {**version.metrics, "promotion": outcome}
+    version.save(update_fields=["metrics"])
     return version
 
 
@@ -115,6 +158,7 @@ def predictor_promote(*, version: PredictorVersion) -> PredictorVersion:
             raise PredictorPromotionRefused(
                 f"{version} has validation MAE {new}, worse than the active {active} ({old}); not promoted"
             )
+        _check_throughput(version, active)
         active.status = PredictorStatus.RETIRED
         active.save(update_fields=["status"])
         live.predictor_versions_changed([active.pk])
@@ -122,6 +166,22 @@ def predictor_promote(*, version: PredictorVersion) -> PredictorVersion:
     version.save(update_fields=["status"])
     live.predictor_versions_changed([version.pk])
     return version
+
+
+def _check_throughput(version: PredictorVersion, active: PredictorVersion) -> None:
+    """PredictorPromotionRefused when the version's throughput check (taken at training) finds it
+    worse than `active`, or was taken against another version than `active` (a promotion in
+    between): it cannot be shown no worse. A version stored without a check (none was active,
+    or stored before the check existed) passes."""
+    check = version.metrics.get("throughput_check")
+    if check is None:
+        return
+    if check["against"] != active.pk:
+        raise PredictorPromotionRefused(f"{version} was checked against #{check['against']}, but {active} is "
+                                        "active now; retrain to compare with it; not promoted")
+    reason = refusal(check)
+    if reason:
+        raise PredictorPromotionRefused(f"{version}: {reason}; not promoted")
 
 
 @transaction.atomic
@@ -164,7 +224,7 @@ def predictor_import(*, data: bytes, fine_tune: bool = True, source: str = "") -
         catalog, _ = catalog_snapshot()
         held = _validation_workloads(catalog)
         metrics = {**_score_imported(imported, catalog, held), "validation_workloads": held,
-                   "exported_metrics": payload["metrics"]}
+                   "exported_metrics": payload["metrics"], **_throughput_check(imported, name, catalog)}
         return _version_store(model=imported, name=name, metrics=metrics, snapshot={"imported": source},
                               parent=None, note=f"imported from {source}"[:200])
     catalog, snapshot = _training_catalog()
@@ -173,6 +233,7 @@ def predictor_import(*, data: bytes, fine_tune: bool = True, source: str = "") -
     metrics = score_p1(PerformancePredictor(**params).fit(catalog.without(held), init=imported), catalog, held)
     model = PerformancePredictor(**params).fit(catalog, init=imported)
     metrics["validation_workloads"] = held
+    metrics.update(_throughput_check(model, name, catalog))
     return _version_store(model=model, name=name, metrics=metrics, snapshot=snapshot, parent=None,
                           note=f"fine-tuned from import {source}"[:200])
 
@@ -266,7 +327,8 @@ def prediction_create(*, workload: Workload, job_id: int | None = None, shadow: 
             job.observe(Observation(**fields))
     prediction = job.prediction()
     estimates = {**_estimates(prediction), "observed": len(observations or [])}
-    _add_unmeasured_types(estimates, prediction, features, observations or [], sorted(untrained))
+    _add_unmeasured_types(estimates, prediction, features, observations or [], sorted(untrained),
+                          fit_scaling(model.catalog_))
     return PredictionRecord.objects.create(workload=workload, job_id=job_id, version=version, shadow=shadow,
                                            observations=observations or [], estimates=estimates)
 
@@ -304,13 +366,15 @@ def _estimates(prediction) -> dict:
 
 
 def _add_unmeasured_types(
-    estimates: dict, prediction, features, observations: list[dict], untrained: list[str]
+    estimates: dict, prediction, features, observations: list[dict], untrained: list[str], fit: ScalingFit
 ) -> None:
     """Extend `estimates` to the catalog's GPU types the predictor was trained without (`untrained`: a T4,
     A100, H100 or H200 nobody has measured yet), from datasheet specs (catalog.predictors.gpu_specs):
-    single-GPU throughput and co-location fractions, marked in `unmeasured_gpu_types`. The job's
-    own isolated observations on such a type replace the spec guess. Types without specs are
-    left out, with a warning in the log: rounds then have nothing to plan with there."""
+    single-GPU throughput and co-location fractions, marked in `unmeasured_gpu_types`; then give every
+    type the multi-GPU configurations it has no estimate for, from its 1-GPU estimate and the
+    communication times `fit` learned (catalog.predictors.scaling), listed in `scaled_configs`. The
+    job's own isolated observations on an added configuration replace the guess. Types without
+    specs are left out, with a warning in the log: rounds then have nothing to plan with there."""
     added = []
     for gpu_type in untrained:
         try:
@@ -318,18 +382,47 @@ def _add_unmeasured_types(
         except (UnknownGpuType, ValueError) as exc:
             log.warning("no estimate for %s on GPU type %s: %s", features.name, gpu_type, exc)
             continue
-        seen = [o["throughput"] for o in observations
-                if o["gpu_type"] == gpu_type and o.get("partner") is None and o.get("num_gpus", 1) == 1]
-        tau, tau_std = (sum(seen) / len(seen), 0.0) if seen else (guess.tau, guess.tau_std)
-        estimates["gpu_types"].append(gpu_type)
-        estimates["configs"].append([gpu_type, 1, True])
-        estimates["tau"].append(round(tau, 4))
-        estimates["tau_std"].append(round(tau_std, 4))
+        _add_config(estimates, [gpu_type, 1, True], guess.tau, guess.tau_std, observations)
         for row, std_row, rho, rho_std in zip(estimates["rho"], estimates["rho_std"], guess.rho, guess.rho_std):
             row.append(round(float(rho), 4))
             std_row.append(round(float(rho_std), 4))
+        estimates["gpu_types"].append(gpu_type)
         added.append(gpu_type)
     estimates["unmeasured_gpu_types"] = added
+    estimates["scaled_configs"] = _add_multi_gpu(estimates, features, observations, fit)
+
+
+def _add_multi_gpu(estimates: dict, features, observations: list[dict], fit: ScalingFit) -> list[list]:
+    """The (type, GPUs, consolidated) configurations of fit.setups each type lacks, scaled from
+    the type's 1-GPU estimate (catalog.predictors.scaling); the ones added."""
+    known = {tuple(c) for c in estimates["configs"]}
+    singles = {c[0]: i for i, c in enumerate(estimates["configs"]) if c[1] == 1}
+    added = []
+    for gpu_type in estimates["gpu_types"]:
+        tau_1, log_sd = estimates["tau"][singles[gpu_type]], estimates["tau_std"][singles[gpu_type]]
+        for num_gpus, consolidated in fit.setups:
+            if (gpu_type, num_gpus, consolidated) in known:
+                continue
+            tau = multi_gpu_tau(tau_1, fit, features, gpu_type, num_gpus, consolidated)
+            if tau is None:
+                continue
+            _add_config(estimates, [gpu_type, num_gpus, consolidated], tau, multi_gpu_log_sd(log_sd, num_gpus),
+                        observations)
+            added.append([gpu_type, num_gpus, consolidated])
+    return added
+
+
+def _add_config(estimates: dict, config: list, tau: float, tau_std: float, observations: list[dict]) -> None:
+    """One configuration's throughput appended: the job's own isolated observations there (their
+    mean, exact) or else the guess."""
+    gpu_type, num_gpus, consolidated = config
+    seen = [o["throughput"] for o in observations
+            if o["gpu_type"] == gpu_type and o.get("partner") is None and o.get("num_gpus", 1) == num_gpus
+            and (num_gpus == 1 or o.get("consolidated", True) == consolidated)]
+    tau, tau_std = (sum(seen) / len(seen), 0.0) if seen else (tau, tau_std)
+    estimates["configs"].append(config)
+    estimates["tau"].append(round(tau, 4))
+    estimates["tau_std"].append(round(tau_std, 4))
 
 
 def _plain(metrics: dict) -> dict:
