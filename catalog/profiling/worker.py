@@ -104,5 +104,5 @@ def alone(case: Case, options: Options) -> dict:
     prepare(options)
     try:
         return measure_process(case.family, case.batch_size, options, power_gpus=[0])
-    except Exception as exc:  # noqa: BLE001 - every failure of a case is reported, none ends the suite
+    except Exception as exc:
         return failure(exc)
