@@ -70,7 +70,8 @@ def measure_process(family: str, batch_size: int | None, options: Options, *, gp
             return None
     kwargs = {"wrap": wrap} if wrap is not None else {}
     trainable = models.build(family, batch_size, device, tiny=options.tiny, **kwargs)
-    sampler = PowerSampler(cuda_uuids(power_gpus)) if power_gpus and options.device == "cuda" else None
+    uuids = cuda_uuids(power_gpus) if power_gpus and options.device == "cuda" else []
+    sampler = PowerSampler(uuids) if uuids else None
 
     readings = {}
 
