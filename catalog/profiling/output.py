@@ -84,6 +84,8 @@ def describe(result: dict) -> str:
     parts = [f"{result['throughput']:10.3f} steps/s"]
     if math.isfinite(result.get("ci_high", math.inf)) and result["throughput"] > 0:
         parts.append(f"+-{(result['ci_high'] - result['ci_low']) / 2 / result['throughput'] * 100:4.1f}%")
+    if not result.get("stable", True):
+        parts.append("(not stable: stopped at the cap)")
     if result.get("partner_throughput") is not None:
         parts.append(f"partner {result['partner_throughput']:.3f}")
     if result.get("memory_gb") is not None:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 
 from . import parallel
 from .cases import Case
-from .worker import Options, alone
+from .worker import Options, alone, failure
 
 DEFAULT_CASE_TIMEOUT_S = 300.0
 _POLL_S = 0.2
@@ -71,12 +71,15 @@ def run_case(case: Case, options: Options, *, timeout_s: float = DEFAULT_CASE_TI
 
 def _case_process(case: Case, options: Options, send) -> None:
     os.setsid()  # its own process group: a timeout kills the pair's or the ranks' processes too
-    if case.partner is not None:
-        result = parallel.pair(case, options)
-    elif case.num_gpus > 1:
-        result = parallel.data_parallel(case, options)
-    else:
-        result = alone(case, options)
+    try:
+        if case.partner is not None:
+            result = parallel.pair(case, options)
+        elif case.num_gpus > 1:
+            result = parallel.data_parallel(case, options)
+        else:
+            result = alone(case, options)
+    except Exception as exc:  # starting the case's processes failed: a result like any other failure
+        result = failure(exc)
     send.send(result)
     send.close()
 

@@ -5,8 +5,6 @@ started together; a data-parallel case runs one per GPU, as ranks of a process g
 Failures come back as data, never as an exception: `failure(exc)` tells an out-of-memory
 error (a fact about memory: the configuration does not fit) from any other.
 """
-import os
-import time
 from dataclasses import dataclass
 
 import torch
@@ -97,7 +95,6 @@ def measure_process(family: str, batch_size: int | None, options: Options, *, gp
         "throughput": rate.throughput, "ci_low": rate.ci_low, "ci_high": rate.ci_high, "steps_timed": rate.steps,
         "stable": rate.stable, "power_w": readings.get("power_w"), "utilization": readings.get("utilization"),
         "memory_gb": memory,
-        "pid": os.getpid(), "finished": time.time(),
     }
 
 
