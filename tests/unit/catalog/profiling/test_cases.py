@@ -1,6 +1,9 @@
 """The case list: the catalog's names and families, the sizes the issue asks for, the subsets."""
 import collections
 
+import pytest
+import torch
+
 from catalog import gavel
 from catalog.predictors.features import REFERENCE_FAMILIES
 from catalog.profiling import cases, models
@@ -47,3 +50,21 @@ def test_a_node_runs_the_data_parallel_cases_its_gpus_allow():
     assert widths(8) == [1, 2, 4, 8]
     assert cases.cases_for(8) == list(cases.CASES)
     assert [c.name for c in cases.cases_for(1)][:2] == ["ResNet-18 (batch size 32)", "ResNet-18 (batch size 128)"]
+
+
+def test_the_suites_models_have_the_parameters_the_features_state():
+    """The features (catalog/predictors/features.py) describe the networks the suite trains."""
+    from catalog.profiling import nets_other, nets_text, nets_vision
+
+    with torch.device("meta"):  # shapes only: nothing is allocated
+        built = {
+            "ResNet-18": nets_vision.resnet18_cifar(), "ResNet-50": nets_vision.resnet50(),
+            "GPT-2": nets_text.Gpt(), "ViT": nets_vision.VisionTransformer(),
+            "LM": nets_text.LstmLanguageModel(33278), "Recommendation": nets_other.recommendation_autoencoder(27278),
+            "A3C": nets_other.ActorCritic(),
+            "CycleGAN": torch.nn.ModuleList([nets_vision.cyclegan_generator(), nets_vision.cyclegan_generator(),
+                                             nets_vision.patchgan(), nets_vision.patchgan()]),
+        }
+    for family, net in built.items():
+        count = sum(p.numel() for p in net.parameters())
+        assert count == pytest.approx(REFERENCE_FAMILIES[family].parameters, rel=0.03), family
