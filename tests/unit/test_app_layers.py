@@ -37,6 +37,11 @@ LAYERS = {
     "gogh_web.supervisor": 0,
     # 1-3: the apps.
     "catalog": 1,
+    # The benchmark suite runs as a job on GPU nodes: it reads power through the agent's NVML
+    # backend and prints the job contract's lines, so it sits with telemetry; its case list is
+    # catalog data that the control plane reads.
+    "catalog.profiling": 2,
+    "catalog.profiling.cases": 1,
     "telemetry": 2,
     "scheduler": 3,
     # 4: the console and what wires the apps together (routes, /metrics, entry points, commands).
