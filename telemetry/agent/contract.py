@@ -13,12 +13,16 @@ checkpoints, learn where to resume, and hear that it is being preempted (docs/jo
         if job.preemption_requested:
             job.exit_preempted()                  # exit status 75: "preempted, resume me"
 
+A benchmark job (the suite, docs/profiling.md) also reports measurements:
+`job.measurement({...})` prints one `GOGH_MEASUREMENT <JSON>` line per measured case.
+
 The executor (the agent) sets the environment (GOGH_RESUME_STEP, GOGH_RESUME_CHECKPOINT,
 GOGH_CHECKPOINT_DIR, GOGH_PREEMPT_GRACE_S) and reads the lines this module prints on stdout.
 Preemption is SIGTERM, then SIGKILL after the job's grace period: the handler only sets a flag,
 so the script decides when to stop (after the step it is in, once its checkpoint is written).
 Standard library only, and nothing else of the repository: a job may copy this one file.
 """
+import json
 import os
 import re
 import signal
@@ -29,6 +33,7 @@ from pathlib import Path
 
 PROGRESS_PREFIX = "GOGH_PROGRESS"
 CHECKPOINT_PREFIX = "GOGH_CHECKPOINT"
+MEASUREMENT_PREFIX = "GOGH_MEASUREMENT"
 #: EX_TEMPFAIL: the job was asked to stop, saved what it could, and wants to be resumed.
 PREEMPTED_EXIT_CODE = 75
 RESUME_STEP = "GOGH_RESUME_STEP"
@@ -48,6 +53,12 @@ def progress_line(step: int, total: int | None = None) -> str:
 
 def checkpoint_line(step: int, path) -> str:
     return f"{CHECKPOINT_PREFIX} step={int(step)} path={path}"
+
+
+def measurement_line(measurement: dict) -> str:
+    """One measurement as a single line of JSON (strict: NaN and infinity are refused, since
+    the reader must get numbers it can store)."""
+    return f"{MEASUREMENT_PREFIX} {json.dumps(measurement, allow_nan=False, separators=(',', ':'))}"
 
 
 def write_line(line: str, stream=None) -> None:
@@ -108,6 +119,10 @@ class Job:
     def progress(self, step: int, total: int | None = None) -> None:
         """`step` steps are done (absolute: a resumed run goes on from resume_step)."""
         write_line(progress_line(step, total), self.stream)
+
+    def measurement(self, measurement: dict) -> None:
+        """Report a benchmark measurement (the keys of docs/profiling.md's line protocol)."""
+        write_line(measurement_line(measurement), self.stream)
 
     def checkpoint(self, step: int, path) -> None:
         """Report a checkpoint of the state after `step` steps, readable at `path`. Call it only
