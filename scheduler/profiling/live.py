@@ -35,6 +35,13 @@ def profile_state(gpu_type, *, campaign, measured: bool) -> dict:
     }
 
 
+def profile_label(profile: dict) -> str:
+    """What the Cluster page says of a type (cluster.js says the same of the live dicts)."""
+    if profile["status"] == PROFILING:
+        return f"profiling {profile['cases_settled']} of {profile['cases']} cases"
+    return {PROFILED: "profiled", MEASURED: "measured, not profiled", DATASHEET: "datasheet only"}[profile["status"]]
+
+
 def profiles_data(types) -> dict[str, dict]:
     types = list(types)
     campaigns = {c.gpu_type_id: c for c in ProfilingCampaign.objects.filter(gpu_type__in=types, state__in=_OPEN)}
