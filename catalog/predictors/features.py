@@ -1,4 +1,5 @@
-"""Workload features P1 learns from, for the 7 reference families, and the feature vector.
+"""Workload features P1 learns from, for the 7 reference families and the benchmark suite's
+2 current shapes (GPT-2, ViT; catalog/profiling), and the feature vector.
 
 Per-family facts (parameters, forward+backward FLOPs per sample, the unit a "sample" is) come
 from the papers and the reference implementations Gavel ran (docs/predictors.md gives each
@@ -52,6 +53,15 @@ REFERENCE_FAMILIES: dict[str, FamilyFacts] = {
     "CycleGAN": FamilyFacts(
         28_286_000, 1.37e12, 0.90, 0.60,
         "Zhu et al. 2017: 2 ResNet-9 generators (11.4M) + 2 PatchGANs (2.8M), ~57 GMAC per generator pass at 256x256",
+    ),
+    "GPT-2": FamilyFacts(
+        124_439_808, 8.2e11, 0.85, 0.55,
+        "Radford et al. 2019 GPT-2 small (12 layers, d=768, 50,257-token tied vocabulary) on 1024-token sequences: "
+        "6 x params x 1024 + attention 6 x 12 layers x 1024 x 768 per token (Kaplan et al. 2020)",
+    ),
+    "ViT": FamilyFacts(
+        86_567_656, 1.06e11, 0.85, 0.45,
+        "Dosovitskiy et al. 2021 ViT-B/16 at 224x224 (197 tokens): 17.6 GMAC forward (Touvron et al. 2021)",
     ),
 }
 

@@ -84,11 +84,13 @@ BY_NAME = {case.name: case for case in CASES}
 
 #: The workloads the suite adds to the catalog (families the reference data does not have):
 #: (name, family, batch size, description), for whoever creates catalog rows for them.
+_GPT2 = "Language modelling: GPT-2 small decoder, 1024 tokens, bf16 mixed precision"
+_VIT = "Image classification: ViT-B/16 at 224x224, bf16 mixed precision"
 NEW_WORKLOADS = (
-    ("GPT-2 (batch size 8)", "GPT-2", 8, "Language modelling: GPT-2 small decoder, 1024 tokens, bf16 mixed precision"),
-    ("GPT-2 (batch size 16)", "GPT-2", 16, "Language modelling: GPT-2 small decoder, 1024 tokens, bf16 mixed precision"),
-    ("ViT (batch size 32)", "ViT", 32, "Image classification: ViT-B/16 at 224x224, bf16 mixed precision"),
-    ("ViT (batch size 64)", "ViT", 64, "Image classification: ViT-B/16 at 224x224, bf16 mixed precision"),
+    ("GPT-2 (batch size 8)", "GPT-2", 8, _GPT2),
+    ("GPT-2 (batch size 16)", "GPT-2", 16, _GPT2),
+    ("ViT (batch size 32)", "ViT", 32, _VIT),
+    ("ViT (batch size 64)", "ViT", 64, _VIT),
 )
 
 

@@ -16,7 +16,6 @@ from torch import nn
 
 from . import nets_other, nets_text, nets_vision
 
-
 #: Tiny mode also caps the batch: it checks that every step runs, it measures nothing.
 TINY_MAX_BATCH = 4
 

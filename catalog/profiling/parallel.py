@@ -44,7 +44,7 @@ def _pair_member(role, family, batch, options, started, done, queue) -> None:
     try:
         result = measure_process(family, batch, options, power_gpus=[0] if role == 0 else None, started=started,
                                  done=(done[role], done))
-    except Exception as exc:  # noqa: BLE001 - reported to the coordinator
+    except Exception as exc:
         result = failure(exc)
     queue.put((role, result))
 
@@ -84,7 +84,7 @@ def _rank(rank, case, options, address, queue) -> None:
         result = measure_process(case.family, case.batch_size, options, gpu=rank, wrap=wrap, agree=agree,
                                  power_gpus=list(range(case.num_gpus)) if rank == 0 else None)
         dist.destroy_process_group()
-    except Exception as exc:  # noqa: BLE001 - reported to the coordinator
+    except Exception as exc:
         result = failure(exc)
     queue.put((rank, result))
 

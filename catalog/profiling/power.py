@@ -64,7 +64,15 @@ class PowerSampler:
 
 def cuda_uuids(indexes) -> list[str]:
     """NVML's names ("GPU-<uuid>") of the given torch CUDA devices, which CUDA_VISIBLE_DEVICES
-    may renumber; torch reports each device's UUID."""
+    and CUDA's device order may number differently from NVML; torch reports each device's
+    UUID. A build that does not leaves the list empty: power is then unknown."""
     import torch
 
-    return [f"GPU-{torch.cuda.get_device_properties(i).uuid}" for i in indexes]
+    names = []
+    for index in indexes:
+        uuid = getattr(torch.cuda.get_device_properties(index), "uuid", None)
+        if uuid is None:
+            return []
+        text = str(uuid)
+        names.append(text if text.startswith("GPU-") else f"GPU-{text}")
+    return names

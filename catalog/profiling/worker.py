@@ -70,7 +70,8 @@ def measure_process(family: str, batch_size: int | None, options: Options, *, gp
             return None
     kwargs = {"wrap": wrap} if wrap is not None else {}
     trainable = models.build(family, batch_size, device, tiny=options.tiny, **kwargs)
-    sampler = PowerSampler(cuda_uuids(power_gpus)) if power_gpus and options.device == "cuda" else None
+    uuids = cuda_uuids(power_gpus) if power_gpus and options.device == "cuda" else []
+    sampler = PowerSampler(uuids) if uuids else None
 
     readings = {}
 
@@ -104,5 +105,5 @@ def alone(case: Case, options: Options) -> dict:
     prepare(options)
     try:
         return measure_process(case.family, case.batch_size, options, power_gpus=[0])
-    except Exception as exc:  # noqa: BLE001 - every failure of a case is reported, none ends the suite
+    except Exception as exc:
         return failure(exc)

@@ -9,6 +9,8 @@
 # With "resume", the agent is stopped once the job has reported its first checkpoint (the job
 # gets SIGTERM, checkpoints, exits 75) and started again: the job must run again from that
 # checkpoint (docs/jobs.md) and succeed with one restart.
+# With "suite", only the benchmark suite's 1-GPU part runs (tests/device/profile_suite.sh), and
+# its CSV is imported into the catalog set up here (the suite's new workloads created first).
 set -u
 PY=${PY:-python3}
 OUT=${OUT:-/tmp/gogh-device-out}
@@ -22,7 +24,17 @@ started=$(date +%s)
 step() { echo "[$(( $(date +%s) - started ))s] $*"; }
 
 step "setup"
-$PY manage.py migrate --noinput -v0 && $PY manage.py load_reference_catalog && $PY manage.py train_predictor --if-none || exit 1
+$PY manage.py migrate --noinput -v0 && $PY manage.py load_reference_catalog || exit 1
+if [ "$MODE" = suite ]; then
+    step "benchmark suite"
+    GPU_TYPE=h200 bash tests/device/profile_suite.sh || exit 1
+    $PY manage.py shell -c 'from catalog.models import Workload; from catalog.profiling.cases import NEW_WORKLOADS
+for name, family, batch, text in NEW_WORKLOADS: Workload.objects.get_or_create(name=name, defaults={"family": family, "batch_size": batch, "description": text})' || exit 1
+    $PY manage.py import_measurements "$OUT/suite.csv" || exit 1
+    step "done"
+    exit 0
+fi
+$PY manage.py train_predictor --if-none || exit 1
 USER_TOKEN=$($PY manage.py create_demo_admin | sed -n 's/^ *Token: *//p')
 AGENT_TOKEN=$($PY manage.py create_agent_token agent-gpu-node)
 [ -n "$USER_TOKEN" ] && [ -n "$AGENT_TOKEN" ] || { echo "no tokens"; exit 1; }
