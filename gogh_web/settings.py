@@ -195,6 +195,8 @@ SPECTACULAR_SETTINGS = {
         {"name": "gpu-types", "description": "The catalog's GPU types (staff change them)."},
         {"name": "workloads", "description": "The catalog's workloads (staff change them)."},
         {"name": "measurements", "description": "Measured throughput, power and memory; agents and staff report."},
+        {"name": "profiling-campaigns", "description": "Runs of GOGH's benchmark suite on a GPU type (staff start one "
+         "at /api/gpu-types/{name}/profile/)."},
         {"name": "auth", "description": "Replace your own API token."},
         {"name": "tradeoff", "description": "The console's trade-off page: sweeps, preview and apply."},
     ],

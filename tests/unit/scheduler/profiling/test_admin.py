@@ -42,6 +42,7 @@ def test_campaigns_are_listed_and_shown_never_added_changed_or_deleted(client, r
     shown = client.get(f"/admin/scheduler/profilingcampaign/{campaign.pk}/change/")
     assert shown.status_code == 200 and "Its workload is not in the catalog." in shown.content.decode()
     assert client.get("/admin/scheduler/profilingcampaign/add/").status_code == 403
-    assert client.post(f"/admin/scheduler/profilingcampaign/{campaign.pk}/change/", {"state": "done"}).status_code == 403
-    assert client.post(f"/admin/scheduler/profilingcampaign/{campaign.pk}/delete/", {"post": "yes"}).status_code == 403
+    page = f"/admin/scheduler/profilingcampaign/{campaign.pk}"
+    assert client.post(f"{page}/change/", {"state": "done"}).status_code == 403
+    assert client.post(f"{page}/delete/", {"post": "yes"}).status_code == 403
     assert ProfilingCampaign.objects.get().state == "pending"
