@@ -203,8 +203,8 @@ def campaign_report(*, job: Job, gpu_type: GpuType | None, num_gpus: int, lines:
     resumed job runs its cases again) keeps its first result."""
     now = now or timezone.now()
     campaign = ProfilingCampaign.objects.select_for_update().select_related("gpu_type").get(pk=job.campaign_id)
-    if campaign.state not in OPEN_STATES:
-        return
+    if campaign.state not in OPEN_STATES or (not lines and campaign.state == CampaignState.RUNNING):
+        return  # nothing changes: no row written, no event for a report that only says it runs
     if campaign.state == CampaignState.PENDING:
         campaign.state, campaign.started_at = CampaignState.RUNNING, now
     for text in lines:

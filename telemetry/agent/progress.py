@@ -16,7 +16,7 @@ recorded as that case's failure rather than lost on the node. From Python:
 """
 import re
 
-from .contract import CHECKPOINT_PREFIX, PROGRESS_PREFIX, progress_line, write_line
+from .contract import CHECKPOINT_PREFIX, MEASUREMENT_PREFIX, PROGRESS_PREFIX, progress_line, write_line
 
 PREFIX = PROGRESS_PREFIX
 #: The control plane keeps checkpoint paths up to this long: a longer one would be refused with
@@ -25,7 +25,6 @@ MAX_CHECKPOINT_PATH = 1000
 _LINE = re.compile(rf"^{PREFIX} step=(?P<step>\d+)(?: total=(?P<total>[1-9]\d*))?\s*$")
 _CHECKPOINT = re.compile(rf"^{CHECKPOINT_PREFIX} step=(?P<step>\d+) path=(?P<path>.*)$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-MEASUREMENT_PREFIX = "GOGH_MEASUREMENT"
 #: The control plane takes lines up to this long (a suite line is a few hundred characters).
 MAX_MEASUREMENT_LINE = 4000
 
