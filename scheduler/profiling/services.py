@@ -199,8 +199,9 @@ def campaign_report(*, job: Job, gpu_type: GpuType | None, num_gpus: int, lines:
     """A report on a campaign job (its allocations: `num_gpus` GPUs of `gpu_type`) with the
     GOGH_MEASUREMENT lines it carries: the campaign runs, and each line settles its case: a
     measurement (source profiling, on the placement's type), or a failure with its kind and
-    message. A bad line is its case's failure with the reason; a case already settled (a
-    resumed job runs its cases again) keeps its first result."""
+    message. A bad line is its case's failure with the reason (a failure of no case when it
+    names none of the job's cases); a case already settled (a resumed job runs its cases again)
+    keeps its first result."""
     now = now or timezone.now()
     campaign = ProfilingCampaign.objects.select_for_update().select_related("gpu_type").get(pk=job.campaign_id)
     if campaign.state not in OPEN_STATES or (not lines and campaign.state == CampaignState.RUNNING):
@@ -219,8 +220,8 @@ def _settle(campaign: ProfilingCampaign, job: Job, gpu_type, num_gpus: int, text
         result = read_line(text)
         if result.case in _settled(campaign):
             return
-        if result.case not in job.profiling_cases:
-            raise BadLine(f"case {result.case!r} is not one of this job's", result.case)
+        if result.case not in job.profiling_cases:  # another job's case keeps its chance
+            raise BadLine(f"case {result.case!r} is not one of this job's")
         if result.is_measurement:
             with transaction.atomic():  # a refused row leaves nothing behind
                 _record(campaign, result, gpu_type, num_gpus, now)

@@ -92,7 +92,7 @@ def test_an_error_or_timeout_is_a_failure_and_no_measurement(job, campaign, agen
     (line(utilization=1.5), R50, "utilization must lie within 0..1, not 1.5"),
     (line(num_gpus=2), R50, "num_gpus 2: the job holds 1 GPU(s)"),
     (line(power_w=9000.0), R50, "power_w: 9000 W is above 2000 W per GPU (1 GPU)"),
-    (line(f"{LM} x2", num_gpus=2), f"{LM} x2", "case 'LM (batch size 20) x2' is not one of this job's"),
+    (line(f"{LM} x2", num_gpus=2), "", "case 'LM (batch size 20) x2' is not one of this job's"),
     (line(error="segfault"), R50, "error must be one of oom, error, timeout, not 'segfault'"),
 ])
 def test_a_bad_line_is_its_cases_failure_with_the_reason(job, campaign, agent, client_for, text, case, reason):
