@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from scheduler import metrics as scheduler_metrics
+from scheduler.profiling.metrics import profiling_families
 from telemetry import metrics as telemetry_metrics
 
 METRICS_PERMISSION = "telemetry.view_gpusample"
@@ -27,6 +28,7 @@ class ControlPlaneCollector:
         yield from telemetry_metrics.node_families()
         yield from scheduler_metrics.solve_families()
         yield from scheduler_metrics.prediction_families()
+        yield from profiling_families()
 
 
 def render() -> bytes:

@@ -195,6 +195,8 @@ SPECTACULAR_SETTINGS = {
         {"name": "gpu-types", "description": "The catalog's GPU types (staff change them)."},
         {"name": "workloads", "description": "The catalog's workloads (staff change them)."},
         {"name": "measurements", "description": "Measured throughput, power and memory; agents and staff report."},
+        {"name": "profiling-campaigns", "description": "Runs of GOGH's benchmark suite on a GPU type (staff start one "
+         "at /api/gpu-types/{name}/profile/)."},
         {"name": "auth", "description": "Replace your own API token."},
         {"name": "tradeoff", "description": "The console's trade-off page: sweeps, preview and apply."},
     ],
@@ -246,6 +248,10 @@ GOGH_AGENT_MEASUREMENT_RULE = "scheduler.dispatch.measurement_rule.check_may_mea
 # /metrics shows a GPU's latest sample if it is newer than GOGH_TELEMETRY_METRICS_STALE_S.
 GOGH_TELEMETRY_RAW_RETENTION_S = float(os.environ.get("GOGH_TELEMETRY_RAW_RETENTION_S", str(24 * 3600)))
 GOGH_TELEMETRY_DOWNSAMPLE_EVERY_S = float(os.environ.get("GOGH_TELEMETRY_DOWNSAMPLE_EVERY_S", "300"))
+# Profiling campaigns (docs/profiling.md, "Campaigns"): the interpreter campaign jobs run the
+# suite with on a node, and flags added to its command (tests: "--tiny --device cpu").
+GOGH_PROFILING_PYTHON = os.environ.get("GOGH_PROFILING_PYTHON", "python")
+GOGH_PROFILING_SUITE_ARGS = os.environ.get("GOGH_PROFILING_SUITE_ARGS", "")
 GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S = float(os.environ.get("GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S", "300"))
 GOGH_TELEMETRY_METRICS_STALE_S = float(os.environ.get("GOGH_TELEMETRY_METRICS_STALE_S", "120"))
 # Per-minute aggregates are kept GOGH_TELEMETRY_MINUTE_RETENTION_S (pruned by the downsampling
@@ -295,6 +301,7 @@ GOGH_LIVE_KINDS = {
     "solve_run": "scheduler.live.solve_runs_snapshot",
     "solver_config": "scheduler.live.solver_config_snapshot",
     "predictor_version": "catalog.live.predictor_versions_snapshot",
+    "gpu_type_profile": "scheduler.profiling.live.gpu_type_profiles_snapshot",
 }
 GOGH_LIVE_TENANT_OF = "scheduler.live.tenant_id_of"
 # Dashboard (docs/dashboard.md): Trade-off previews (a solve in the web request) per user, DRF rate syntax.

@@ -17,6 +17,7 @@ from .models import (
     SolverConfigChange,
     Tenant,
 )
+from .profiling import admin as profiling_admin  # noqa: F401 -- registers the campaigns' admin
 
 
 class MembershipInline(admin.TabularInline):
@@ -242,3 +243,4 @@ class SolverConfigChangeAdmin(RecordAdmin):
     list_display = ["changed_at", "changed_by", "field", "old_value", "new_value"]
     list_filter = ["field", "changed_by"]
     date_hierarchy = "changed_at"
+

@@ -10,6 +10,8 @@ class SchedulerConfig(AppConfig):
         (dispatch.receivers) and membership changes for the live layer (live.connect)."""
         from . import live
         from .dispatch import receivers
+        from .profiling import receivers as profiling_receivers
 
         live.connect()
         receivers.connect()
+        profiling_receivers.connect()

@@ -27,6 +27,7 @@ from .optimizer import (
 )
 from .optimizer.catalog_predictions import CatalogPredictions
 from .predictions import LearnedPredictions, WorkloadEstimates
+from .profiling.planning import as_probes
 from .selectors import moves_so_far, preemptions_last_hour, restart_overheads
 
 ACTIVE_STATES = (JobState.PENDING.value, JobState.PLACED.value, JobState.RUNNING.value)
@@ -129,6 +130,7 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
         )
         for job in jobs
     )
+    job_specs = _campaign_jobs_as_probes(job_specs)
     history = tuple(
         reversed(
             SolveRun.objects.filter(dry_run=False, load__isnull=False)
@@ -143,6 +145,11 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
         predictions=planning_predictions({j.workload for j in job_specs}, include_shadow=config.shadow_mode),
         settings=settings, load_history=history,
     )
+
+
+def _campaign_jobs_as_probes(specs: tuple[JobSpec, ...]) -> tuple[JobSpec, ...]:
+    """Profiling campaigns' jobs run as probes on their campaign's GPU type (scheduler.profiling)."""
+    return as_probes(specs)
 
 
 def _kept_in_place() -> tuple[set[int], set[int]]:

@@ -201,7 +201,16 @@ def job_transition(*, job: Job, to: str, reason: str = "", now=None) -> Job:
             job.allocations.filter(end__isnull=True).update(end=now)
         job.save()
         live.job_changed(job)
+        _campaign_job_ended(job, now)
     return job
+
+
+def _campaign_job_ended(job: Job, now) -> None:
+    """A profiling campaign's job that ends settles its cases left without a result (scheduler.profiling)."""
+    if job.campaign_id is not None and job.is_terminal:
+        from .profiling.services import campaign_job_ended  # it submits its jobs through this module
+
+        campaign_job_ended(job=job, now=now)
 
 
 def _stamp_transition(job: Job, to: str, reason: str, now) -> bool:

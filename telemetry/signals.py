@@ -21,6 +21,11 @@ gpus_lost = Signal()
 #: approved.
 capacity_changed = Signal()
 
+#: A node's agent reported (registered or heartbeat), with node (its row, as stored now): the
+#: scheduler starts profiling campaigns for GPU types the catalog does not know, or whose
+#: driver changed (scheduler.profiling).
+node_reported = Signal()
+
 #: An existing account is about to be made a node agent (telemetry.services.agent_account_ensure).
 #: Sent with user; a receiver that owns a rule against it raises ValidationError saying why.
 agent_account_claimed = Signal()

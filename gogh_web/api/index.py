@@ -21,6 +21,7 @@ RESOURCES = {
     "nodes": "node-list",
     "gpus": "gpu-list",
     "solve": "solve",
+    "profiling-campaigns": "profiling-campaign-list",
     "live-snapshot": "live-snapshot",
     "token-rotate": "token-rotate",
     "telemetry-samples": "telemetry-samples",

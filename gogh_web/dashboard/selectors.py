@@ -19,6 +19,7 @@ from scheduler.models import SolveRun, SolverConfig, SolverConfigChange
 from scheduler.optimizer.serialization import problem_from_dict
 from scheduler.predictions import WorkloadEstimates
 from scheduler.problem_source import ACTIVE_STATES
+from scheduler.profiling.live import gpu_type_profiles_snapshot, profile_label
 from scheduler.selectors import jobs_visible_to
 from telemetry.live import gpus_data, nodes_data
 from telemetry.models import Gpu, GpuSample, GpuSampleMinute, GpuState, Node, NodeState
@@ -48,16 +49,24 @@ def power_now_w(gpus: list[dict], *, now: datetime) -> float:
 
 def cluster_overview(*, now=None) -> dict:
     """Nodes and GPUs as the live snapshot holds them (a node's GPU count leaves out MISSING
-    GPUs, as the live one does), GPUs counted by type and state, power now and energy today."""
+    GPUs, as the live one does), GPUs counted by type and state with how the catalog knows each
+    type (profiled, profiling k of n cases, ...: scheduler.profiling.live), power now and energy
+    today."""
     now = now or timezone.now()
     gpus = sorted(gpus_data(Gpu.objects.all()).values(), key=lambda g: (g["node"], g["index"]))
     nodes = sorted(nodes_data(Node.objects.all()).values(), key=lambda n: n["hostname"])
     by_type: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for gpu in gpus:
         by_type[gpu["gpu_type"]][gpu["state"]] += 1
+    profiles = gpu_type_profiles_snapshot(None)
     return {
         "nodes": nodes,
         "nodes_down": sum(n["state"] == NodeState.DOWN for n in nodes),
+        "profiles": profiles,
+        "gpu_type_rows": [
+            {"gpu_type": t, "states": dict(states), "profile": profile_label(profiles[t]) if t in profiles else ""}
+            for t, states in sorted(by_type.items())
+        ],
         "gpus": gpus,
         "gpus_by_type": {t: dict(states) for t, states in sorted(by_type.items())},
         "power_now_w": power_now_w(gpus, now=now),

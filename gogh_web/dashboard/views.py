@@ -14,7 +14,8 @@ from .tradeoff import DEFAULT_SURPLUS_VALUE_W
 @login_required
 def cluster(request):
     overview = selectors.cluster_overview()
-    page_data = {"gpus": overview["gpus"], "nodes": overview["nodes"], "stale_s": overview["stale_s"]}
+    page_data = {"gpus": overview["gpus"], "nodes": overview["nodes"], "profiles": overview["profiles"],
+                 "stale_s": overview["stale_s"]}
     return render(request, "dashboard/cluster.html", {"page": "cluster", **overview, "page_data": page_data})
 
 

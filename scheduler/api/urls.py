@@ -1,14 +1,17 @@
 from django.urls import include, path
 from rest_framework.routers import SimpleRouter
 
+from ..profiling.api import GpuTypeProfileView, ProfilingCampaignViewSet
 from .solve import SolveView
 from .views import JobViewSet
 
 router = SimpleRouter()
 router.register("jobs", JobViewSet, basename="job")
+router.register("profiling-campaigns", ProfilingCampaignViewSet, basename="profiling-campaign")
 
 urlpatterns = [
     *router.urls,
     path("solve/", SolveView.as_view(), name="solve"),
+    path("gpu-types/<str:name>/profile/", GpuTypeProfileView.as_view(), name="gpu-type-profile"),
     path("", include("scheduler.dispatch.api.urls")),
 ]

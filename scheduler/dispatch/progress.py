@@ -29,6 +29,7 @@ from telemetry.services.access import check_is_agent, may_report
 from ..lifecycle import TERMINAL, JobState
 from ..live import job_changed
 from ..models import Allocation, Job, JobInterruption, JobMeasurement, SolveTrigger
+from ..profiling.services import campaign_report
 from ..services import job_transition, scheduling_round_request
 from . import stops
 from .report_rules import NotAssigned, Report, check_report, record_progress
@@ -49,7 +50,7 @@ UPLOAD_LAG = timedelta(seconds=10)
 def job_progress_report(
     *, agent_user, job_id: int, status: str, steps: int, total_steps: int | None = None,
     steps_per_s: float | None = None, exit_code: int | None = None, message: str = "",
-    checkpoint_step: int | None = None, checkpoint_path: str = "", now=None,
+    checkpoint_step: int | None = None, checkpoint_path: str = "", measurements: list[str] | None = None, now=None,
 ) -> Job:
     """Record an agent's report on a job allocated to its node; the job as it is now.
     `steps` is where the run is (Job.current_step) and only ever raises Job.steps_done;
@@ -61,7 +62,10 @@ def job_progress_report(
     stopped to be resumed: from the node that last held the job after a round took it away, a
     handover (dispatch.stops.handover); from a job still allocated here, it exited by itself
     (dispatch.stops.stopped). Other final reports from the node that last held the job are
-    late ends (_late_end). NotAssigned when the job has no open allocation here to report on."""
+    late ends (_late_end). NotAssigned when the job has no open allocation here to report on.
+    `measurements`: the GOGH_MEASUREMENT lines (their JSON) of a profiling campaign's job since
+    its last report, recorded by scheduler.profiling; such a job's steps are suite cases, so its
+    rate is no telemetry measurement of its workload. Other jobs' lines are ignored."""
     check_is_agent(agent_user)
     now = now or timezone.now()
     job = Job.objects.select_for_update().select_related("workload").filter(pk=job_id).first()
@@ -90,8 +94,10 @@ def job_progress_report(
         announce("job %s started on %s", job.pk, gpus_where(allocation.gpu for allocation in allocations))
     if steps_per_s is not None:
         _restart_measured(job, steps, steps_per_s, now)
-        if _measurement_due(job, now, final=status != RUNNING):
+        if job.campaign_id is None and _measurement_due(job, now, final=status != RUNNING):
             _record_measurement(job, allocations, steps_per_s, now)
+    if job.campaign_id is not None:
+        _campaign_results(job, allocations, measurements or [], now)
     if status == PREEMPTED:
         return stops.stopped(job, report, exit_code=exit_code, message=message, now=now)
     if status in (SUCCEEDED, FAILED):
@@ -99,6 +105,13 @@ def job_progress_report(
     job.refresh_from_db()
     job_changed(job)  # progress, total steps, observed throughput
     return job
+
+
+def _campaign_results(job: Job, allocations: list[Allocation], lines: list[str], now) -> None:
+    """A campaign job's report: its suite lines measure the GPU type of its placement."""
+    gpu_types = {allocation.gpu.gpu_type for allocation in allocations}
+    campaign_report(job=job, gpu_type=gpu_types.pop() if len(gpu_types) == 1 else None,
+                    num_gpus=len(allocations), lines=lines, now=now)
 
 
 def _not_here(job: Job, report: Report, agent_user, allocations, *, message: str, now) -> Job:

@@ -60,6 +60,9 @@ HEARTBEAT_JOIN_S = 30.0
 SETTLED = frozenset({200, 400, 403, 404, 409})
 #: Requests the loop would send on every turn: after a failure they wait retry_s.
 EVERY_TURN = frozenset({"progress", "failures"})
+#: GOGH_MEASUREMENT lines a job report carries at most (the control plane's limit); the rest
+#: go with the next report.
+MEASUREMENTS_PER_REPORT = 100
 #: Why the agent stopped a job, in its final report (the control plane records it).
 WITHDRAWN = "its allocation here was withdrawn or changed"
 LEAVING = "the node's agent is stopping and the node leaves"
@@ -97,6 +100,7 @@ class Agent:
         self._warned_fence = False
         self._uuids: dict[int, str] = {}
         self._failures_reported: set[int] = set()
+        self._heartbeat_body: dict = {}
 
     # --- life cycle
     def stop(self) -> None:
@@ -134,11 +138,15 @@ class Agent:
             "hostname": self.config.hostname, "labels": self.config.labels, "cell": self.config.cell,
             "agent_version": AGENT_VERSION, "gpus": [device.report() for device in devices],
         }
+        if driver := self.backend.driver_version():
+            report["driver_version"] = driver
         while not self._stop.is_set():
             sent = time.monotonic()
             try:
                 node = self.client.register(report)
             except Refused as exc:
+                if _unknown_field(exc, "driver_version") and report.pop("driver_version", None):
+                    continue  # a control plane from before driver versions: register without it
                 raise RegistrationRefused(
                     f"the control plane refused the registration of {report['hostname']}: {exc}"
                 ) from exc
@@ -147,6 +155,8 @@ class Agent:
                 self._stop.wait(self.config.retry_s)
                 continue
             self.node_id = node["id"]
+            # A control plane that shows the driver version takes it with every heartbeat.
+            self._heartbeat_body = {"driver_version": driver} if driver and "driver_version" in node else {}
             self._heard(sent, node)
             log.info("registered node %s (id %s) with %d GPUs", node["hostname"], node["id"], len(devices))
             return True
@@ -189,7 +199,7 @@ class Agent:
             sent = time.monotonic()
             wait = interval
             try:
-                answer = self._heartbeat_client.heartbeat(self.node_id)
+                answer = self._heartbeat_client.heartbeat(self.node_id, self._heartbeat_body)
             except RetryLater as exc:
                 wait = min(exc.after_s, interval)
                 log.warning("control plane busy (%s); heartbeating again in %g s", exc, wait)
@@ -504,6 +514,7 @@ class Agent:
                 self._last_progress[process.job_id] = now
             progress = [self._report(*job, "running", exit_code=None, message="") for job in due]
         reports = finals + progress
+        processes = [None] * len(finals) + [process for _, process in due]
         if not reports:
             return
         try:
@@ -514,12 +525,14 @@ class Agent:
         if answers is None:
             return  # final reports wait for a later turn
         with self._lock:
-            for report, answer in zip(reports, answers):
-                self._note_answer(report, answer if isinstance(answer, dict) else {})
+            for report, answer, process in zip(reports, answers, processes):
+                self._note_answer(report, answer if isinstance(answer, dict) else {}, process)
 
-    def _note_answer(self, report: dict, answer: dict) -> None:
+    def _note_answer(self, report: dict, answer: dict, process: JobProcess | None = None) -> None:
         job_id, code = report["job"], answer.get("status")
         if report["status"] == "running":
+            if code == 200 and process is not None:
+                process.delivered(len(report.get("measurements", ())))
             if code == 409:
                 log.info("job %s: progress refused (%s); the next poll will tell", job_id, answer.get("detail"))
             elif code != 200:
@@ -540,6 +553,8 @@ class Agent:
         if assignment.contract:  # a control plane from before it refuses unknown fields
             step, path = process.checkpoint or (None, "")
             report.update(checkpoint_step=step, checkpoint_path=path)
+        if lines := process.measurements(MEASUREMENTS_PER_REPORT):  # only a profiling job prints them
+            report["measurements"] = lines
         return report
 
     def _true_rate(self, steps_per_s: float | None) -> float | None:
@@ -548,6 +563,11 @@ class Agent:
         if steps_per_s is None or self.config.simulate_seed is None:
             return steps_per_s
         return steps_per_s / self.config.simulate_speedup
+
+
+def _unknown_field(exc: Refused, name: str) -> bool:
+    """Whether a 400 refused the request for carrying the field `name` (StrictFieldsMixin's answer)."""
+    return exc.status == 400 and isinstance(exc.body, dict) and name in exc.body
 
 
 def _finished_while_stopping(process: JobProcess, code: int) -> bool:

@@ -65,8 +65,9 @@ class ControlPlane:
     def register(self, report: dict) -> dict:
         return self._call("POST", "/api/nodes/register/", report)
 
-    def heartbeat(self, node_id: int) -> dict:
-        return self._call("POST", f"/api/nodes/{node_id}/heartbeat/", {})
+    def heartbeat(self, node_id: int, body: dict | None = None) -> dict:
+        """`body`: {} or {"driver_version": ...} (a control plane that knows the field)."""
+        return self._call("POST", f"/api/nodes/{node_id}/heartbeat/", body or {})
 
     def leave(self, node_id: int) -> dict:
         return self._call("POST", f"/api/nodes/{node_id}/leave/", {})

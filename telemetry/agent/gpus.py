@@ -62,6 +62,10 @@ class GpuBackend(Protocol):
 
     def devices(self) -> list[GpuInfo]: ...
 
+    def driver_version(self) -> str:
+        """The GPU driver's version ("" when unknown); a change makes the control plane profile
+        the node's GPU types again."""
+
     def sample(self, now: float) -> list[GpuSample]:
         """One reading of every device, stamped `now`."""
 

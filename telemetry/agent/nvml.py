@@ -59,6 +59,11 @@ class NvmlBackend:
             self._handles.append((uuid, handle))
         return found
 
+    def driver_version(self) -> str:
+        """nvmlSystemGetDriverVersion, e.g. "580.159.04" ("" where NVML cannot say)."""
+        version = self._optional(self._nvml.nvmlSystemGetDriverVersion)
+        return _text(version) if version is not None else ""
+
     def sample(self, now: float) -> list[GpuSample]:
         nvml, read = self._nvml, self._optional
         samples = []

@@ -4,15 +4,19 @@ A job reports on its standard output, one line each (telemetry.agent.contract wr
 
     GOGH_PROGRESS step=<steps done, integer >= 0> [total=<total steps, integer >= 1>]
     GOGH_CHECKPOINT step=<steps the checkpoint holds, integer >= 0> path=<the rest of the line>
+    GOGH_MEASUREMENT <one-line JSON object>   (the benchmark suite's result of one case)
 
 Any other line (a malformed one too) is ordinary output and goes to the job's log unchanged.
 The agent computes steps per second from the steps and its own clock; the job need not know
-time or rate. From Python: `from telemetry.agent.progress import report; report(step, total=...)`,
-or the contract's Job (docs/jobs.md).
+time or rate. A measurement line's JSON is forwarded as it is, in the job's reports: the
+control plane judges it (docs/profiling.md), so that a line the agent could not read is
+recorded as that case's failure rather than lost on the node. From Python:
+`from telemetry.agent.progress import report; report(step, total=...)`, or the contract's Job
+(docs/jobs.md).
 """
 import re
 
-from .contract import CHECKPOINT_PREFIX, PROGRESS_PREFIX, progress_line, write_line
+from .contract import CHECKPOINT_PREFIX, MEASUREMENT_PREFIX, PROGRESS_PREFIX, progress_line, write_line
 
 PREFIX = PROGRESS_PREFIX
 #: The control plane keeps checkpoint paths up to this long: a longer one would be refused with
@@ -21,6 +25,8 @@ MAX_CHECKPOINT_PATH = 1000
 _LINE = re.compile(rf"^{PREFIX} step=(?P<step>\d+)(?: total=(?P<total>[1-9]\d*))?\s*$")
 _CHECKPOINT = re.compile(rf"^{CHECKPOINT_PREFIX} step=(?P<step>\d+) path=(?P<path>.*)$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+#: The control plane takes lines up to this long (a suite line is a few hundred characters).
+MAX_MEASUREMENT_LINE = 4000
 
 
 def parse(line: str) -> tuple[int, int | None] | None:
@@ -42,6 +48,14 @@ def parse_checkpoint(line: str) -> tuple[int, str] | None:
     if not path.strip() or len(path) > MAX_CHECKPOINT_PATH or _CONTROL.search(path):
         return None
     return int(match["step"]), path
+
+
+def parse_measurement(line: str) -> str | None:
+    """The JSON text of a measurement line (cut at MAX_MEASUREMENT_LINE), None for any other line."""
+    if not line.startswith(MEASUREMENT_PREFIX + " "):
+        return None
+    payload = line[len(MEASUREMENT_PREFIX) + 1:].strip()
+    return payload[:MAX_MEASUREMENT_LINE] if payload else None
 
 
 def report(step: int, total: int | None = None, stream=None) -> None:

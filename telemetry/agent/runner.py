@@ -3,7 +3,8 @@
 The command runs under `bash -c` in its own process group (so stopping it reaches every
 process it started), with the job's environment, CUDA_VISIBLE_DEVICES set to its GPU indexes
 on this node, and stdout/stderr appended to job-<id>.out / job-<id>.err in the log folder.
-Progress and checkpoints come from the line protocol of telemetry.agent.progress on stdout;
+Progress, checkpoints and the suite's measurement lines come from the line protocol of
+telemetry.agent.progress on stdout;
 steps per second are measured over a sliding window of the agent's own clock. The job contract's
 environment (telemetry.agent.contract) tells the job where to resume, where to write
 checkpoints and its grace period; its steps are absolute, so a resumed run's count starts at the
@@ -50,6 +51,7 @@ class JobProcess:
         self.checkpoint: tuple[int, str] | None = (resume_step, resume_checkpoint) if resume_checkpoint else None
         self.stopping = False
         self.stop_reason = ""
+        self._measurements: list[str] = []  # measurement lines not yet delivered to the control plane
         self._points: deque[tuple[float, int]] = deque()
         self._lock = threading.Lock()
         self._kill_at: float | None = None
@@ -82,6 +84,9 @@ class JobProcess:
                     self._note(*parsed)
                 elif (checkpoint := progress.parse_checkpoint(line)) is not None:
                     self._note_checkpoint(*checkpoint)
+                elif (measurement := progress.parse_measurement(line)) is not None:
+                    with self._lock:
+                        self._measurements.append(measurement)
 
     def _note(self, step: int, total: int | None) -> None:
         now = self._clock()
@@ -101,6 +106,16 @@ class JobProcess:
                 return
             self.checkpoint = (step, path)
         self._note(step, None)
+
+    def measurements(self, limit: int) -> list[str]:
+        """The oldest `limit` measurement lines not yet delivered (their JSON), for a report."""
+        with self._lock:
+            return self._measurements[:limit]
+
+    def delivered(self, count: int) -> None:
+        """The control plane took the oldest `count` measurement lines."""
+        with self._lock:
+            del self._measurements[:count]
 
     def steps_per_s(self) -> float | None:
         """Steps per second over the last RATE_WINDOW_S seconds of progress lines; None before

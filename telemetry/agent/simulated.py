@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from .gpus import GpuInfo, GpuSample
 
 BUSY_UTILIZATION = 0.9
+#: What a simulated node reports as its GPU driver: fixed, so it never looks like a change.
+SIMULATED_DRIVER = "simulated"
 _UUID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_DNS, "demo.gogh.invalid")
 
 
@@ -109,6 +111,9 @@ class SimulatedBackend:
 
     def devices(self) -> list[GpuInfo]:
         return [info for info, _ in self._devices]
+
+    def driver_version(self) -> str:
+        return SIMULATED_DRIVER
 
     def note_busy(self, indexes: set[int]) -> None:
         self._busy = set(indexes)

@@ -54,11 +54,21 @@ class NodeRegistrationSerializer(StrictFieldsMixin, serializers.Serializer):
     )
     cell = _optional_text(Node, "cell")
     agent_version = _optional_text(Node, "agent_version")
+    driver_version = _optional_text(Node, "driver_version", help_text="The GPU driver's version (NVML).")
     gpus = GpuReportSerializer(many=True, max_length=MAX_GPUS_PER_NODE)
 
 
 class EmptyBodySerializer(StrictFieldsMixin, serializers.Serializer):
     """Actions that take no input still refuse fields, so a client's mistake is not silent."""
+
+
+class HeartbeatReportSerializer(StrictFieldsMixin, serializers.Serializer):
+    """A heartbeat's body: empty, or the GPU driver's version when the agent knows it."""
+
+    driver_version = serializers.CharField(
+        required=False, allow_blank=True, max_length=_max_length(Node, "driver_version"),
+        help_text="The GPU driver's version (NVML); left as it was when absent.",
+    )
 
 
 class GpuFailureSerializer(StrictFieldsMixin, serializers.Serializer):
@@ -113,7 +123,8 @@ class NodeSerializer(serializers.ModelSerializer):
         model = Node
         fields = [
             "id", "hostname", "labels", "cell", "state", "state_reason", "approved", "approved_at", "approved_by",
-            "agent", "agent_version", "last_heartbeat", "registered_at", "updated_at", "gpu_count", "gpus",
+            "agent", "agent_version", "driver_version", "last_heartbeat", "registered_at", "updated_at", "gpu_count",
+            "gpus",
         ]
         read_only_fields = fields
 

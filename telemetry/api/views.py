@@ -19,6 +19,7 @@ from .serializers import (
     EmptyBodySerializer,
     GpuFailureReportSerializer,
     GpuSerializer,
+    HeartbeatReportSerializer,
     HeartbeatSerializer,
     NodeGpuSerializer,
     NodeRegistrationSerializer,
@@ -55,12 +56,14 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
         answer.data.update(_fencing())
         return answer
 
-    @extend_schema(request=None, responses={200: HeartbeatSerializer})
+    @extend_schema(request=HeartbeatReportSerializer, responses={200: HeartbeatSerializer})
     @action(detail=True, methods=["post"], permission_classes=[IsAgentOrStaff])
     def heartbeat(self, request, pk=None):
         """The node's agent is alive; the answer says whether the node takes work."""
-        EmptyBodySerializer(data=request.data).is_valid(raise_exception=True)
-        node = services.node_heartbeat(node=self.get_object(), agent_user=request.user)
+        body = HeartbeatReportSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        node = services.node_heartbeat(node=self.get_object(), agent_user=request.user,
+                                       driver_version=body.validated_data.get("driver_version"))
         return Response({**HeartbeatSerializer(node).data, **_fencing()})
 
     @extend_schema(request=None, responses={200: HeartbeatSerializer})

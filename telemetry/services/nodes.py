@@ -36,7 +36,8 @@ _GPU_REPORTED_FIELDS = [
 
 @transaction.atomic
 def node_register(
-    *, agent_user, hostname: str, labels: dict, cell: str, agent_version: str, gpus: list[dict]
+    *, agent_user, hostname: str, labels: dict, cell: str, agent_version: str, gpus: list[dict],
+    driver_version: str = "",
 ) -> tuple[Node, bool]:
     """Create or update the node `hostname` and its GPUs from its agent's report; (node, created).
 
@@ -71,6 +72,7 @@ def node_register(
     was = None if created else node.state
     approval_lost = admission_at_registration(node=node, agent_user=agent_user, created=created, now=now)
     node.labels, node.cell, node.agent_version = dict(labels), cell, agent_version
+    node.driver_version = driver_version
     node.agent = agent_user
     node.last_heartbeat = now
     _note_report(node)
@@ -83,6 +85,7 @@ def node_register(
     live.node_changed(node.pk)
     live.gpus_changed([*Gpu.objects.filter(node=node).values_list("pk", flat=True), *(row.pk for row in rows.values())])
     signals.capacity_changed.send(sender=Node)  # new or changed capacity
+    signals.node_reported.send(sender=Node, node=node)
     _announce_registration(node, gpu_types, was=was)
     return node, created
 
@@ -102,15 +105,19 @@ def _announce_registration(node: Node, gpu_types: list, *, was: str | None) -> N
 
 
 @transaction.atomic
-def node_heartbeat(*, node: Node, agent_user) -> Node:
+def node_heartbeat(*, node: Node, agent_user, driver_version: str | None = None) -> Node:
     """Record that the node's agent is alive; a down node comes back (ready, or draining if an
-    operator drained it)."""
+    operator drained it). `driver_version`: the GPU driver, as its agent reports it (None: not
+    reported, kept as it was)."""
     node = Node.objects.select_for_update().get(pk=node.pk)
     check_may_report(node, agent_user)
     was = node.state
     node.last_heartbeat = timezone.now()
+    if driver_version is not None:
+        node.driver_version = driver_version
     _note_report(node)
-    node.save(update_fields=["last_heartbeat", "state", "state_reason", "updated_at"])
+    node.save(update_fields=["last_heartbeat", "state", "state_reason", "driver_version", "updated_at"])
+    signals.node_reported.send(sender=Node, node=node)
     if node.state != was:  # pages show the state, not the heartbeat time
         live.node_changed(node.pk)
         announce("node %s up (%s): its agent is heard again", node.hostname, node.state)

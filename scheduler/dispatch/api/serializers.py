@@ -10,6 +10,9 @@ from ...models import Job
 from ..progress import REPORT_STATUSES
 
 MAX_REPORTS_PER_BATCH = 1000  # a node runs at most a few jobs per GPU
+#: A suite line is a few hundred characters; a report carries the lines of one progress interval.
+MAX_MEASUREMENT_LINE = 4000
+MAX_MEASUREMENTS_PER_REPORT = 100
 
 
 class JobProgressSerializer(StrictFieldsMixin, serializers.Serializer):
@@ -31,6 +34,13 @@ class JobProgressSerializer(StrictFieldsMixin, serializers.Serializer):
     checkpoint_path = serializers.CharField(
         required=False, default="", allow_blank=True, max_length=Job._meta.get_field("checkpoint_path").max_length,
         help_text="Where that checkpoint is, for the job's next run to read.",
+    )
+
+    measurements = serializers.ListField(
+        child=serializers.CharField(max_length=MAX_MEASUREMENT_LINE, allow_blank=True, trim_whitespace=False),
+        required=False, default=list, max_length=MAX_MEASUREMENTS_PER_REPORT,
+        help_text="A profiling job's GOGH_MEASUREMENT lines since its last report: the JSON after the prefix, "
+        "as the job printed it (docs/profiling.md).",
     )
 
     def validate(self, attrs):

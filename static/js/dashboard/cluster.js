@@ -1,12 +1,13 @@
-/* Cluster page: power and utilization per GPU as Plotly bars, the GPUs-by-type counts and the
-   node table, all drawn from the live layer's GPU and node dicts (the server renders the same
+/* Cluster page: power and utilization per GPU as Plotly bars, the GPUs-by-type counts (with how
+   the catalog knows each type: profiled, profiling k of n cases, ...) and the node table, all
+   drawn from the live layer's GPU, node and gpu_type_profile dicts (the server renders the same
    dicts first), so a GPU or node that appears after load is shown too. */
 (function () {
   "use strict";
   var G = window.GoghDash;
   var initial = G.json("cluster-data") || {};
   var STALE_MS = (initial.stale_s || 120) * 1000;  // the server's rule (GOGH_TELEMETRY_METRICS_STALE_S)
-  var gpus = {}, nodes = {};
+  var gpus = {}, nodes = {}, profiles = initial.profiles || {};
   (initial.gpus || []).forEach(function (g) { gpus[g.id] = g; });
   (initial.nodes || []).forEach(function (n) { nodes[n.id] = n; });
   // Bars on two y-axes are drawn on top of each other even with barmode "group"; an offsetgroup
@@ -22,6 +23,12 @@
 
   function values(map) { return Object.keys(map).map(function (k) { return map[k]; }); }
   function label(g) { return g.node + "/" + g.index; }
+  // scheduler.profiling.live.profile_label, for the live dicts
+  function profileLabel(p) {
+    if (!p) return "";
+    if (p.status === "profiling") return "profiling " + p.cases_settled + " of " + p.cases + " cases";
+    return { profiled: "profiled", measured: "measured, not profiled", datasheet: "datasheet only" }[p.status] || "";
+  }
   function byText(key) { return function (a, b) { return key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0; }; }
 
   function drawGpus() {
@@ -44,10 +51,10 @@
       Object.keys(types[type]).sort().forEach(function (state) {
         badges.push(G.el("span", { class: "badge state-" + state }, [state + " " + types[type][state]]), " ");
       });
-      return G.el("tr", {}, [G.el("td", {}, [type]), G.el("td", {}, badges)]);
+      return G.el("tr", {}, [G.el("td", {}, [type]), G.el("td", {}, badges), G.el("td", { class: "profile" }, [profileLabel(profiles[type])])]);
     });
     var tbody = document.querySelector("#gpu-type-table tbody");
-    tbody.replaceChildren.apply(tbody, rows.length ? rows : [G.el("tr", {}, [G.el("td", { colspan: 2 }, ["No GPUs registered."])])]);
+    tbody.replaceChildren.apply(tbody, rows.length ? rows : [G.el("tr", {}, [G.el("td", { colspan: 3 }, ["No GPUs registered."])])]);
   }
 
   function drawNodes() {
@@ -80,12 +87,14 @@
     onState: function (state) {
       gpus = copy(state.gpu);
       nodes = copy(state.node);
+      profiles = copy(state.gpu_type_profile);
       redrawGpus();
       drawNodes();
     },
     onEvent: function (ev, state) {
       if (ev.kind === "node") { nodes = copy(state.node); drawNodes(); }
       if (ev.kind === "gpu") { gpus = copy(state.gpu); redrawGpus(); }
+      if (ev.kind === "gpu_type_profile") { profiles = copy(state.gpu_type_profile); redrawGpus(); }
     },
   });
 })();

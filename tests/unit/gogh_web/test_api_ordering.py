@@ -12,6 +12,7 @@ ORDERED_LISTS = {
     "/api/nodes/": ["hostname", "state", "cell", "last_heartbeat", "registered_at"],
     "/api/gpus/": ["node__hostname", "index", "state"],
     "/api/jobs/": ["submitted_at", "priority", "state", "id"],
+    "/api/profiling-campaigns/": ["created_at", "id"],
 }
 
 

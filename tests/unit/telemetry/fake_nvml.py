@@ -41,6 +41,10 @@ def fake_nvml(*, count=2, name="Tesla V100-SXM2-16GB", unsupported=(), init_erro
         pass
 
     @nvml
+    def nvmlSystemGetDriverVersion():
+        return "580.159.04"
+
+    @nvml
     def nvmlDeviceGetCount():
         return count
 

@@ -83,6 +83,8 @@ def test_a_job_no_gpu_can_serve_is_pending_with_its_reason(node1, alice, resnet5
 
 
 def test_a_node_going_down_and_coming_back(node1, gpus, alice, resnet50, agent, activity, committed):
+    Measurement.objects.create(workload=resnet50, gpu_type=gpus[0].gpu_type, throughput=4.0, source="reference",
+                               observed_at=timezone.now())  # a known type: its heartbeats start no profiling
     job = job_transition(job=placed_job(alice, resnet50, gpus[:1]), to="running")
     with committed():
         node_set_state(node=node1, state="down", reason="maintenance")

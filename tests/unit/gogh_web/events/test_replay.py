@@ -6,19 +6,20 @@ from django.db.models import F
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
-from catalog.models import PredictorVersion
+from catalog.models import GpuType, PredictorVersion
 from catalog.services.predictors import predictor_promote, predictor_rollback
 from gogh_web.events.models import Event
 from gogh_web.events.selectors import events_after, snapshot, viewer_for
 from scheduler import services
 from scheduler.live import job_changed
 from scheduler.models import Job, JobInterruption
+from scheduler.profiling.live import gpu_type_profile_changed
 from telemetry.models import Gpu
 from telemetry.services import gpu_samples_ingest, node_set_state
 
 from .conftest import apply_events, plain
 
-KINDS = {"job", "node", "gpu", "solve_run", "solver_config", "predictor_version"}
+KINDS = {"job", "node", "gpu", "solve_run", "solver_config", "predictor_version", "gpu_type_profile"}
 
 
 def _version(status, mae):
@@ -60,6 +61,9 @@ def test_state_after_applying_events_equals_a_fresh_snapshot(measured, alice, bo
         predictor_promote(version=candidate)  # the active version retires
     with committed():
         predictor_rollback(version=active)
+    with committed():
+        GpuType.objects.filter(name="v100").update(profiled_at=timezone.now())  # as a campaign's end does
+        gpu_type_profile_changed("v100")
     with committed():
         services.scheduling_round_run(trigger="manual")
         services.scheduling_round_run(trigger="manual")  # the first round leaves the window of two
