@@ -19,6 +19,7 @@ from django.db import transaction
 from ..gavel import FAMILY_DESCRIPTIONS, GAVEL_COMMIT, GAVEL_THROUGHPUTS, GavelRecord, GavelWorkload, read_throughputs
 from ..gpu_type_defaults import GPU_TYPE_DEFAULTS
 from ..models import GpuType, Measurement, MeasurementSource, Workload, WorkloadKind
+from ..profiling.cases import NEW_WORKLOADS
 from .measurements import BULK_BATCH_SIZE
 
 #: observed_at of every Gavel measurement: the data carries no measurement time, so a fixed
@@ -48,6 +49,7 @@ def catalog_load_reference(*, throughputs_path: Path | str = GAVEL_THROUGHPUTS) 
     records = read_throughputs(throughputs_path)
     gpu_types, gpu_type_counts = _ensure_gpu_types()
     workloads, workload_counts = _ensure_workloads(records)
+    workload_counts = _ensure_suite_workloads(workload_counts)
     unknown = sorted({r.gpu_type for r in records} - gpu_types.keys())
     if unknown:
         raise ValueError(f"{throughputs_path}: GPU types neither in the catalog nor in gpu_type_defaults: {unknown}")
@@ -79,6 +81,21 @@ def _ensure_workloads(records: list[GavelRecord]) -> tuple[dict[str, Workload], 
     Workload.objects.bulk_create(missing)
     counts = LoadCounts(created=len(missing), unchanged=len(existing))
     return {w.name: w for w in Workload.objects.filter(name__in=wanted)}, counts
+
+
+def _ensure_suite_workloads(counts: LoadCounts) -> LoadCounts:
+    """The benchmark suite's own families (catalog.profiling.cases.NEW_WORKLOADS: current shapes
+    the reference data lacks), without measurements: a profiling campaign's results for them
+    need their rows, and nothing else would create them."""
+    existing = set(Workload.objects.filter(name__in=[w[0] for w in NEW_WORKLOADS]).values_list("name", flat=True))
+    source = "GOGH benchmark suite (catalog/profiling/cases.py, NEW_WORKLOADS)"
+    missing = [
+        Workload(name=name, family=family, batch_size=batch_size, kind=WorkloadKind.TRAINING, description=description,
+                 provenance={"family": source, "batch_size": source, "description": source})
+        for name, family, batch_size, description in NEW_WORKLOADS if name not in existing
+    ]
+    Workload.objects.bulk_create(missing)
+    return LoadCounts(created=counts.created + len(missing), unchanged=counts.unchanged + len(existing))
 
 
 def _workload(workload: GavelWorkload) -> Workload:
