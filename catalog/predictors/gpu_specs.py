@@ -6,8 +6,10 @@ scales with FP32 throughput, the rest with memory bandwidth,
 
     log tau(w, u) = log tau(w, a) + c log(F_u / F_a) + (1 - c) log(B_u / B_a),
 
-and the carried-over values are averaged in log space over the measured types (their spread is
-the uncertainty, plus UNMEASURED_LOG_SD). FP32 because the reference workloads train in FP32
+and the carried-over values are averaged in log space over the measured types, each weighted by
+1 / (d^2 + CLOSENESS_FLOOR^2), d its distance to u in log datasheet space (FP32 TFLOPS, bandwidth): the nearest
+architecture counts most (a plain mean let a K80 drag a modern type's estimate toward Kepler's
+behaviour). Their weighted spread, plus UNMEASURED_LOG_SD, is the uncertainty. FP32 because the reference workloads train in FP32
 (Gavel's implementations use no mixed precision); tensor cores and TF32 would make newer GPUs
 faster than this says for jobs that use them. rho on u is the mean of the job's rho on the
 measured types where the pair fits (a pair that fits in 16 GB is assumed to fit on any type
@@ -23,6 +25,9 @@ from .errors import UnknownGpuType
 
 #: Extra log-space standard deviation of a throughput carried over to an unmeasured type.
 UNMEASURED_LOG_SD = 0.5
+#: Distance (log datasheet space) below which two types count as alike when weighting sources:
+#: keeps the weight finite for a type with the same specs as a measured one.
+CLOSENESS_FLOOR = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +74,23 @@ def carry_over(log_tau: float, compute_density: float, source: GpuDatasheet, tar
             + (1 - c) * math.log(target.memory_bandwidth_gbs / source.memory_bandwidth_gbs))
 
 
+def closeness_weights(target: str, source_types, specs: dict[str, GpuDatasheet] = GPU_DATASHEETS,
+                      target_spec: GpuDatasheet | None = None) -> np.ndarray:
+    """1 / (d^2 + CLOSENESS_FLOOR^2) per source type, d its distance to `target` in log (FP32 TFLOPS, bandwidth);
+    weight 1 where a datasheet is missing."""
+    goal = target_spec or specs.get(target)
+    out = []
+    for a in source_types:
+        spec = specs.get(a)
+        if goal is None or spec is None:
+            out.append(1.0)
+            continue
+        d2 = (math.log(goal.fp32_tflops / spec.fp32_tflops) ** 2
+              + math.log(goal.memory_bandwidth_gbs / spec.memory_bandwidth_gbs) ** 2)
+        out.append(1.0 / (d2 + CLOSENESS_FLOOR**2))
+    return np.array(out)
+
+
 def estimate_unmeasured(prediction, features, gpu_type: str, spec: GpuDatasheet | None = None,
                         specs: dict[str, GpuDatasheet] = GPU_DATASHEETS) -> UnmeasuredEstimate:
     """The job's estimates on `gpu_type`, absent from `prediction` (a P1 or P2 Prediction),
@@ -83,10 +105,12 @@ def estimate_unmeasured(prediction, features, gpu_type: str, spec: GpuDatasheet 
     if not measured:
         raise UnknownGpuType(f"none of the measured GPU types ({', '.join(prediction.gpu_types)}) has specs")
     density = 0.5 if features.compute_density is None else features.compute_density
-    carried = [carry_over(math.log(prediction.isolated(a)), density, specs[a], target)
-               for a in measured if prediction.isolated(a) > 0]
-    if not carried:
+    fitting = [a for a in measured if prediction.isolated(a) > 0]
+    carried = np.array([carry_over(math.log(prediction.isolated(a)), density, specs[a], target) for a in fitting])
+    if not len(carried):
         raise ValueError(f"{features.name} fits on none of the measured GPU types: nothing to carry over")
+    weights = closeness_weights(gpu_type, fitting, specs, target)
+    mean = float(np.average(carried, weights=weights))
     columns = [prediction.gpu_types.index(a) for a in measured]
     rho = prediction.rho[:, columns]
     fits = rho > 0
@@ -98,8 +122,8 @@ def estimate_unmeasured(prediction, features, gpu_type: str, spec: GpuDatasheet 
     spread = rho.std(axis=1) + prediction.rho_std[:, columns].mean(axis=1)
     return UnmeasuredEstimate(
         gpu_type=gpu_type,
-        tau=float(math.exp(np.mean(carried))),
-        tau_std=float(math.hypot(np.std(carried), UNMEASURED_LOG_SD)),
+        tau=float(math.exp(mean)),
+        tau_std=float(math.hypot(math.sqrt(np.average((carried - mean) ** 2, weights=weights)), UNMEASURED_LOG_SD)),
         partners=list(prediction.partners),
         rho=np.clip(mean_fit, 0.0, 1.0),
         rho_std=spread,
