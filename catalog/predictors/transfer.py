@@ -12,13 +12,16 @@ on u is then, per source type a, its own throughput on a times a ratio:
 - a family the suite did not measure: the datasheet carry-over (gpu_specs.carry_over, which
   splits a step into a compute-bound part scaling with FP32 TFLOPS and a memory-bound part
   scaling with bandwidth) corrected by the suite's residual against it, the cases weighted by
-  how close their compute density is to the job's, each family counting once; without
-  datasheets, the same weighted mean of the measured ratios.
+  how close their compute density is to the job's, each family counting once, and the
+  datasheet's own ratio counting as one case DENSITY_WIDTH away (so the cases of families
+  unlike the job move it little); without datasheets, that weighted mean of the measured
+  ratios alone.
 
-The source types' estimates are averaged in log space with weights 1 / (d^2 + 0.01), d the
-distance between the two types in log datasheet space (FP32 TFLOPS, bandwidth): the nearest
-architecture speaks loudest, as it shares most of u's behaviour. Their spread, plus
-TRANSFER_LOG_SD, is the uncertainty. Only 1-GPU throughput is transferred; multi-GPU
+The source types' estimates are averaged in log space, each weighted by its closeness to u
+(gpu_specs.closeness_weights: datasheet distance and architecture generation) times
+1 / (CV_FLOOR + its cross-validated squared log error on the suite itself), each case
+predicted from the others through that source: a source whose ratios to u are erratic counts
+less. Their spread, plus TRANSFER_LOG_SD, is the uncertainty. Only 1-GPU throughput is transferred; multi-GPU
 configurations follow from it through the structured predictor's communication model.
 """
 import math
@@ -32,6 +35,11 @@ from .gpu_specs import GPU_DATASHEETS, GpuDatasheet, carry_over, closeness_weigh
 TRANSFER_LOG_SD = 0.15
 #: Width of the compute-density kernel that weighs other families' residuals (0..1 scale).
 DENSITY_WIDTH = 0.2
+#: Weight of the datasheet's own ratio against the cases' (a case one DENSITY_WIDTH away weighs e^-1).
+DATASHEET_WEIGHT = math.exp(-1.0)
+#: Added to a source type's cross-validated squared log error before inverting it (weights stay
+#: finite when a source predicts the suite's cases exactly).
+CV_FLOOR = 0.01
 #: Compute density assumed for a workload without one (the scale's middle).
 DEFAULT_DENSITY = 0.5
 
@@ -90,9 +98,13 @@ class SuiteTransfer:
         for c in usable:
             per_family[c.family] = per_family.get(c.family, 0) + 1
         weight = kernel / np.array([per_family[c.family] for c in usable])
-        if weight.sum() <= 1e-12:  # no case near the job's density: every family alike
-            weight = 1.0 / np.array([per_family[c.family] for c in usable])
-        return (spec(density) if spec else 0.0) + float(np.average(residual, weights=weight))
+        if spec is None:  # no datasheet to fall back on: the measured ratios, nearest densities first
+            if weight.sum() <= 1e-12:
+                weight = 1.0 / np.array([per_family[c.family] for c in usable])
+            return float(np.average(residual, weights=weight))
+        # The datasheet's ratio counts as one case DENSITY_WIDTH away: cases of families far
+        # from the job's density barely move it.
+        return spec(density) + float(np.dot(weight, residual) / (weight.sum() + DATASHEET_WEIGHT))
 
     def _spec_ratio(self, source_type):
         """log(tau on target / tau on source) the datasheets give at a compute density; None
@@ -124,4 +136,26 @@ def suite_transfer(target: str, source_types, log_tau_target: np.ndarray, log_ta
              float(log_tau_target[i]), np.asarray(log_tau_sources[i], dtype=float))
         for i, f in enumerate(features) if np.isfinite(log_tau_target[i])
     )
-    return SuiteTransfer(target, tuple(source_types), cases, closeness_weights(target, source_types, specs), specs)
+    prior = closeness_weights(target, source_types, specs)
+    transfer = SuiteTransfer(target, tuple(source_types), cases, prior, specs)
+    return SuiteTransfer(target, tuple(source_types), cases, prior * _cross_validated(transfer), specs)
+
+
+def _cross_validated(transfer: SuiteTransfer) -> np.ndarray:
+    """Per source type, 1 / (CV_FLOOR + mean squared log error) of each case predicted from the
+    others through that source: a source type whose ratios to the target are erratic across
+    the suite (an older architecture's quirks) weighs less. 1 where fewer than two cases."""
+    out = np.ones(len(transfer.source_types))
+    for j, source_type in enumerate(transfer.source_types):
+        errors = []
+        for i, case in enumerate(transfer.cases):
+            rest = transfer.cases[:i] + transfer.cases[i + 1:]
+            if not np.isfinite(case.sources[j]) or not rest:
+                continue
+            left_out = SuiteTransfer(transfer.target, transfer.source_types, rest, transfer.weights, transfer.specs)
+            ratio = left_out._ratio(j, source_type, case.family, case.log_batch, case.density, case.sources[j])
+            if ratio is not None:
+                errors.append((case.sources[j] + ratio - case.target) ** 2)
+        if len(errors) >= 2:
+            out[j] = 1.0 / (CV_FLOOR + float(np.mean(errors)))
+    return out
