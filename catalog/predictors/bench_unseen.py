@@ -45,12 +45,15 @@ def run_unseen(records, quick: bool = False, suite_cases=SUITE_CASES, specs=GPU_
     one GPU; `quick` skips the curve."""
     full = build_catalog(records)
     out = {}
+    if len(full.gpu_types) < 2:  # nothing left to carry over from
+        return out
     for held in full.gpu_types:
         if held not in specs:
             log(f"unseen GPU type {held}: no datasheet, skipped")
             continue
         cases = [w for w in suite_cases if _measured(full, w, held)]
-        scored = [w for w in full.workloads if w not in cases and _measured(full, w, held)]
+        scored = [w for w in full.workloads if w not in cases and _measured(full, w, held)
+                  and any(_measured(full, w, a) for a in full.gpu_types if a != held)]
         if not scored:
             continue
         others = [r for r in records if r.gpu_type != held]
