@@ -62,6 +62,7 @@ class StructuredModel:
 
     def fit(self, catalog: CatalogData) -> "StructuredModel":
         self.catalog_ = catalog
+        self.transfer_weights_ = {}
         with np.errstate(divide="ignore"):
             self.log_tau_ = np.where(catalog.tau > 0, np.log(np.where(catalog.tau > 0, catalog.tau, 1.0)), np.nan)
         self.log_batch_ = np.array([math.log(f.batch_size or 1) for f in catalog.features])
@@ -160,7 +161,8 @@ class StructuredModel:
             sources = [b for b in range(len(singles)) if b != g and counts[b] > counts[g]]
             rows = self.log_tau_[others]
             transfer = suite_transfer(a, [catalog.gpu_types[b] for b in sources], rows[:, singles[g]],
-                                      rows[:, [singles[b] for b in sources]], [catalog.features[i] for i in others])
+                                      rows[:, [singles[b] for b in sources]], [catalog.features[i] for i in others],
+                                      weights=self._source_weights(g, sources))
             log_tau, std = transfer.log_tau(value[[singles[b] for b in sources]], features.family,
                                             math.log(features.batch_size or 1), features.compute_density)
             if math.isnan(log_tau):
@@ -169,6 +171,18 @@ class StructuredModel:
                 if config[0] == a and config[1] == 1:
                     value[c], spread[c] = log_tau, std
         return value, spread
+
+    def _source_weights(self, g: int, sources: list[int]) -> np.ndarray:
+        """The transfer's source-type weights toward GPU type g, cross-validated on every
+        catalog workload measured there, computed once per model (for every job and every
+        leave-one-out fold alike: the weights, not the values, see the held-out workload)."""
+        key = (g, tuple(sources))
+        if key not in self.transfer_weights_:
+            catalog, singles = self.catalog_, self.catalog_.single_gpu_configs()
+            self.transfer_weights_[key] = suite_transfer(
+                catalog.gpu_types[g], [catalog.gpu_types[b] for b in sources], self.log_tau_[:, singles[g]],
+                self.log_tau_[:, [singles[b] for b in sources]], catalog.features).weights
+        return self.transfer_weights_[key]
 
     def communication(self, features, exclude: int | None = None) -> np.ndarray:
         """Seconds per step a multi-GPU configuration adds to the 1-GPU step time (all-reduce
@@ -312,6 +326,7 @@ class StructuredModel:
     def from_state(cls, catalog: CatalogData, state: dict) -> "StructuredModel":
         model = cls()
         model.catalog_ = catalog
+        model.transfer_weights_ = {}
         with np.errstate(divide="ignore"):
             model.log_tau_ = np.where(catalog.tau > 0, np.log(np.where(catalog.tau > 0, catalog.tau, 1.0)), np.nan)
         model.log_batch_ = np.array([math.log(f.batch_size or 1) for f in catalog.features])

@@ -126,16 +126,20 @@ def interpolate_ratio(log_batches, ratios, log_batch: float) -> float:
 
 
 def suite_transfer(target: str, source_types, log_tau_target: np.ndarray, log_tau_sources: np.ndarray,
-                   features, specs: dict[str, GpuDatasheet] = GPU_DATASHEETS) -> SuiteTransfer:
+                   features, specs: dict[str, GpuDatasheet] = GPU_DATASHEETS,
+                   weights: np.ndarray | None = None) -> SuiteTransfer:
     """The transfer to `target` from the catalog's 1-GPU log steps/s: `log_tau_target` (W,)
     on the target (NaN where not measured, and for pairs that do not fit), `log_tau_sources`
-    (W, S) on the source types, `features` the W workloads' features."""
+    (W, S) on the source types, `features` the W workloads' features. `weights`: the source
+    types' weights when already known (their cross-validation costs cases^2)."""
     cases = tuple(
         Case(f.family, math.log(f.batch_size or 1),
              DEFAULT_DENSITY if f.compute_density is None else f.compute_density,
              float(log_tau_target[i]), np.asarray(log_tau_sources[i], dtype=float))
         for i, f in enumerate(features) if np.isfinite(log_tau_target[i])
     )
+    if weights is not None:
+        return SuiteTransfer(target, tuple(source_types), cases, weights, specs)
     prior = closeness_weights(target, source_types, specs)
     transfer = SuiteTransfer(target, tuple(source_types), cases, prior, specs)
     return SuiteTransfer(target, tuple(source_types), cases, prior * _cross_validated(transfer), specs)
