@@ -15,7 +15,7 @@ on u is then, per source type a, its own throughput on a times a ratio:
   how close their compute density is to the job's, each family counting once, and the
   datasheet's own ratio counting as one case DENSITY_WIDTH away (so the cases of families
   unlike the job move it little); without datasheets, that weighted mean of the measured
-  ratios alone.
+  ratios alone; with no case measured on both types, the datasheet ratio alone.
 
 The source types' estimates are averaged in log space, each weighted by its closeness to u
 (gpu_specs.closeness_weights: datasheet distance and architecture generation) times
@@ -86,12 +86,12 @@ class SuiteTransfer:
 
     def _ratio(self, j, source_type, family, log_batch, density, source_log_tau):
         usable = [c for c in self.cases if np.isfinite(c.sources[j])]
-        if not usable:
-            return None
+        spec = self._spec_ratio(source_type)
+        if not usable:  # nothing measured on both: the datasheets alone, if any
+            return spec(density) if spec else None
         same = [c for c in usable if c.family == family]
         if same:
             return interpolate_ratio([c.log_batch for c in same], [c.target - c.sources[j] for c in same], log_batch)
-        spec = self._spec_ratio(source_type)
         residual = [(c.target - c.sources[j]) - (spec(c.density) if spec else 0.0) for c in usable]
         kernel = np.array([math.exp(-((c.density - density) / DENSITY_WIDTH) ** 2) for c in usable])
         per_family = {}

@@ -54,6 +54,10 @@ def test_unmeasured_family_is_the_datasheet_ratio_corrected_by_the_cases_residua
     assert value == pytest.approx(spec_08 + residual / (1 + DATASHEET_WEIGHT))
     far, _ = transfer.log_tau(np.array([0.0]), "G", 0.0, 0.0)  # density 0: the cases barely count
     assert far == pytest.approx(carry_over(0.0, 0.0, old, new), abs=1e-3)
+    nothing = suite_transfer("new", ["old"], np.full(2, np.nan), sources, features, specs=specs)
+    assert nothing.log_tau(np.array([0.0]), "G", 0.0, 0.8)[0] == pytest.approx(spec_08)  # no case: datasheets
+    assert math.isnan(suite_transfer("new", ["old"], np.full(2, np.nan), sources, features, specs={}).log_tau(
+        np.array([0.0]), "G", 0.0, 0.8)[0])
     plain, _ = suite_transfer("new", ["old"], target, sources, features, specs={}).log_tau(
         np.array([0.0]), "G", 0.0, 0.8)
     assert plain == pytest.approx(spec_08 + residual)  # no datasheets: the measured ratio itself
