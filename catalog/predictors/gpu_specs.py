@@ -11,10 +11,12 @@ closeness (`closeness_weights`: near in datasheet space and in architecture gene
 plain mean let a K80 drag a modern type's estimate toward Kepler's behaviour). Their
 weighted spread, plus UNMEASURED_LOG_SD, is the uncertainty. FP32 because the reference
 workloads train in FP32 (Gavel's implementations use no mixed precision); tensor cores and
-TF32 would make newer GPUs faster than this says for jobs that use them. rho on u is the mean of the job's rho on the
-measured types where the pair fits (a pair that fits in 16 GB is assumed to fit on any type
-with at least that much memory); on a type with less memory than every measured one the pairs
-that fit nowhere stay 0. Every such estimate is low-confidence: nothing was measured.
+TF32 would make newer GPUs faster than this says for jobs that use them. rho on u is the mean
+of the job's rho on the measured types where the pair fits (a pair that fits in 16 GB is
+assumed to fit on any type with at least that much memory); on a type with less memory than
+every measured one the pairs that fit nowhere stay 0. Every such estimate is low-confidence:
+nothing was measured. A type measured on a few workloads is not "unmeasured": the structured
+predictor transfers to it from those measurements (transfer.py).
 """
 import math
 from dataclasses import dataclass
