@@ -14,6 +14,11 @@ Choices that the datasheets leave open:
   141 GB board (700 W), the parts of the 8-GPU HGX servers that clouds rent. Product names match
   by substring, so an H200 NVL board (600 W) and a GH200 superchip also map to `h200` with the
   SXM board's 700 W: an operator with those edits the type or adds one with a longer name.
+- L4 (72 W), A10 (150 W) and L40S (350 W) are single-slot/dual-slot PCIe boards with one board
+  variant each. Their product-name substrings are short on purpose, because the longest match
+  wins: "A10" loses to a100's "A100" on an A100's name, and "L4" loses to l40s's "L40" on an
+  L40S's. An L40 (no S: 300 W, the same memory and bandwidth) therefore maps to `l40s`, the
+  nearer of the two; an operator with L40s edits the type or adds one named "L40 ".
 An operator whose cluster has other variants edits the type (admin or API); reloading the
 reference catalog never overwrites an existing type.
 
@@ -173,6 +178,46 @@ GPU_TYPE_DEFAULTS: tuple[GpuTypeDefault, ...] = (
             "idle_w": "NVML measurement: GOGH's agent on one H200 SXM board in a VM (driver 580.159.04), "
             "three runs of 19 samples at 1 Hz with nothing running: 78.0-78.1, 82.4-82.6 and 77.3-77.5 W "
             "(tests/device/h200_check.sh, 2026-11-30)",
+        },
+    ),
+    GpuTypeDefault(
+        name="l4",
+        description="NVIDIA L4 24 GB",
+        memory_gb=24,
+        tdp_w=72,
+        idle_w=round(IDLE_SHARE_OF_TDP * 72),
+        product_names=("L4",),
+        sources={
+            "memory_gb": "NVIDIA L4 datasheet: 24 GB GDDR6",
+            "tdp_w": "NVIDIA L4 datasheet: 72 W max thermal design power",
+            "idle_w": _IDLE_FROM_SHARE,
+        },
+    ),
+    GpuTypeDefault(
+        name="a10",
+        description="NVIDIA A10 24 GB",
+        memory_gb=24,
+        tdp_w=150,
+        idle_w=round(IDLE_SHARE_OF_TDP * 150),
+        # "A10" also matches an A100's name, where a100's longer "A100" wins; covers the A10G.
+        product_names=("A10",),
+        sources={
+            "memory_gb": "NVIDIA A10 datasheet: 24 GB GDDR6",
+            "tdp_w": "NVIDIA A10 datasheet: 150 W max thermal design power",
+            "idle_w": _IDLE_FROM_SHARE,
+        },
+    ),
+    GpuTypeDefault(
+        name="l40s",
+        description="NVIDIA L40S 48 GB",
+        memory_gb=48,
+        tdp_w=350,
+        idle_w=round(IDLE_SHARE_OF_TDP * 350),
+        product_names=("L40S", "L40"),
+        sources={
+            "memory_gb": "NVIDIA L40S datasheet: 48 GB GDDR6 with ECC",
+            "tdp_w": "NVIDIA L40S datasheet: 350 W max power consumption",
+            "idle_w": _IDLE_FROM_SHARE,
         },
     ),
 )

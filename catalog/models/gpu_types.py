@@ -31,7 +31,7 @@ def validate_power_curve(points):
 
 
 class GpuType(models.Model):
-    """One kind of GPU (k80, p100, v100, t4, a100, h100, h200, ...), per GPU, not per board.
+    """One kind of GPU (k80, p100, v100, t4, a100, h100, h200, l4, a10, l40s, ...), per GPU, not per board.
 
     The power curve gamma(u) maps utilization to watts; it starts from datasheet facts and is
     replaced by profiling (NVML) as measurements come in, so every value carries provenance.

@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from .data import CatalogData
+from .transfer import suite_transfer
 
 #: Logistic sharpness of the memory model (per unit of normalised memory).
 MEMORY_SHARPNESS = 20.0
@@ -61,6 +62,7 @@ class StructuredModel:
 
     def fit(self, catalog: CatalogData) -> "StructuredModel":
         self.catalog_ = catalog
+        self.transfer_weights_ = {}
         with np.errstate(divide="ignore"):
             self.log_tau_ = np.where(catalog.tau > 0, np.log(np.where(catalog.tau > 0, catalog.tau, 1.0)), np.nan)
         self.log_batch_ = np.array([math.log(f.batch_size or 1) for f in catalog.features])
@@ -130,15 +132,57 @@ class StructuredModel:
         others = [i for i in range(len(catalog.workloads)) if i != exclude]
         same = [i for i in others if catalog.families[i] == features.family]
         if not same:
-            return self._rate_guess(features, others)
+            return self._transferred(features, others, same, *self._rate_guess(features, others))
         log_batch = math.log(features.batch_size or 1)
         value, spread = _interpolate(self.log_batch_[same], self.log_tau_[same], log_batch, TAU_SLOPE)
+        value, spread = self._transferred(features, others, same, value, spread)
         value = self.with_communication(value, self.communication(features, exclude))
         known = ~np.isnan(value)
         if known.all():
             return value, np.nan_to_num(spread, nan=0.3)
         rate_guess, rate_spread = self._rate_guess(features, others)
         return np.where(known, value, rate_guess), np.where(known, np.nan_to_num(spread, nan=0.3), rate_spread)
+
+    def _transferred(self, features, others, same, value, spread):
+        """1-GPU log steps/s on the GPU types measured on fewer of the job's family (or, for an
+        unseen family, fewer workloads) than another type: carried over from the better-measured
+        types through the measured speed ratios (transfer.py), so a few rows on a new type
+        (a profiling suite's cases, an import) move the other batch sizes and families by a
+        ratio, never to those rows' values. Types measured as fully as the others keep the
+        family interpolation."""
+        catalog = self.catalog_
+        singles = catalog.single_gpu_configs()
+        pool = same or others
+        counts = np.array([int((~np.isnan(catalog.tau[pool, c])).sum()) for c in singles])
+        value, spread = value.copy(), spread.copy()
+        for g, a in enumerate(catalog.gpu_types):
+            if counts[g] >= counts.max():
+                continue
+            sources = [b for b in range(len(singles)) if b != g and counts[b] > counts[g]]
+            rows = self.log_tau_[others]
+            transfer = suite_transfer(a, [catalog.gpu_types[b] for b in sources], rows[:, singles[g]],
+                                      rows[:, [singles[b] for b in sources]], [catalog.features[i] for i in others],
+                                      weights=self._source_weights(g, sources))
+            log_tau, std = transfer.log_tau(value[[singles[b] for b in sources]], features.family,
+                                            math.log(features.batch_size or 1), features.compute_density)
+            if math.isnan(log_tau):
+                continue
+            for c, config in enumerate(catalog.configs):
+                if config[0] == a and config[1] == 1:
+                    value[c], spread[c] = log_tau, std
+        return value, spread
+
+    def _source_weights(self, g: int, sources: list[int]) -> np.ndarray:
+        """The transfer's source-type weights toward GPU type g, cross-validated on every
+        catalog workload measured there, computed once per model (for every job and every
+        leave-one-out fold alike: the weights, not the values, see the held-out workload)."""
+        key = (g, tuple(sources))
+        if key not in self.transfer_weights_:
+            catalog, singles = self.catalog_, self.catalog_.single_gpu_configs()
+            self.transfer_weights_[key] = suite_transfer(
+                catalog.gpu_types[g], [catalog.gpu_types[b] for b in sources], self.log_tau_[:, singles[g]],
+                self.log_tau_[:, [singles[b] for b in sources]], catalog.features).weights
+        return self.transfer_weights_[key]
 
     def communication(self, features, exclude: int | None = None) -> np.ndarray:
         """Seconds per step a multi-GPU configuration adds to the 1-GPU step time (all-reduce
@@ -282,6 +326,7 @@ class StructuredModel:
     def from_state(cls, catalog: CatalogData, state: dict) -> "StructuredModel":
         model = cls()
         model.catalog_ = catalog
+        model.transfer_weights_ = {}
         with np.errstate(divide="ignore"):
             model.log_tau_ = np.where(catalog.tau > 0, np.log(np.where(catalog.tau > 0, catalog.tau, 1.0)), np.nan)
         model.log_batch_ = np.array([math.log(f.batch_size or 1) for f in catalog.features])

@@ -6,7 +6,7 @@ from catalog.services import catalog_load_reference
 
 class Command(BaseCommand):
     help = (
-        "Load the reference catalog: the default GPU types (k80, p100, v100, t4, a100, h100, h200), "
+        "Load the reference catalog: the default GPU types (k80, p100, v100, t4, a100, h100, h200, l4, a10, l40s), "
         "Gavel's 26 training workloads and its measured throughputs "
         "(catalog/reference/gavel, see catalog/reference/ATTRIBUTION.md). "
         "Idempotent: safe to run again. GPU types and workloads that already exist are left "

@@ -12,12 +12,13 @@ from catalog.models.gpu_types import validate_power_curve
 PURE_MODULES = ["catalog.gavel", "catalog.gpu_type_defaults", "catalog.measurement_csv"]
 
 
-def test_the_seven_types():
-    assert [d.name for d in GPU_TYPE_DEFAULTS] == ["k80", "p100", "v100", "t4", "a100", "h100", "h200"]
+def test_the_ten_types():
+    assert [d.name for d in GPU_TYPE_DEFAULTS] == [
+        "k80", "p100", "v100", "t4", "a100", "h100", "h200", "l4", "a10", "l40s"]
     facts = {d.name: (d.memory_gb, d.tdp_w) for d in GPU_TYPE_DEFAULTS}
     assert facts == {
         "k80": (12, 150), "p100": (16, 250), "v100": (16, 300), "t4": (16, 70), "a100": (40, 400), "h100": (80, 700),
-        "h200": (141, 700),
+        "h200": (141, 700), "l4": (24, 72), "a10": (24, 150), "l40s": (48, 350),
     }
 
 

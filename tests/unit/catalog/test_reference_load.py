@@ -45,18 +45,18 @@ def test_full_load_twice():
     total = len(values)
 
     assert load_command() == {
-        "GPU types": (7, 0, 0),
+        "GPU types": (10, 0, 0),
         "workloads": (30, 0, 0),  # 26 of the reference data, 4 of the benchmark suite
         "measurements": (total, 0, 0),
     }
-    assert (GpuType.objects.count(), Workload.objects.count(), Measurement.objects.count()) == (7, 30, total)
+    assert (GpuType.objects.count(), Workload.objects.count(), Measurement.objects.count()) == (10, 30, total)
 
     assert load_command() == {
-        "GPU types": (0, 0, 7),
+        "GPU types": (0, 0, 10),
         "workloads": (0, 0, 30),
         "measurements": (0, 0, total),
     }
-    assert (GpuType.objects.count(), Workload.objects.count(), Measurement.objects.count()) == (7, 30, total)
+    assert (GpuType.objects.count(), Workload.objects.count(), Measurement.objects.count()) == (10, 30, total)
 
     reference = Measurement.objects.filter(source="reference")
     zeros = sum(1 for _, value in values if value in (0, [0, 0]))
@@ -106,7 +106,7 @@ def test_operator_edits_of_types_and_workloads_are_kept(small_file):
     GpuType.objects.create(name="v100", memory_gb=32, tdp_w=250, idle_w=30, description="our PCIe boards")
     Workload.objects.create(name="A3C", family="RL", description="ours")
     result = catalog_load_reference(throughputs_path=small_file)
-    assert result.gpu_types == LoadCounts(created=6, unchanged=1)
+    assert result.gpu_types == LoadCounts(created=9, unchanged=1)
     assert result.workloads == LoadCounts(created=5, unchanged=1)  # the file's other one, the suite's four
     v100 = GpuType.objects.get(name="v100")
     assert (v100.memory_gb, v100.tdp_w, v100.idle_w, v100.description) == (32, 250, 30, "our PCIe boards")
