@@ -1,0 +1,195 @@
+"""Exploration in the scheduling round (docs/exploration.md, "In the control plane"): the Django
+side of scheduler.optimizer.exploration. Before the solve, the round's problem gets its probes:
+jobs whose probe is still running stay probes on their type, probes that ended are planned like
+any job (with what telemetry measured meanwhile, through P2), and stranded pending jobs may be
+given a new probe. After the solve, the decision's reasons say what a probe measured or why a
+stranded job gets none, and the apply step stamps the probe fields (services._apply)."""
+import math
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+
+from django.conf import settings
+from django.db.models import Avg
+
+from catalog.models import Measurement, MeasurementSource
+from catalog.selectors import latest_estimates_by_workload
+
+from .models import Allocation, Job, JobMeasurement
+from .optimizer import Plan, Problem
+from .optimizer.exploration import (
+    PROBE_REASON,
+    ExplorationSettings,
+    Probe,
+    ProbeHistory,
+    beliefs,
+    choose_probes,
+    no_probe_reasons,
+    with_probes,
+)
+
+#: A workload's telemetry "disagrees" with the catalog when, on some GPU type (one GPU, alone),
+#: the mean of its telemetry measurements or its newest P2 estimate is more than this factor
+#: above or below the catalog's measured mean (reference and profiling rows). Well outside the
+#: catalog's own spread (repeat measurements agree within about 5 %) and P2's early noise, well
+#: inside the 2x drifts that strand jobs. A disagreed workload's probes use a wider belief.
+DISAGREEMENT_FACTOR = 1.5
+PROBE_ENDED = "Probe on {gpu_type} ended: {measured}, T_min = {t_min:g} steps/s. {reason}"
+PROBE_KEPT = "Probe on {gpu_type} ended: {measured}; now predicted to meet T_min, it keeps its GPUs."
+
+
+@dataclass(frozen=True)
+class RoundExploration:
+    """What exploration did to a round's problem, for its decision and its apply step."""
+
+    probes: dict[str, Probe] = field(default_factory=dict)  # new probes, by job id (started if placed)
+    ongoing: frozenset[str] = frozenset()  # jobs whose probe goes on
+    ended: dict[str, str] = field(default_factory=dict)  # job id -> what its ended probe measured
+    no_probe: dict[str, str] = field(default_factory=dict)  # stranded job id -> why it gets no probe
+
+
+def exploration_settings() -> ExplorationSettings:
+    return ExplorationSettings(
+        enabled=settings.GOGH_EXPLORATION_ENABLED,
+        probe_s=settings.GOGH_EXPLORATION_PROBE_S,
+        min_chance=settings.GOGH_EXPLORATION_MIN_CHANCE,
+        max_probe_share=settings.GOGH_EXPLORATION_MAX_PROBE_SHARE,
+        retry_after_s=settings.GOGH_EXPLORATION_RETRY_AFTER_S,
+        max_probes_per_job=settings.GOGH_EXPLORATION_MAX_PROBES_PER_JOB,
+    )
+
+
+def round_exploration(problem: Problem, *, now: datetime) -> tuple[Problem, RoundExploration]:
+    """The problem the round solves, and what exploration did to it. With exploration off, no
+    probe starts and the running ones end now (planned like any job)."""
+    config = exploration_settings()
+    probing = {
+        str(job.pk): job
+        for job in Job.objects.filter(pk__in=[int(spec.id) for spec in problem.jobs]).exclude(probe_gpu_type="")
+    }
+    ongoing = {
+        job_id: job for job_id, job in probing.items()
+        if config.enabled and job.probe_until is not None and job.probe_until > now
+    }
+    ended = {job_id: _measured(job) for job_id, job in probing.items() if job_id not in ongoing}
+    problem = _keep_probing(problem, ongoing)
+    if not config.enabled:
+        return problem, RoundExploration(ended=ended)
+    belief = beliefs(problem, problem.predictions)
+    history = probe_history(problem, now)
+    disagreed = disagreed_workloads({spec.workload for spec in problem.jobs if spec.id in belief})
+    held = Allocation.objects.filter(job_id__in=[int(job_id) for job_id in ongoing], end__isnull=True).count()
+    arguments = (problem, belief, history, now.timestamp(), config)
+    probes = choose_probes(*arguments, disagreed=disagreed, probing_gpus=held)
+    reasons = no_probe_reasons(*arguments, disagreed=disagreed, probing_gpus=held)
+    return with_probes(problem, probes), RoundExploration(
+        probes={probe.job_id: probe for probe in probes}, ongoing=frozenset(ongoing), ended=ended, no_probe=reasons,
+    )
+
+
+def _keep_probing(problem: Problem, ongoing: dict[str, Job]) -> Problem:
+    """A job whose probe goes on stays a probe on its type and its GPUs' count."""
+    if not ongoing:
+        return problem
+    return replace(problem, jobs=tuple(
+        replace(spec, probe=True, only_gpu_type=ongoing[spec.id].probe_gpu_type,
+                max_gpus=len(spec.current.gpu_ids) if spec.current else spec.max_gpus)
+        if spec.id in ongoing else spec
+        for spec in problem.jobs
+    ))
+
+
+def probe_history(problem: Problem, now: datetime) -> dict[str, ProbeHistory]:
+    """The probes so far of the problem's jobs that had one, on the round's clock (epoch seconds)."""
+    rows = Job.objects.filter(pk__in=[int(spec.id) for spec in problem.jobs], probes__gt=0)
+    return {
+        str(pk): ProbeHistory(probes=probes, last_probe_at=at.timestamp() if at else None)
+        for pk, probes, at in rows.values_list("pk", "probes", "last_probe_at")
+    }
+
+
+def disagreed_workloads(names: set[str]) -> set[str]:
+    """The named workloads whose telemetry contradicts the catalog (DISAGREEMENT_FACTOR): two
+    aggregate reads of the measurements, one of the newest estimates."""
+    catalog, observed = {}, {}
+    means = (
+        Measurement.objects.filter(workload__name__in=names, num_gpus=1, partner__isnull=True, throughput__gt=0)
+        .values_list("workload__name", "gpu_type__name", "source").annotate(mean=Avg("throughput")).order_by()
+    )
+    for workload, gpu_type, source, mean in means:
+        if source in (MeasurementSource.REFERENCE, MeasurementSource.PROFILING):
+            catalog.setdefault((workload, gpu_type), []).append(mean)
+        elif source == MeasurementSource.TELEMETRY:
+            observed[workload, gpu_type] = mean
+    for workload, estimates in latest_estimates_by_workload(names=names).items():
+        if not estimates.get("observed"):
+            continue  # P1's: what the catalog taught, not telemetry
+        for (gpu_type, num_gpus, _consolidated), tau in zip(estimates["configs"], estimates["tau"]):
+            if int(num_gpus) == 1 and (workload, gpu_type) not in observed:
+                observed[workload, gpu_type] = float(tau)
+    return {
+        workload
+        for (workload, gpu_type), value in observed.items()
+        if (means := catalog.get((workload, gpu_type))) and _disagrees(value, sum(means) / len(means))
+    }
+
+
+def _disagrees(observed: float, catalog: float) -> bool:
+    return observed > 0 and catalog > 0 and abs(math.log(observed / catalog)) > math.log(DISAGREEMENT_FACTOR)
+
+
+def _measured(job: Job) -> str:
+    """What the probe of `job` measured: its newest observed throughput since the probe started."""
+    since = job.last_probe_at or job.placed_at
+    newest = (
+        JobMeasurement.objects.filter(job=job, measurement__observed_at__gte=since)
+        .order_by("-measurement__observed_at", "-measurement_id").values_list("measurement__throughput", flat=True)
+        .first()
+    )
+    return "nothing measured" if newest is None else f"measured {newest:.3g} steps/s"
+
+
+def explained(allocation: Plan, exploration: RoundExploration, problem: Problem) -> Plan:
+    """The decision with exploration's reasons: a stranded job without a probe says why (after
+    the solver's reason), and a job whose probe ended and that is not placed again says what
+    the probe measured against its T_min (it goes back to pending with that reason)."""
+    if not (exploration.no_probe or exploration.ended):
+        return allocation
+    t_min = {spec.id: spec.min_throughput for spec in problem.jobs}
+    gpu_type = dict(Job.objects.filter(pk__in=[int(job_id) for job_id in exploration.ended])
+                    .values_list("pk", "probe_gpu_type"))
+    reasons = dict(allocation.reasons)
+    for job_id, reason in allocation.reasons.items():
+        if job_id in exploration.ended:
+            reasons[job_id] = PROBE_ENDED.format(gpu_type=gpu_type.get(int(job_id), "?"),
+                                                 measured=exploration.ended[job_id], t_min=t_min[job_id], reason=reason)
+        elif job_id in exploration.no_probe:
+            reasons[job_id] = f"{reason} {exploration.no_probe[job_id]}"
+    return replace(allocation, reasons=reasons)
+
+
+def probe_fields(job: Job, exploration: RoundExploration, *, placed: bool, now: datetime) -> dict:
+    """The probe fields the round changes on `job` (a field -> its new value): a probe placed
+    starts (its type, end, count and start); a probe that ended, or a probing job sent back to
+    pending, stops probing. {} when nothing changes."""
+    job_id = str(job.pk)
+    probe = exploration.probes.get(job_id)
+    if placed and probe is not None and not job.probe_gpu_type:
+        return {
+            "probe_gpu_type": probe.gpu_type,
+            "probe_until": datetime.fromtimestamp(probe.until, tz=UTC),
+            "probes": job.probes + 1,
+            "last_probe_at": now,
+        }
+    if job.probe_gpu_type and (not placed or job_id not in exploration.ongoing):
+        fields = {"probe_gpu_type": "", "probe_until": None}
+        if placed and job_id in exploration.ended:
+            fields["state_reason"] = PROBE_KEPT.format(gpu_type=job.probe_gpu_type, measured=exploration.ended[job_id])
+        return fields
+    return {}
+
+
+def probe_reason(probe: Probe, t_min: float) -> str:
+    """The state reason of a job whose probe starts."""
+    until = datetime.fromtimestamp(probe.until, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return PROBE_REASON.format(gpu_type=probe.gpu_type, until=until, predicted=probe.predicted, t_min=t_min,
+                               chance=probe.chance)
