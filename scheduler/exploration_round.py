@@ -24,6 +24,7 @@ from .optimizer.exploration import (
     beliefs,
     choose_probes,
     no_probe_reasons,
+    stranded,
     with_probes,
 )
 
@@ -45,6 +46,11 @@ class RoundExploration:
     ongoing: frozenset[str] = frozenset()  # jobs whose probe goes on
     ended: dict[str, str] = field(default_factory=dict)  # job id -> what its ended probe measured
     no_probe: dict[str, str] = field(default_factory=dict)  # stranded job id -> why it gets no probe
+    stranded: tuple[str, ...] = ()  # pending jobs no configuration serves (probed or not)
+
+    def decision(self) -> dict:
+        """Its part of the round's SolveRun.decision (/metrics counts the stranded jobs from it)."""
+        return {"stranded": list(self.stranded), "probes": sorted(self.probes)}
 
 
 def exploration_settings() -> ExplorationSettings:
@@ -72,9 +78,10 @@ def round_exploration(problem: Problem, *, now: datetime) -> tuple[Problem, Roun
     }
     ended = {job_id: _measured(job) for job_id, job in probing.items() if job_id not in ongoing}
     problem = _keep_probing(problem, ongoing)
-    if not config.enabled:
-        return problem, RoundExploration(ended=ended)
     belief = beliefs(problem, problem.predictions)
+    lost = tuple(stranded(problem, belief))
+    if not config.enabled:
+        return problem, RoundExploration(ended=ended, stranded=lost)
     history = probe_history(problem, now)
     disagreed = disagreed_workloads({spec.workload for spec in problem.jobs if spec.id in belief})
     held = Allocation.objects.filter(job_id__in=[int(job_id) for job_id in ongoing], end__isnull=True).count()
@@ -83,6 +90,7 @@ def round_exploration(problem: Problem, *, now: datetime) -> tuple[Problem, Roun
     reasons = no_probe_reasons(*arguments, disagreed=disagreed, probing_gpus=held)
     return with_probes(problem, probes), RoundExploration(
         probes={probe.job_id: probe for probe in probes}, ongoing=frozenset(ongoing), ended=ended, no_probe=reasons,
+        stranded=lost,
     )
 
 

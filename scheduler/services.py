@@ -316,7 +316,7 @@ def scheduling_round_run(*, trigger: str, dry_run: bool = False, solver: str | N
             notes="\n".join(allocation.notes),
             finished_at=now,
             shadow=shadow,
-            decision=_decision(allocation),
+            decision=_decision(allocation) | exploration.decision(),
         )
         live.solve_run_changed(run)
         if superseded:
