@@ -45,6 +45,7 @@ class RoundExploration:
     probes: dict[str, Probe] = field(default_factory=dict)  # new probes, by job id (started if placed)
     ongoing: frozenset[str] = frozenset()  # jobs whose probe goes on
     ended: dict[str, str] = field(default_factory=dict)  # job id -> what its ended probe measured
+    stopped: dict[str, str] = field(default_factory=dict)  # ended probes that meet T_min nowhere -> why
     no_probe: dict[str, str] = field(default_factory=dict)  # stranded job id -> why it gets no probe
     stranded: tuple[str, ...] = ()  # pending jobs no configuration serves (probed or not)
 
@@ -77,11 +78,11 @@ def round_exploration(problem: Problem, *, now: datetime) -> tuple[Problem, Roun
         if config.enabled and job.probe_until is not None and job.probe_until > now
     }
     ended = {job_id: _measured(job) for job_id, job in probing.items() if job_id not in ongoing}
-    problem = _keep_probing(problem, ongoing)
+    problem, stopped = _without_hopeless(_keep_probing(problem, ongoing), probing, ended)
     belief = beliefs(problem, problem.predictions)
-    lost = tuple(stranded(problem, belief))
+    lost = tuple(stranded(problem, belief)) + tuple(stopped)
     if not config.enabled:
-        return problem, RoundExploration(ended=ended, stranded=lost)
+        return problem, RoundExploration(ended=ended, stopped=stopped, stranded=lost)
     history = probe_history(problem, now)
     disagreed = disagreed_workloads({spec.workload for spec in problem.jobs if spec.id in belief})
     held = Allocation.objects.filter(job_id__in=[int(job_id) for job_id in ongoing], end__isnull=True).count()
@@ -89,8 +90,8 @@ def round_exploration(problem: Problem, *, now: datetime) -> tuple[Problem, Roun
     probes = choose_probes(*arguments, disagreed=disagreed, probing_gpus=held)
     reasons = no_probe_reasons(*arguments, disagreed=disagreed, probing_gpus=held)
     return with_probes(problem, probes), RoundExploration(
-        probes={probe.job_id: probe for probe in probes}, ongoing=frozenset(ongoing), ended=ended, no_probe=reasons,
-        stranded=lost,
+        probes={probe.job_id: probe for probe in probes}, ongoing=frozenset(ongoing), ended=ended, stopped=stopped,
+        no_probe=reasons, stranded=lost,
     )
 
 
@@ -104,6 +105,31 @@ def _keep_probing(problem: Problem, ongoing: dict[str, Job]) -> Problem:
         if spec.id in ongoing else spec
         for spec in problem.jobs
     ))
+
+
+def _without_hopeless(problem: Problem, probing: dict[str, Job],
+                      ended: dict[str, str]) -> tuple[Problem, dict[str, str]]:
+    """The problem without the jobs whose probe ended and that no configuration is now predicted
+    to serve (with what the probe measured folded in by P2), and why each of those stops. Left
+    in, the solvers would keep them: a placed job's current option always counts as meeting its
+    T_min, so that a changed prediction alone never stops running work; a probe is the exception,
+    a measurement whose result decides whether the job runs on."""
+    if not ended:
+        return problem, {}
+    as_pending = replace(problem, jobs=tuple(replace(spec, current=None) for spec in problem.jobs if spec.id in ended))
+    belief = beliefs(as_pending, problem.predictions)
+    hopeless, stopped = set(stranded(as_pending, belief)), {}
+    for spec in as_pending.jobs:
+        if spec.id not in hopeless:
+            continue
+        best = max(belief.get(spec.id, ()), key=lambda b: b.tau, default=None)
+        predicted = (f"the best prediction is {best.tau:.3g} steps/s on {best.num_gpus} x {best.gpu_type}"
+                     if best else "no GPU type has a prediction")
+        stopped[spec.id] = PROBE_ENDED.format(
+            gpu_type=probing[spec.id].probe_gpu_type, measured=ended[spec.id], t_min=spec.min_throughput,
+            reason=f"Not enough: {predicted}.",
+        )
+    return replace(problem, jobs=tuple(spec for spec in problem.jobs if spec.id not in stopped)), stopped
 
 
 def probe_history(problem: Problem, now: datetime) -> dict[str, ProbeHistory]:
@@ -162,10 +188,10 @@ def explained(allocation: Plan, exploration: RoundExploration, problem: Problem)
     the probe measured against its T_min (it goes back to pending with that reason)."""
     if not (exploration.no_probe or exploration.ended):
         return allocation
+    reasons = dict(allocation.reasons) | exploration.stopped
     t_min = {spec.id: spec.min_throughput for spec in problem.jobs}
     gpu_type = dict(Job.objects.filter(pk__in=[int(job_id) for job_id in exploration.ended])
                     .values_list("pk", "probe_gpu_type"))
-    reasons = dict(allocation.reasons)
     for job_id, reason in allocation.reasons.items():
         if job_id in exploration.ended:
             reasons[job_id] = PROBE_ENDED.format(gpu_type=gpu_type.get(int(job_id), "?"),

@@ -2,6 +2,8 @@
 probes running and started, probes not counted below T_min), the Jobs page's probe marker, and
 GOGH_EXPLORATION_* refused at start when out of range."""
 
+import re
+
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.utils import timezone
@@ -60,7 +62,7 @@ def test_the_jobs_page_marks_the_probe(probing, client, alice):
     ("GOGH_EXPLORATION_MAX_PROBES_PER_JOB", "-1", "'-1' is not a whole number"),
 ])
 def test_bad_exploration_settings_stop_the_start(name, value, message):
-    with pytest.raises(ImproperlyConfigured, match=f"{name}: {message}"):
+    with pytest.raises(ImproperlyConfigured, match=re.escape(f"{name}: {message}")):
         exploration_environment({name: value})
 
 
