@@ -9,8 +9,8 @@ import pytest
 from django.utils import timezone
 
 from catalog.models import Measurement, PredictionRecord, PredictorVersion, Workload
-from scheduler import live, services
-from scheduler.models import Allocation, Job, JobInterruption, JobMeasurement, SolveRun
+from scheduler import exploration_round, live, services
+from scheduler.models import Allocation, Job, JobInterruption, JobMeasurement, SolveRun, SolverConfig
 
 #: The catalog never measured "Drifted"; P1 predicts 3/s on a K80 and 6/s on a V100, both
 #: uncertain (log-space sd 0.6): a job asking 8/s is stranded, with a fair chance on a V100
@@ -144,3 +144,59 @@ def test_dry_runs_start_no_probe(drifted, alice):
     job.refresh_from_db()
     assert str(job.pk) in run.decision["placements"] and job.probes == 0 and job.probe_gpu_type == ""
     assert SolveRun.objects.count() == 1
+
+
+def test_a_job_that_needs_the_probes_gpus_preempts_it(drifted, alice, resnet50, v100, k80):
+    probe = submit(alice, drifted)
+    round_now()
+    for gpu_type, tau in ((v100, 10.0), (k80, 4.0)):
+        Measurement.objects.create(workload=resnet50, gpu_type=gpu_type, throughput=tau, source="reference",
+                                   observed_at=timezone.now())
+    served = [submit(alice, resnet50) for _ in range(4)]  # 8/s: every V100
+    run = round_now()
+    probe.refresh_from_db()
+    assert all(Job.objects.get(pk=job.pk).state == "placed" for job in served)
+    assert probe.state == "pending" and probe.pending_reason.startswith(f"Preempted by solve {run.pk}:")
+    assert probe.probe_gpu_type == "" and probe.probe_until is None and probe.probes == 1
+    assert JobInterruption.objects.get(job=probe).kind == "preempted"
+
+
+def test_turning_exploration_off_ends_the_running_probes(drifted, alice, settings):
+    job = submit(alice, drifted)
+    round_now()
+    settings.GOGH_EXPLORATION_ENABLED = False
+    Job.objects.filter(pk=job.pk).update(placed_at=timezone.now() - timedelta(seconds=700))
+    run = round_now()
+    job.refresh_from_db()
+    assert job.state == "pending" and job.probe_gpu_type == "" and job.probes == 1
+    assert job.pending_reason == (f"Preempted by solve {run.pk}: Probe on v100 ended: nothing measured, T_min = 8 "
+                                  "steps/s. Not enough: the best prediction is 6 steps/s on 1 x v100.")
+
+
+def test_shadow_mode_starts_no_probe(drifted, alice):
+    config = SolverConfig.load()
+    config.shadow_mode = True
+    config.save()
+    job = submit(alice, drifted)
+    run = round_now()
+    job.refresh_from_db()
+    assert run.shadow and run.decision["probes"] == [str(job.pk)]
+    assert job.state == "pending" and job.probes == 0 and job.probe_gpu_type == ""
+
+
+def test_telemetry_far_from_the_catalog_makes_a_workload_disagreed(db, resnet50, lm, v100, k80):
+    now = timezone.now()
+    for workload, gpu_type, tau, source in (
+        (resnet50, v100, 10.0, "reference"), (resnet50, v100, 16.0, "telemetry"),  # 1.6x on V100
+        (resnet50, k80, 4.0, "reference"), (resnet50, k80, 4.4, "telemetry"),
+        (lm, v100, 30.0, "reference"), (lm, v100, 21.0, "telemetry"),  # 0.7x: within 1.5x
+    ):
+        Measurement.objects.create(workload=workload, gpu_type=gpu_type, throughput=tau, source=source,
+                                   observed_at=now)
+    assert exploration_round.disagreed_workloads({resnet50.name, lm.name}) == {resnet50.name}
+    version = PredictorVersion.objects.create(name="p2", architecture="feedforward", weights_file="x.pt",
+                                              weights_sha256="0" * 64, status="active")
+    PredictionRecord.objects.create(workload=lm, version=version, estimates={  # P2, no telemetry row on K80
+        **P1, "partners": [lm.name], "tau": [9.0, 21.0], "observed": 3})
+    Measurement.objects.create(workload=lm, gpu_type=k80, throughput=20.0, source="reference", observed_at=now)
+    assert exploration_round.disagreed_workloads({resnet50.name, lm.name}) == {resnet50.name, lm.name}
