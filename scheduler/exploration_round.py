@@ -14,6 +14,7 @@ from django.db.models import Avg
 from catalog.models import Measurement, MeasurementSource
 from catalog.selectors import latest_estimates_by_workload
 
+from .lifecycle import JobState
 from .models import Allocation, Job, JobMeasurement
 from .optimizer import Plan, Problem
 from .optimizer.exploration import (
@@ -34,6 +35,7 @@ from .optimizer.exploration import (
 #: catalog's own spread (repeat measurements agree within about 5 %) and P2's early noise, well
 #: inside the 2x drifts that strand jobs. A disagreed workload's probes use a wider belief.
 DISAGREEMENT_FACTOR = 1.5
+ON_GPUS = (JobState.PLACED.value, JobState.RUNNING.value)
 PROBE_ENDED = "Probe on {gpu_type} ended: {measured}, T_min = {t_min:g} steps/s. {reason}"
 PROBE_KEPT = "Probe on {gpu_type} ended: {measured}; now predicted to meet T_min, it keeps its GPUs."
 
@@ -69,9 +71,10 @@ def round_exploration(problem: Problem, *, now: datetime) -> tuple[Problem, Roun
     """The problem the round solves, and what exploration did to it. With exploration off, no
     probe starts and the running ones end now (planned like any job)."""
     config = exploration_settings()
+    ids = {spec.id for spec in problem.jobs}
     probing = {
-        str(job.pk): job
-        for job in Job.objects.filter(pk__in=[int(spec.id) for spec in problem.jobs]).exclude(probe_gpu_type="")
+        str(job.pk): job for job in Job.objects.exclude(probe_gpu_type="").filter(state__in=ON_GPUS)
+        if str(job.pk) in ids
     }
     ongoing = {
         job_id: job for job_id, job in probing.items()
@@ -83,7 +86,7 @@ def round_exploration(problem: Problem, *, now: datetime) -> tuple[Problem, Roun
     lost = tuple(stranded(problem, belief)) + tuple(stopped)
     if not config.enabled:
         return problem, RoundExploration(ended=ended, stopped=stopped, stranded=lost)
-    history = probe_history(problem, now)
+    history = probe_history(problem)
     disagreed = disagreed_workloads({spec.workload for spec in problem.jobs if spec.id in belief})
     held = Allocation.objects.filter(job_id__in=[int(job_id) for job_id in ongoing], end__isnull=True).count()
     arguments = (problem, belief, history, now.timestamp(), config)
@@ -132,12 +135,13 @@ def _without_hopeless(problem: Problem, probing: dict[str, Job],
     return replace(problem, jobs=tuple(spec for spec in problem.jobs if spec.id not in stopped)), stopped
 
 
-def probe_history(problem: Problem, now: datetime) -> dict[str, ProbeHistory]:
+def probe_history(problem: Problem) -> dict[str, ProbeHistory]:
     """The probes so far of the problem's jobs that had one, on the round's clock (epoch seconds)."""
-    rows = Job.objects.filter(pk__in=[int(spec.id) for spec in problem.jobs], probes__gt=0)
+    ids = {spec.id for spec in problem.jobs}
+    rows = Job.objects.filter(state=JobState.PENDING.value, probes__gt=0).values_list("pk", "probes", "last_probe_at")
     return {
         str(pk): ProbeHistory(probes=probes, last_probe_at=at.timestamp() if at else None)
-        for pk, probes, at in rows.values_list("pk", "probes", "last_probe_at")
+        for pk, probes, at in rows if str(pk) in ids
     }
 
 
@@ -201,24 +205,23 @@ def explained(allocation: Plan, exploration: RoundExploration, problem: Problem)
     return replace(allocation, reasons=reasons)
 
 
-def probe_fields(job: Job, exploration: RoundExploration, *, placed: bool, now: datetime) -> dict:
-    """The probe fields the round changes on `job` (a field -> its new value): a probe placed
-    starts (its type, end, count and start); a probe that ended, or a probing job sent back to
-    pending, stops probing. {} when nothing changes."""
+def probe_fields(job: Job, exploration: RoundExploration, *, now: datetime) -> dict:
+    """The probe fields the round changes on `job`, which it places (a field -> its new value):
+    a probe chosen for it starts (its type, end, count and start); a probe that ended on a job
+    that meets its T_min now ends, and its state reason says what it measured. {} when nothing
+    changes. (A job sent back to pending leaves its probe: services._stamp_transition.)"""
     job_id = str(job.pk)
     probe = exploration.probes.get(job_id)
-    if placed and probe is not None and not job.probe_gpu_type:
+    if probe is not None and not job.probe_gpu_type:
         return {
             "probe_gpu_type": probe.gpu_type,
             "probe_until": datetime.fromtimestamp(probe.until, tz=UTC),
             "probes": job.probes + 1,
             "last_probe_at": now,
         }
-    if job.probe_gpu_type and (not placed or job_id not in exploration.ongoing):
-        fields = {"probe_gpu_type": "", "probe_until": None}
-        if placed and job_id in exploration.ended:
-            fields["state_reason"] = PROBE_KEPT.format(gpu_type=job.probe_gpu_type, measured=exploration.ended[job_id])
-        return fields
+    if job.probe_gpu_type and job_id in exploration.ended:
+        return {"probe_gpu_type": "", "probe_until": None,
+                "state_reason": PROBE_KEPT.format(gpu_type=job.probe_gpu_type, measured=exploration.ended[job_id])}
     return {}
 
 

@@ -222,6 +222,8 @@ def _stamp_transition(job: Job, to: str, reason: str, now) -> bool:
         job.handover_until = None  # its next run started: the last one's stop is no longer awaited
     if target in TERMINAL:
         job.finished_at = now
+    if target in TERMINAL or target is JobState.PENDING:
+        job.probe_gpu_type, job.probe_until = "", None  # a probe ends when its job leaves its GPUs
     return target in TERMINAL or target is JobState.PENDING
 
 
@@ -392,8 +394,9 @@ def _apply(allocation: optimizer.Plan, run: SolveRun, now,
     it preempted or moved, all in one insert (scheduler.interruptions). One transition and one
     batch of live events per job made a round placing 236 jobs take 89 s, three quarters of it
     storing events one job at a time. The probe fields change in the same writes
-    (exploration_round.probe_fields): a probe starts only if the job is placed, and a job whose
-    probe ended and that no longer meets its T_min is preempted with what the probe measured.
+    (exploration_round.probe_fields; _stamp_transition ends a probe whose job goes back to
+    pending): a probe starts only if its job is placed, and a job whose probe ended and that no
+    longer meets its T_min is preempted with what the probe measured.
 
     Returns what it did to each job, for the activity log."""
     ids = sorted(int(job_id) for job_id in {*allocation.placements, *allocation.reasons})
@@ -421,11 +424,10 @@ def _apply(allocation: optimizer.Plan, run: SolveRun, now,
                 news.append(JobNews("pending", job.pk, (), (), reason))
         except IllegalTransition:
             continue  # the job ended while the round was solving
-        _stamp_probe(writes, job, exploration_round.probe_fields(job, exploration, placed=False, now=now))
     for job_id, placement in allocation.placements.items():
         job = jobs[job_id]
         if not job.is_terminal:
-            _stamp_probe(writes, job, exploration_round.probe_fields(job, exploration, placed=True, now=now))
+            _stamp_probe(writes, job, exploration_round.probe_fields(job, exploration, now=now))
         partners = frozenset(int(p) for p in placement.partners)
         wanted = {(int(g), partners) for g in placement.gpu_ids}
         if open_allocs.get(job.pk) == wanted:
@@ -502,7 +504,8 @@ class _RoundWrites:
     building the CASE expressions of 500 jobs), the new allocations and their partner links in
     two inserts, and one batch of events for every job that changed."""
 
-    JOB_FIELDS = ("state", "state_reason", "pending_reason", "placed_at", "started_at", "finished_at", "updated_at")
+    JOB_FIELDS = ("state", "state_reason", "pending_reason", "placed_at", "started_at", "finished_at", "updated_at",
+                  "probe_gpu_type", "probe_until")
 
     def __init__(self, now):
         self.now = now
