@@ -10,8 +10,6 @@ import dj_database_url
 from celery.schedules import crontab
 from kombu import Exchange, Queue
 
-from scheduler.exploration_settings import exploration_environment
-
 from . import env
 from .cache_config import cache_config
 from .celery_config import EMBEDDED_BROKER, TASK_QUEUES, TASK_ROUTES, broker_config
@@ -271,8 +269,8 @@ GOGH_ROUND_DEBOUNCE_S = float(os.environ.get("GOGH_ROUND_DEBOUNCE_S", "2"))
 # prediction while a predictor is active (docs/predictors.md).
 GOGH_PREDICTIONS_RECONCILE_S = float(os.environ.get("GOGH_PREDICTIONS_RECONCILE_S", "60"))
 # Exploration (docs/exploration.md): probes of jobs the predictions call too slow everywhere;
-# a bad value stops the start (scheduler/exploration_settings.py).
-_EXPLORATION = exploration_environment(os.environ)
+# a bad value stops the start (env.exploration_environment).
+_EXPLORATION = env.exploration_environment(os.environ)
 GOGH_EXPLORATION_ENABLED = _EXPLORATION["enabled"]
 GOGH_EXPLORATION_PROBE_S = _EXPLORATION["probe_s"]
 GOGH_EXPLORATION_MIN_CHANCE = _EXPLORATION["min_chance"]

@@ -9,8 +9,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils import timezone
 
 from catalog.models import Measurement
+from gogh_web.env import exploration_environment
 from scheduler import services
-from scheduler.exploration_settings import exploration_environment
 from scheduler.models import Allocation, Job, JobMeasurement
 from tests.unit.scheduler.test_exploration_round import drifted as drifted  # a fixture, `as` marks it re-exported
 from tests.unit.telemetry.test_downsample_and_metrics import scrape
