@@ -442,7 +442,9 @@ def _apply(allocation: optimizer.Plan, run: SolveRun, now,
             moved = job.state != JobState.PENDING.value
             if moved:
                 stop = interruption_row(job, kind=InterruptionKind.MOVED, reason="", now=now, solve_run=run)
+                probing = job.probe_gpu_type, job.probe_until
                 writes.move(job, JobState.PENDING.value, f"Migrated by solve {run.pk}.")
+                job.probe_gpu_type, job.probe_until = probing  # a move does not end its probe
                 moves.append((stop, placement, held_power.get(job.pk)))
             probe = exploration.probes.get(job_id) if job.probe_gpu_type else None  # one starting now
             why = exploration_round.probe_reason(probe, job.min_throughput) if probe else f"Placed by solve {run.pk}."

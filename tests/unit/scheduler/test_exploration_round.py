@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from catalog.models import Measurement, PredictionRecord, PredictorVersion, Workload
-from scheduler import exploration_round, live, services
+from scheduler import exploration_round, live, optimizer, services
 from scheduler.models import Allocation, Job, JobInterruption, JobMeasurement, SolveRun, SolverConfig
 
 #: The catalog never measured "Drifted"; P1 predicts 3/s on a K80 and 6/s on a V100, both
@@ -200,3 +200,20 @@ def test_telemetry_far_from_the_catalog_makes_a_workload_disagreed(db, resnet50,
         **P1, "partners": [lm.name], "tau": [9.0, 21.0], "observed": 3})
     Measurement.objects.create(workload=lm, gpu_type=k80, throughput=20.0, source="reference", observed_at=now)
     assert exploration_round.disagreed_workloads({resnet50.name, lm.name}) == {resnet50.name, lm.name}
+
+
+def test_a_probe_moved_by_a_round_goes_on_probing(drifted, alice, cluster):
+    job = submit(alice, drifted)
+    round_now()
+    before = Job.objects.get(pk=job.pk)
+    held = job.allocations.get().gpu
+    other = next(gpu for gpu in cluster if gpu.gpu_type_id == held.gpu_type_id and gpu != held)
+    move = optimizer.Plan(solver="ilp", reasons={}, power_w=300, objective=0, status="optimal", energy_weight=1,
+                          load=0, placements={str(job.pk): optimizer.Placement(
+                              job_id=str(job.pk), gpu_type="v100", gpu_ids=(str(other.pk),), consolidated=True,
+                              partners=(), predicted_throughput=6.0, predicted_power_w=300)})
+    exploration = exploration_round.RoundExploration(ongoing=frozenset({str(job.pk)}))
+    services._apply(move, SolveRun.objects.create(trigger="manual", solver="ilp"), timezone.now(), exploration)
+    job.refresh_from_db()
+    assert job.allocations.get(end__isnull=True).gpu == other and job.state == "placed"
+    assert (job.probe_gpu_type, job.probe_until, job.probes) == ("v100", before.probe_until, 1)
