@@ -37,7 +37,7 @@ from .optimizer.exploration import (
 DISAGREEMENT_FACTOR = 1.5
 ON_GPUS = (JobState.PLACED.value, JobState.RUNNING.value)
 PROBE_ENDED = "Probe on {gpu_type} ended: {measured}, T_min = {t_min:g} steps/s. {reason}"
-PROBE_KEPT = "Probe on {gpu_type} ended: {measured}; now predicted to meet T_min, it keeps its GPUs."
+PROBE_KEPT = "Probe on {gpu_type} ended: {measured}; it reaches T_min, so the job keeps its GPUs."
 
 
 @dataclass(frozen=True)
@@ -80,8 +80,11 @@ def round_exploration(problem: Problem, *, now: datetime) -> tuple[Problem, Roun
         job_id: job for job_id, job in probing.items()
         if config.enabled and job.probe_until is not None and job.probe_until > now
     }
-    ended = {job_id: _measured(job) for job_id, job in probing.items() if job_id not in ongoing}
-    problem, stopped = _without_hopeless(_keep_probing(problem, ongoing), probing, ended)
+    seen = {job_id: _measured(job) for job_id, job in probing.items() if job_id not in ongoing}
+    ended = {job_id: _measured_text(value) for job_id, value in seen.items()}
+    reached = {job_id for job_id, value in seen.items()
+               if value is not None and value >= probing[job_id].min_throughput}
+    problem, stopped = _without_hopeless(_keep_probing(problem, ongoing), probing, ended, reached)
     belief = beliefs(problem, problem.predictions)
     lost = tuple(stranded(problem, belief)) + tuple(stopped)
     if not config.enabled:
@@ -110,16 +113,19 @@ def _keep_probing(problem: Problem, ongoing: dict[str, Job]) -> Problem:
     ))
 
 
-def _without_hopeless(problem: Problem, probing: dict[str, Job],
-                      ended: dict[str, str]) -> tuple[Problem, dict[str, str]]:
+def _without_hopeless(problem: Problem, probing: dict[str, Job], ended: dict[str, str],
+                      reached: set[str]) -> tuple[Problem, dict[str, str]]:
     """The problem without the jobs whose probe ended and that no configuration is now predicted
     to serve (with what the probe measured folded in by P2), and why each of those stops. Left
     in, the solvers would keep them: a placed job's current option always counts as meeting its
     T_min, so that a changed prediction alone never stops running work; a probe is the exception,
-    a measurement whose result decides whether the job runs on."""
-    if not ended:
+    a measurement whose result decides whether the job runs on. A probe that itself measured
+    T_min or more (`reached`) never stops its job, whether or not P2 has caught up with it yet
+    (its update follows each measurement as a task of its own)."""
+    judged = set(ended) - reached
+    if not judged:
         return problem, {}
-    as_pending = replace(problem, jobs=tuple(replace(spec, current=None) for spec in problem.jobs if spec.id in ended))
+    as_pending = replace(problem, jobs=tuple(replace(spec, current=None) for spec in problem.jobs if spec.id in judged))
     belief = beliefs(as_pending, problem.predictions)
     hopeless, stopped = set(stranded(as_pending, belief)), {}
     for spec in as_pending.jobs:
@@ -175,15 +181,18 @@ def _disagrees(observed: float, catalog: float) -> bool:
     return observed > 0 and catalog > 0 and abs(math.log(observed / catalog)) > math.log(DISAGREEMENT_FACTOR)
 
 
-def _measured(job: Job) -> str:
+def _measured(job: Job) -> float | None:
     """What the probe of `job` measured: its newest observed throughput since the probe started."""
     since = job.last_probe_at or job.placed_at
-    newest = (
+    return (
         JobMeasurement.objects.filter(job=job, measurement__observed_at__gte=since)
         .order_by("-measurement__observed_at", "-measurement_id").values_list("measurement__throughput", flat=True)
         .first()
     )
-    return "nothing measured" if newest is None else f"measured {newest:.3g} steps/s"
+
+
+def _measured_text(value: float | None) -> str:
+    return "nothing measured" if value is None else f"measured {value:.3g} steps/s"
 
 
 def explained(allocation: Plan, exploration: RoundExploration, problem: Problem) -> Plan:

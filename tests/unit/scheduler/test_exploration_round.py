@@ -40,9 +40,10 @@ def round_now():
     return services.scheduling_round_run(trigger="manual").solve_run
 
 
-def probe_over(job, *, refined_v100: float):
+def probe_over(job, *, refined_v100: float, p2: bool = True):
     """The probe's end: telemetry measured `refined_v100` steps/s on the V100 and P2 folded it
-    in (the V100 now measured, exact), and the probe's time (and the move cool-down) passed."""
+    in (the V100 now measured, exact; not yet without `p2`), and the probe's time (and the move
+    cool-down) passed."""
     past = timezone.now() - timedelta(seconds=700)
     Job.objects.filter(pk=job.pk).update(probe_until=timezone.now() - timedelta(seconds=1), placed_at=past,
                                          last_probe_at=past)
@@ -50,10 +51,11 @@ def probe_over(job, *, refined_v100: float):
     seen = Measurement.objects.create(workload=job.workload, gpu_type=job.allocations.get().gpu.gpu_type,
                                       throughput=refined_v100, source="telemetry", observed_at=timezone.now())
     JobMeasurement.objects.create(job=job, measurement=seen)
-    PredictionRecord.objects.create(
-        workload=job.workload, job_id=job.pk, version=PredictorVersion.objects.get(),
-        estimates={**P1, "tau": [refined_v100 / 2, refined_v100], "tau_std": [0.6, 0.0], "observed": 1},
-    )
+    if p2:
+        PredictionRecord.objects.create(
+            workload=job.workload, job_id=job.pk, version=PredictorVersion.objects.get(),
+            estimates={**P1, "tau": [refined_v100 / 2, refined_v100], "tau_std": [0.6, 0.0], "observed": 1},
+        )
 
 
 def test_a_stranded_job_is_probed_on_the_most_promising_type(drifted, alice):
@@ -92,8 +94,18 @@ def test_a_probe_that_measured_enough_keeps_its_gpus(drifted, alice):
     job.refresh_from_db()
     assert job.state == "placed" and job.probe_gpu_type == "" and job.probe_until is None and job.probes == 1
     assert list(job.allocations.filter(end__isnull=True)) == [held]
-    assert job.state_reason.startswith("Probe on v100 ended: measured 12 steps/s; now predicted to meet T_min")
+    assert job.state_reason == "Probe on v100 ended: measured 12 steps/s; it reaches T_min, so the job keeps its GPUs."
     assert not JobInterruption.objects.filter(job=job).exists()
+
+
+def test_a_probe_that_measured_enough_keeps_its_gpus_before_p2_has_caught_up(drifted, alice):
+    job = submit(alice, drifted)
+    round_now()
+    probe_over(job, refined_v100=9.0, p2=False)  # P1 still says 6/s
+    round_now()
+    job.refresh_from_db()
+    assert job.state == "placed" and job.probe_gpu_type == "" and job.allocations.filter(end__isnull=True).exists()
+    assert job.state_reason == "Probe on v100 ended: measured 9 steps/s; it reaches T_min, so the job keeps its GPUs."
 
 
 def test_a_probe_that_measured_too_little_goes_back_to_pending_with_what_it_measured(drifted, alice):
