@@ -60,10 +60,11 @@ def interruption_families():
 
 
 def exploration_families():
-    """Exploration (docs/exploration.md): the pending jobs the latest applied round found no
-    configuration serving (its decision's `stranded`), the probes running now, and the probes
-    started so far (the jobs' own counts summed: a counter while jobs are kept)."""
-    last = (SolveRun.objects.filter(dry_run=False, shadow=False).exclude(status=SolveStatus.SUPERSEDED)
+    """Exploration (docs/exploration.md): the pending jobs the latest round found no configuration
+    serving (its decision's `stranded`; dry and superseded rounds aside, shadow ones counted: they
+    judge the same queue), the probes running now, and the probes started so far (the jobs' own
+    counts summed: a counter while jobs are kept)."""
+    last = (SolveRun.objects.filter(dry_run=False).exclude(status=SolveStatus.SUPERSEDED)
             .order_by("-started_at", "-id").values_list("decision", flat=True).first())
     stranded = [int(job_id) for job_id in (last or {}).get("stranded", [])]
     yield GaugeMetricFamily(
