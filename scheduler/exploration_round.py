@@ -45,7 +45,6 @@ class RoundExploration:
     """What exploration did to a round's problem, for its decision and its apply step."""
 
     probes: dict[str, Probe] = field(default_factory=dict)  # new probes, by job id (started if placed)
-    ongoing: frozenset[str] = frozenset()  # jobs whose probe goes on
     ended: dict[str, str] = field(default_factory=dict)  # job id -> what its ended probe measured
     stopped: dict[str, str] = field(default_factory=dict)  # ended probes that meet T_min nowhere -> why
     no_probe: dict[str, str] = field(default_factory=dict)  # stranded job id -> why it gets no probe
@@ -96,8 +95,8 @@ def round_exploration(problem: Problem, *, now: datetime) -> tuple[Problem, Roun
     probes = choose_probes(*arguments, disagreed=disagreed, probing_gpus=held)
     reasons = no_probe_reasons(*arguments, disagreed=disagreed, probing_gpus=held)
     return with_probes(problem, probes), RoundExploration(
-        probes={probe.job_id: probe for probe in probes}, ongoing=frozenset(ongoing), ended=ended, stopped=stopped,
-        no_probe=reasons, stranded=lost,
+        probes={probe.job_id: probe for probe in probes}, ended=ended, stopped=stopped, no_probe=reasons,
+        stranded=lost,
     )
 
 

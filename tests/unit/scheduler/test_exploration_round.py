@@ -224,8 +224,8 @@ def test_a_probe_moved_by_a_round_goes_on_probing(drifted, alice, cluster):
                           load=0, placements={str(job.pk): optimizer.Placement(
                               job_id=str(job.pk), gpu_type="v100", gpu_ids=(str(other.pk),), consolidated=True,
                               partners=(), predicted_throughput=6.0, predicted_power_w=300)})
-    exploration = exploration_round.RoundExploration(ongoing=frozenset({str(job.pk)}))
-    services._apply(move, SolveRun.objects.create(trigger="manual", solver="ilp"), timezone.now(), exploration)
+    services._apply(move, SolveRun.objects.create(trigger="manual", solver="ilp"), timezone.now(),
+                    exploration_round.RoundExploration())  # what a round whose probe goes on passes
     job.refresh_from_db()
     assert job.allocations.get(end__isnull=True).gpu == other and job.state == "placed"
     assert (job.probe_gpu_type, job.probe_until, job.probes) == ("v100", before.probe_until, 1)
