@@ -102,8 +102,8 @@ class JobAdmin(admin.ModelAdmin):
         "state", "pending_reason", "state_reason", "steps_done", "submitted_at", "placed_at",
         "started_at", "finished_at", "idempotency_key", "request_fingerprint", "environment_keys",
         "preemption_grace_s", "checkpoint_step", "checkpoint_path", "checkpoint_at", "resume_step", "current_step",
-        "restarts", "steps_lost", "handover_until",
-        "probe_gpu_type", "probe_until", "probes", "last_probe_at",  # the rounds' (docs/exploration.md)
+        "restarts", "steps_lost", "handover_until", "probe_gpu_type", "probe_until", "probes", "last_probe_at",
+        "campaign", "profiling_cases",
     ]
     exclude = ["environment"]
     inlines = [AllocationInline, JobInterruptionInline]

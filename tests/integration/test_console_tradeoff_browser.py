@@ -175,3 +175,25 @@ def test_apply_clears_the_preview_of_the_old_settings(stack, chromium, demo, siz
     assert page.inner_text("#preview-summary") == prompt and page.locator("#moves li").count() == 0
     screenshot(page, "applied", size)
     assert page.errors == []
+
+
+def test_a_poll_that_fails_in_passing_does_not_stop_the_page_following_the_sweep(stack, chromium, demo):
+    base, _ = stack
+    placed_past_the_cool_down(submit_job(base, demo["alice"]))
+    page = signed_in(chromium, base, "alice")
+    failed = []
+
+    def flaky(route):
+        """The first two polls of the sweep get no answer, the next a 503, then the server."""
+        if len(failed) < 3:
+            failed.append(route.request.url)
+            route.abort() if len(failed) < 3 else route.fulfill(status=503, body="busy")
+        else:
+            route.continue_()
+
+    page.route("**/dashboard/api/tradeoff/*/", flaky)
+    page.goto(base + "/dashboard/tradeoff/")
+    sweep_rendered(page)
+    assert len(failed) == 3  # it was polled through the failures, and drew the sweep after them
+    assert page.get_attribute("#tradeoff-plot", "data-loads") == "1"  # by polling, not by asking anew
+    assert page.is_hidden("#sweep-retry") and page.errors == []

@@ -16,6 +16,7 @@ import redis
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.db import connection, transaction
 from django.utils import timezone
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from rest_framework.authtoken.models import Token
 
 from catalog.models import Measurement
@@ -244,11 +245,20 @@ def test_a_node_registered_after_load_appears_on_the_cluster_page(stack, chromiu
 
 
 def sweep_rendered(page):
-    page.wait_for_function(
-        "n => { const p = document.getElementById('tradeoff-plot');"
-        " return p && p.dataset.complete === 'true' && p.data && p.data[0].x.length === n; }",
-        arg=len(sweep_grid()), timeout=WAIT_MS,
-    )
+    """Wait for the page to draw a complete sweep; when it does not, say where the page stood
+    (its sweep, status, loads and status line), which a bare timeout would not."""
+    try:
+        page.wait_for_function(
+            "n => { const p = document.getElementById('tradeoff-plot');"
+            " return p && p.dataset.complete === 'true' && p.data && p.data[0].x.length === n; }",
+            arg=len(sweep_grid()), timeout=WAIT_MS,
+        )
+    except PlaywrightTimeoutError:
+        state = page.evaluate(
+            "() => ({...document.getElementById('tradeoff-plot').dataset,"
+            " line: document.getElementById('sweep-status').textContent})"
+        )
+        pytest.fail(f"no complete sweep drawn within {WAIT_MS} ms; the page: {state}")
 
 
 def test_trade_off_plot_renders_in_webgl_and_preview_updates_it(stack, chromium, demo):

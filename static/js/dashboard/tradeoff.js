@@ -14,6 +14,7 @@
   var form = document.getElementById("tradeoff-form");
   var message = document.getElementById("tradeoff-message");
   var sweep = null, preview = null, pollTimer = null, reloadTimer = null, lastLoad = 0, drawnNarrow = null;
+  var requests = 0;  // sweep loads sent so far: an answer counts only when it belongs to the newest
   var POLL_MS = 1500, RELOAD_MS = 10000;
   var PREVIEW_PROMPT = document.getElementById("preview-summary").textContent;
   var stored = G.json("tradeoff-settings") || {};  // the live settings, as last heard from the server
@@ -131,23 +132,34 @@
     if (sweep.status === "solving") pollTimer = setTimeout(poll, POLL_MS);
   }
 
-  /* The sweep of the cluster as it is now (created, or retried when it failed). */
+  /* The sweep of the cluster as it is now (created, or retried when it failed). Only the answer
+     to the newest request counts: a load or poll still in flight when a newer load leaves would
+     otherwise show (and poll) the sweep of an older state after the current one. */
   function load() {
     clearTimeout(pollTimer);
     clearTimeout(reloadTimer);
     reloadTimer = null;
     lastLoad = Date.now();
     plot.dataset.loads = Number(plot.dataset.loads || 0) + 1;  // requests for the sweep (tests read it)
-    var asked = settingsHeard;
-    G.api("POST", "/dashboard/api/tradeoff/", {}).then(function (result) { show(result, asked); });
+    var asked = settingsHeard, request = ++requests;
+    G.api("POST", "/dashboard/api/tradeoff/", {}).then(function (result) {
+      if (request === requests) show(result, asked);
+    }, function () {
+      if (request === requests) show({ status: 0, data: { detail: "the server did not answer." } }, asked);
+    });
   }
 
+  /* A poll that meets a passing failure (no answer, a 5xx, a 429) keeps the sweep on screen and
+     asks again later: the sweep is still being solved, and the page must not stop following it. */
   function poll() {
-    var asked = settingsHeard;
+    var asked = settingsHeard, request = requests;
+    function again() { if (request === requests) pollTimer = setTimeout(poll, POLL_MS * 2); }
     G.api("GET", "/dashboard/api/tradeoff/" + sweep.sweep + "/").then(function (result) {
+      if (request !== requests) return;
       if (result.status === 404) load();  // replaced meanwhile: ask for the current one
+      else if (result.status === 429 || result.status >= 500) again();
       else show(result, asked);
-    });
+    }, again);
   }
 
   /* Leading-edge throttle: reload now if the last load is RELOAD_MS old, else once when it is. */
