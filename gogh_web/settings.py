@@ -274,6 +274,15 @@ GOGH_ROUND_DEBOUNCE_S = float(os.environ.get("GOGH_ROUND_DEBOUNCE_S", "2"))
 # Every GOGH_PREDICTIONS_RECONCILE_S, P1 is asked (once per job) for active jobs that have no
 # prediction while a predictor is active (docs/predictors.md).
 GOGH_PREDICTIONS_RECONCILE_S = float(os.environ.get("GOGH_PREDICTIONS_RECONCILE_S", "60"))
+# Exploration (docs/exploration.md): probes of jobs the predictions call too slow everywhere;
+# a bad value stops the start (env.exploration_environment).
+_EXPLORATION = env.exploration_environment(os.environ)
+GOGH_EXPLORATION_ENABLED = _EXPLORATION["enabled"]
+GOGH_EXPLORATION_PROBE_S = _EXPLORATION["probe_s"]
+GOGH_EXPLORATION_MIN_CHANCE = _EXPLORATION["min_chance"]
+GOGH_EXPLORATION_MAX_PROBE_SHARE = _EXPLORATION["max_probe_share"]
+GOGH_EXPLORATION_RETRY_AFTER_S = _EXPLORATION["retry_after_s"]
+GOGH_EXPLORATION_MAX_PROBES_PER_JOB = _EXPLORATION["max_probes_per_job"]
 # Predictors (docs/predictors.md): default architecture, catalog policy, retraining.
 GOGH_PREDICTOR_ARCHITECTURE = os.environ.get("GOGH_PREDICTOR_ARCHITECTURE", "structured")
 GOGH_PREDICTOR_WINDOW = int(os.environ.get("GOGH_PREDICTOR_WINDOW", "1000"))

@@ -22,6 +22,8 @@ from .selectors import observed_throughputs, tenant_of
 
 ENDED_STATES = [s.value for s in TERMINAL]
 MET, VIOLATED, UNKNOWN = "met", "violated", "unknown"
+#: The SLO status of a probing job: a probe measures, it does not serve (no violation).
+PROBING = "probe"
 #: Fields of a SolveRun that pages show; the full decision stays in the admin and the API.
 SOLVE_RUN_FIELDS = (
     "id", "trigger", "solver", "status", "dry_run", "shadow", "objective", "gap", "duration_s", "num_jobs", "num_gpus",
@@ -71,6 +73,21 @@ def slo_status(min_throughput: float, observed: float | None) -> str:
     if observed is None:
         return UNKNOWN
     return MET if observed >= min_throughput else VIOLATED
+
+
+def probe_state(job) -> dict | None:
+    """A probing job's probe (docs/exploration.md), with the sentence the Jobs page's marker
+    shows; None when it is not probing."""
+    if not job.probe_gpu_type:
+        return None
+    until = job.probe_until.strftime("%H:%M UTC") if job.probe_until else "its end"
+    return {
+        "gpu_type": job.probe_gpu_type,
+        "until": iso(job.probe_until),
+        "probes": job.probes,
+        "text": f"Probe {job.probes} on {job.probe_gpu_type} until {until}: a short low-priority run measuring "
+        "a throughput the catalog predicts below T_min; not an SLO violation.",
+    }
 
 
 def placement_state(allocations, partner_job_ids=()) -> dict | None:
@@ -137,7 +154,7 @@ def job_state(job, *, allocations, observed_throughput: float | None, partner_jo
         "placement": placement_state(allocations, partner_job_ids),
         "predicted_throughput": number(predicted),
         "observed_throughput": observed,
-        "slo": slo_status(job.min_throughput, observed),
+        "slo": PROBING if job.probe_gpu_type else slo_status(job.min_throughput, observed),
         "submitted_at": iso(job.submitted_at),
         "placed_at": iso(job.placed_at),
         "started_at": iso(job.started_at),
@@ -147,6 +164,7 @@ def job_state(job, *, allocations, observed_throughput: float | None, partner_jo
         "restarts": job.restarts,
         "steps_lost": job.steps_lost,
         "interruptions": interruptions or interruptions_state(0, []),
+        "probe": probe_state(job),
     }
 
 

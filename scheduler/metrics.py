@@ -5,7 +5,7 @@ from django.db.models import Count, Sum
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, SummaryMetricFamily
 
 from .lifecycle import JobState
-from .models import Allocation, InterruptionKind, Job, JobInterruption, SolveRun
+from .models import Allocation, InterruptionKind, Job, JobInterruption, SolveRun, SolveStatus
 from .selectors import observed_throughputs
 
 
@@ -18,6 +18,7 @@ def job_families():
     yield family
     yield from restart_families()
     yield from interruption_families()
+    yield from exploration_families()
 
 
 def restart_families():
@@ -58,6 +59,29 @@ def interruption_families():
     )
 
 
+def exploration_families():
+    """Exploration (docs/exploration.md): the pending jobs the latest round found no configuration
+    serving (its decision's `stranded`; dry and superseded rounds aside, shadow ones counted: they
+    judge the same queue), the probes running now, and the probes started so far (the jobs' own
+    counts summed: a counter while jobs are kept)."""
+    last = (SolveRun.objects.filter(dry_run=False).exclude(status=SolveStatus.SUPERSEDED)
+            .order_by("-started_at", "-id").values_list("decision", flat=True).first())
+    stranded = [int(job_id) for job_id in (last or {}).get("stranded", [])]
+    yield GaugeMetricFamily(
+        "gogh_jobs_stranded", "Pending jobs that no GPU type is predicted to serve (the latest round's).",
+        value=Job.objects.filter(pk__in=stranded, state=JobState.PENDING.value).count(),
+    )
+    yield GaugeMetricFamily(
+        "gogh_probes_running", "Jobs probing now: a short run on a type the catalog predicts below their T_min.",
+        value=Job.objects.exclude(probe_gpu_type="").filter(
+            state__in=[JobState.PLACED.value, JobState.RUNNING.value]).count(),
+    )
+    yield CounterMetricFamily(
+        "gogh_probes", "Probes started (the counts of the jobs kept).",
+        value=Job.objects.aggregate(n=Sum("probes"))["n"] or 0,
+    )
+
+
 def solve_families():
     """Rounds' wall time: all of them, and the latest."""
     finished = SolveRun.objects.filter(duration_s__isnull=False)
@@ -94,6 +118,8 @@ def prediction_families():
         error.add_metric([], sum(errors) / len(errors))
     yield error
     yield GaugeMetricFamily(
-        "gogh_jobs_below_min_throughput", "Running jobs whose latest observed throughput is below their T_min.",
-        value=sum(1 for pk, value in observed.items() if value < running[pk].min_throughput),
+        "gogh_jobs_below_min_throughput",
+        "Running jobs whose latest observed throughput is below their T_min (probes, which measure, not counted).",
+        value=sum(1 for pk, value in observed.items()
+                  if value < running[pk].min_throughput and not running[pk].probe_gpu_type),
     )

@@ -16,7 +16,7 @@ from gogh_web.activity import announce, gpus_where
 from gogh_web.outbox.services import outbox_acknowledge, outbox_enqueue
 from telemetry.models import Gpu, GpuState, NodeState
 
-from . import live, optimizer
+from . import exploration_round, live, optimizer
 from .cell_runner import solve_cells
 from .interruptions import interruption_row, interruptions_record, move_reason, preemption_cause
 from .lifecycle import TERMINAL, IllegalTransition, JobState, check_transition
@@ -231,6 +231,8 @@ def _stamp_transition(job: Job, to: str, reason: str, now) -> bool:
         job.handover_until = None  # its next run started: the last one's stop is no longer awaited
     if target in TERMINAL:
         job.finished_at = now
+    if target in TERMINAL or target is JobState.PENDING:
+        job.probe_gpu_type, job.probe_until = "", None  # a probe ends when its job leaves its GPUs
     return target in TERMINAL or target is JobState.PENDING
 
 
@@ -291,8 +293,11 @@ def scheduling_round_run(*, trigger: str, dry_run: bool = False, solver: str | N
     """
     config = SolverConfig.load()
     snapshot_at = timezone.now()
-    problem = problem_from_database(config, solver=solver)
+    problem, exploration = exploration_round.round_exploration(
+        problem_from_database(config, solver=solver), now=snapshot_at
+    )
     allocation = optimizer.get_solver(problem.settings.solver, run_cells=solve_cells).solve(problem)
+    allocation = exploration_round.explained(allocation, exploration, problem)
     now = timezone.now()
     with transaction.atomic():
         SolverConfig.objects.select_for_update().get(pk=config.pk)  # one round applies at a time
@@ -322,7 +327,7 @@ def scheduling_round_run(*, trigger: str, dry_run: bool = False, solver: str | N
             notes="\n".join(allocation.notes),
             finished_at=now,
             shadow=shadow,
-            decision=_decision(allocation),
+            decision=_decision(allocation) | exploration.decision(),
         )
         live.solve_run_changed(run)
         if superseded:
@@ -336,7 +341,7 @@ def scheduling_round_run(*, trigger: str, dry_run: bool = False, solver: str | N
             Job.objects.filter(pk__in=changed).update(pending_reason=SHADOW_REASON)
             live.jobs_changed(changed)
         elif not dry_run:
-            news = _apply(allocation, run, now)
+            news = _apply(allocation, run, now, exploration)
             if news:
                 _announce_round(run, allocation, news)
     return RoundResult(solve_run=run, allocation=allocation)
@@ -389,14 +394,18 @@ def _decision_is_stale(allocation: optimizer.Plan, snapshot_at) -> bool:
     return usable != len(gpu_ids)
 
 
-def _apply(allocation: optimizer.Plan, run: SolveRun, now) -> list[JobNews]:
+def _apply(allocation: optimizer.Plan, run: SolveRun, now,
+           exploration: exploration_round.RoundExploration | None = None) -> list[JobNews]:
     """Apply a decision inside the round's transaction in a few queries, however many jobs it
     places (one more per distinct reason it writes): its jobs locked and read in one query
     (every move is checked by scheduler.lifecycle on the locked row, so a job that ended while
     the round was solving is left alone), then _RoundWrites, then the interruptions of the jobs
     it preempted or moved, all in one insert (scheduler.interruptions). One transition and one
     batch of live events per job made a round placing 236 jobs take 89 s, three quarters of it
-    storing events one job at a time.
+    storing events one job at a time. The probe fields change in the same writes
+    (exploration_round.probe_fields; _stamp_transition ends a probe whose job goes back to
+    pending): a probe starts only if its job is placed, and a job whose probe ended and that no
+    longer meets its T_min is preempted with what the probe measured.
 
     Returns what it did to each job, for the activity log."""
     ids = sorted(int(job_id) for job_id in {*allocation.placements, *allocation.reasons})
@@ -405,13 +414,15 @@ def _apply(allocation: optimizer.Plan, run: SolveRun, now) -> list[JobNews]:
     newcomers = [(jobs[job_id], {int(g) for g in placement.gpu_ids})
                  for job_id, placement in allocation.placements.items() if jobs[job_id].state == JobState.PENDING.value]
     writes = _RoundWrites(now)
+    exploration = exploration or exploration_round.RoundExploration()
     stops, moves, news = [], [], []
     for job_id, reason in allocation.reasons.items():
         job = jobs[job_id]
         held = tuple(sorted(gpu_id for gpu_id, _ in open_allocs.get(job.pk, ())))
         try:
             if job.state != JobState.PENDING.value:
-                why = f"Preempted by solve {run.pk}: {preemption_cause(job, held, reason, newcomers)}"
+                cause = reason if job_id in exploration.ended else preemption_cause(job, held, reason, newcomers)
+                why = f"Preempted by solve {run.pk}: {cause}"
                 stop = interruption_row(job, kind=InterruptionKind.PREEMPTED, reason=why, now=now, solve_run=run)
                 writes.move(job, JobState.PENDING.value, why[:300])
                 stops.append(stop)
@@ -424,6 +435,8 @@ def _apply(allocation: optimizer.Plan, run: SolveRun, now) -> list[JobNews]:
             continue  # the job ended while the round was solving
     for job_id, placement in allocation.placements.items():
         job = jobs[job_id]
+        if not job.is_terminal:
+            _stamp_probe(writes, job, exploration_round.probe_fields(job, exploration, now=now))
         partners = frozenset(int(p) for p in placement.partners)
         wanted = {(int(g), partners) for g in placement.gpu_ids}
         if open_allocs.get(job.pk) == wanted:
@@ -438,9 +451,13 @@ def _apply(allocation: optimizer.Plan, run: SolveRun, now) -> list[JobNews]:
             moved = job.state != JobState.PENDING.value
             if moved:
                 stop = interruption_row(job, kind=InterruptionKind.MOVED, reason="", now=now, solve_run=run)
+                probing = job.probe_gpu_type, job.probe_until
                 writes.move(job, JobState.PENDING.value, f"Migrated by solve {run.pk}.")
+                job.probe_gpu_type, job.probe_until = probing  # a move does not end its probe
                 moves.append((stop, placement, held_power.get(job.pk)))
-            writes.move(job, JobState.PLACED.value, f"Placed by solve {run.pk}.")
+            probe = exploration.probes.get(job_id) if job.probe_gpu_type else None  # one starting now
+            why = exploration_round.probe_reason(probe, job.min_throughput) if probe else f"Placed by solve {run.pk}."
+            writes.move(job, JobState.PLACED.value, why[:300])
         except IllegalTransition:
             continue
         writes.open(job, placement, partners)
@@ -449,6 +466,13 @@ def _apply(allocation: optimizer.Plan, run: SolveRun, now) -> list[JobNews]:
     writes.write(run)
     interruptions_record(stops + _moves_explained(moves, run), now=now, handover=True)
     return news
+
+
+def _stamp_probe(writes: "_RoundWrites", job: Job, fields: dict) -> None:
+    for name, value in fields.items():
+        setattr(job, name, value)
+    if fields:
+        writes.save(job, *fields)
 
 
 def _moves_explained(moves: list[tuple[JobInterruption, object, float | None]], run: SolveRun) -> list:
@@ -491,7 +515,8 @@ class _RoundWrites:
     building the CASE expressions of 500 jobs), the new allocations and their partner links in
     two inserts, and one batch of events for every job that changed."""
 
-    JOB_FIELDS = ("state", "state_reason", "pending_reason", "placed_at", "started_at", "finished_at", "updated_at")
+    JOB_FIELDS = ("state", "state_reason", "pending_reason", "placed_at", "started_at", "finished_at", "updated_at",
+                  "probe_gpu_type", "probe_until")
 
     def __init__(self, now):
         self.now = now

@@ -188,6 +188,11 @@ class AllocationSerializer(serializers.ModelSerializer):
         return sorted(job.pk for job in allocation.partners.all())
 
 
+#: Exploration (docs/exploration.md): the GPU type and end of the job's current probe (empty and
+#: null when not probing) and how many probes it has had; read-only, set by the rounds.
+JOB_PROBE_FIELDS = ["probe_gpu_type", "probe_until", "probes"]
+
+
 class JobSerializer(serializers.ModelSerializer):
     workload = serializers.CharField(source="workload.name")
     tenant = serializers.CharField(source="tenant.slug")
@@ -203,7 +208,7 @@ class JobSerializer(serializers.ModelSerializer):
             "resume_step", "checkpoint_step", "checkpoint_path", "checkpoint_at", "restarts", "steps_lost",
             "preemption_grace_s", "deadline", "command", "environment", "submitted_at", "placed_at", "started_at",
             "finished_at", "allocations",
-        ]
+        ] + JOB_PROBE_FIELDS
         read_only_fields = fields
 
     def get_allocations(self, job) -> list[dict]:

@@ -70,6 +70,8 @@
 
   function row(job) {
     var state = [G.el("span", { class: "badge state-" + job.state }, [job.state])];
+    /* The probe marker, as templates/dashboard/jobs.html draws it: text, its sentence as its name. */
+    if (job.probe) state.push(" ", G.el("span", { class: "badge probe", role: "img", title: job.probe.text, "aria-label": job.probe.text }, ["probe"]));
     if (job.pending_reason) state.push(G.el("div", { class: "reason" }, [job.pending_reason]));
     var cancel = ACTIVE[job.state] ? G.el("button", { type: "button", class: "cancel", "data-cancel": job.id }, ["Cancel"]) : null;
     var placement = placementText(job.placement);
