@@ -154,7 +154,7 @@ def job_state(job, *, allocations, observed_throughput: float | None, partner_jo
         "placement": placement_state(allocations, partner_job_ids),
         "predicted_throughput": number(predicted),
         "observed_throughput": observed,
-        "slo": PROBING if job.probe_gpu_type else slo_status(job.min_throughput, observed),
+        "slo": PROBING if job.probe_gpu_type or job.campaign_id else slo_status(job.min_throughput, observed),
         "submitted_at": iso(job.submitted_at),
         "placed_at": iso(job.placed_at),
         "started_at": iso(job.started_at),

@@ -119,7 +119,12 @@ def prediction_families():
     yield error
     yield GaugeMetricFamily(
         "gogh_jobs_below_min_throughput",
-        "Running jobs whose latest observed throughput is below their T_min (probes, which measure, not counted).",
+        "Running jobs whose latest observed throughput is below their T_min (probes and profiling jobs not counted).",
         value=sum(1 for pk, value in observed.items()
-                  if value < running[pk].min_throughput and not running[pk].probe_gpu_type),
+                  if value < running[pk].min_throughput and not _measuring(running[pk])),
     )
+
+
+def _measuring(job) -> bool:
+    """A probe or a profiling campaign's job runs to measure, not to serve: no SLO applies."""
+    return bool(job.probe_gpu_type or job.campaign_id)
