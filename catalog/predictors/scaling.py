@@ -156,12 +156,24 @@ def holdout_errors(catalog: CatalogData, gpu_type: str,
             if log_per_doubling else None}
 
 
-def holdout_report(catalog: CatalogData) -> dict[str, float | int | None]:
-    """Report keys `p1.multi_gpu_unmeasured.<type>.mape` (and its parts) for every type with
-    multi-GPU rows: what bench_predictors can print beside its other keys."""
-    report = {}
-    for gpu_type in catalog.gpu_types:
-        if any(a == gpu_type and n > 1 for a, n, _ in catalog.configs):
-            for key, value in holdout_errors(catalog, gpu_type).items():
-                report[f"p1.multi_gpu_unmeasured.{gpu_type}.{key}"] = value
-    return report
+def multi_gpu_holdout(catalog: CatalogData) -> dict[str, dict[str, float | int | None]]:
+    """bench_predictors' `p1.multi_gpu_unmeasured.<type>.{mape, ...}`: holdout_errors of every
+    type with multi-GPU rows."""
+    return {
+        gpu_type: holdout_errors(catalog, gpu_type)
+        for gpu_type in catalog.gpu_types
+        if any(a == gpu_type and n > 1 for a, n, _ in catalog.configs)
+    }
+
+
+def format_multi_gpu(report: dict[str, dict[str, float | int | None]]) -> str:
+    """The table bench_predictors prints: one row per type whose multi-GPU rows were hidden."""
+    def pct(value):
+        return "-" if value is None else f"{100 * value:.1f} %"
+
+    lines = ["Multi-GPU on a type without multi-GPU measurements (its 1-GPU rows + scaling.py), MAPE:",
+             f"{'type':<8}{'rows':>6}{'all':>10}{'consolidated':>14}{'spread':>10}"]
+    for gpu_type, row in report.items():
+        lines.append(f"{gpu_type:<8}{row.get('rows', 0):>6}{pct(row.get('mape')):>10}"
+                     f"{pct(row.get('consolidated_mape')):>14}{pct(row.get('spread_mape')):>10}")
+    return "\n".join(lines) + "\n"

@@ -7,6 +7,7 @@ from catalog.measurement_csv import MeasurementFileError, read_measurements
 from catalog.predictors import build_catalog, records_from_gavel
 from catalog.predictors.bench import BenchSettings, format_table, run_benchmark
 from catalog.predictors.bench_unseen import format_unseen, run_unseen
+from catalog.predictors.scaling import format_multi_gpu, multi_gpu_holdout
 from gogh_web.cli_args import non_negative_int, output_file
 
 
@@ -41,8 +42,10 @@ class Command(BaseCommand):
             raise CommandError("the data needs at least 3 workloads and one GPU type measured alone on 1 GPU")
         report = run_benchmark(catalog, BenchSettings(quick=quick, seed=seed), log=self.stderr.write)
         report["p1"]["unseen_gpu_type"] = run_unseen(records, quick=quick, log=self.stderr.write)
+        report["p1"]["multi_gpu_unmeasured"] = multi_gpu_holdout(catalog)
         report["data"] = data or "reference (Gavel)"
         with open(json, "w", encoding="utf-8") as handle:
             _json.dump(report, handle, indent=2)
         self.stdout.write(format_table(report))
         self.stdout.write("\n" + format_unseen(report["p1"]["unseen_gpu_type"]))
+        self.stdout.write("\n" + format_multi_gpu(report["p1"]["multi_gpu_unmeasured"]))

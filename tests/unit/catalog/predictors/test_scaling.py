@@ -11,8 +11,9 @@ from catalog.predictors.scaling import (
     INTERCONNECT_EXPONENT,
     SCALING_LOG_SD,
     fit_scaling,
+    format_multi_gpu,
     holdout_errors,
-    holdout_report,
+    multi_gpu_holdout,
     multi_gpu_log_sd,
     multi_gpu_tau,
 )
@@ -69,11 +70,11 @@ def test_every_type_has_a_sourced_interconnect():
 
 def test_reference_types_held_out_in_turn(full_catalog):
     """The documented figures (docs/predictors.md, "Multi-GPU on unmeasured types")."""
-    report = holdout_report(full_catalog)
-    assert {k for k in report if k.endswith(".mape") and ".consolidated" not in k and ".spread" not in k} == {
-        f"p1.multi_gpu_unmeasured.{t}.mape" for t in ("k80", "p100", "v100")}
-    assert report["p1.multi_gpu_unmeasured.k80.mape"] == pytest.approx(0.1389, abs=1e-3)
-    assert report["p1.multi_gpu_unmeasured.p100.mape"] == pytest.approx(0.2031, abs=1e-3)
-    assert report["p1.multi_gpu_unmeasured.v100.mape"] == pytest.approx(0.3381, abs=1e-3)
+    report = multi_gpu_holdout(full_catalog)  # bench_predictors' p1.multi_gpu_unmeasured.<type>
+    assert set(report) == {"k80", "p100", "v100"}
+    assert report["k80"]["mape"] == pytest.approx(0.1389, abs=1e-3)
+    assert report["p100"]["mape"] == pytest.approx(0.2031, abs=1e-3)
+    assert report["v100"]["mape"] == pytest.approx(0.3381, abs=1e-3)
+    assert "v100       114    33.8 %        34.9 %    32.7 %" in format_multi_gpu(report)
     for t in ("k80", "p100", "v100"):
         assert holdout_errors(full_catalog, t)["log_sd_per_doubling"] <= SCALING_LOG_SD * 1.2
