@@ -8,34 +8,115 @@ workload's estimate. Before a workload has been observed its measured cells plan
 catalog; after, P2's estimate wins where it speaks. The optimiser asks per workload, so every
 job of a workload feeds and reads the same estimate (the truth's deviation is per workload, so
 pooling is what a cluster would do; production refines per job and plans with the workload's
-newest record). An observation of a configuration or partner the predictor's catalog lacks
-cannot be folded in; it is counted and otherwise ignored, as the model would refuse it.
-`observe` says whether the observed cell's estimate moved by more than `tolerance` (the
-simulator re-solves only then).
+newest record). `observe` says whether the observed cell's estimate moved by more than
+`tolerance` (the simulator re-solves only then).
+
+GPU types of the cluster the predictor was trained without (the modern cluster's T4, A100,
+H100 before their campaign) are estimated as production's `_add_unmeasured_types` does: 1-GPU
+throughput and co-location fractions from datasheet specs (catalog.predictors.gpu_specs), the
+workload's own isolated observations there replacing the guess. A multi-GPU configuration the
+predictor has no cell for (on such a type, or spread over servers of a type the campaign
+measured in one server only) is the type's 1-GPU estimate x the workload's predicted scaling
+to that many GPUs on the trained types (the median ratio), replaced by its own observations
+once it ran there: the simulator's stand-in for the catalog's multi-GPU estimate on unmeasured
+types. An observation of a partner the predictor's catalog lacks is counted and ignored.
+
+`uncertainty` gives the optimiser's exploration rule (scheduler.optimizer.exploration.beliefs)
+each cell's log-space spread and whether a measurement backs it (the catalog's, or the
+workload's own observation there). `refit` takes a new predictor and catalog (after a
+profiling campaign) and replays every observation so far, as production's next P2 would.
 """
+import statistics
+
 from catalog.predictors import Observation, PerformancePredictor, UnknownGpuType, UnknownWorkload
+from catalog.predictors.gpu_specs import UNMEASURED_LOG_SD, estimate_unmeasured
 from scheduler.optimizer.catalog_predictions import CatalogPredictions
 from scheduler.predictions import LearnedPredictions, WorkloadEstimates
 from telemetry.agent.colocation import group_fraction
 
 TOLERANCE = 0.01
+GPU_COUNTS = (2, 4, 8)
 
 
 class SimulatedLearning:
     def __init__(self, model: PerformancePredictor, catalog: CatalogPredictions, features: dict, *,
-                 tolerance: float = TOLERANCE):
-        """`features`: workload -> WorkloadFeatures for every workload jobs may run."""
-        self.model, self.features, self.tolerance = model, features, tolerance
-        self._jobs = {}  # workload -> JobEstimate (P2 state)
+                 tolerance: float = TOLERANCE, gpu_types=()):
+        """`features`: workload -> WorkloadFeatures for every workload jobs may run; `gpu_types`:
+        the cluster's types (those the model lacks are estimated from specs)."""
+        self.features, self.tolerance, self.gpu_types = features, tolerance, tuple(gpu_types)
         self._counts: dict[str, int] = {}
+        self._log: dict[str, list[Observation]] = {}  # every observation, replayed by refit
         self._estimates: dict[str, WorkloadEstimates] = {}
+        self.refit(model, catalog)
+
+    def refit(self, model: PerformancePredictor, catalog: CatalogPredictions) -> None:
+        self.model, self.catalog = model, catalog
+        self._jobs = {}  # workload -> JobEstimate (P2 state)
+        self._own: dict[str, dict[tuple, list[float]]] = {}  # observations of cells the model lacks
+        self._spread: dict[str, dict[tuple, float]] = {}  # workload -> config -> log-space sd
         self._planning = LearnedPredictions(catalog, self._estimates)
+        for workload in list(self._estimates):
+            self._job(workload)
+            for observation in self._log.get(workload, ()):
+                self._fold(workload, observation)
+            self._update(workload)
 
     def _job(self, workload: str):
         if workload not in self._jobs:
             self._jobs[workload] = self.model.job(self.features[workload])
-            self._estimates[workload] = WorkloadEstimates.from_prediction(self._jobs[workload].prediction())
+            self._own[workload] = {}
+            self._update(workload)
         return self._jobs[workload]
+
+    def _fold(self, workload: str, observation: Observation) -> None:
+        try:
+            self._jobs[workload].observe(observation)
+        except UnknownGpuType:
+            if observation.partner is None:
+                key = (observation.gpu_type, observation.num_gpus, observation.consolidated)
+                self._own[workload].setdefault(key, []).append(observation.throughput)
+        except UnknownWorkload:
+            pass
+
+    def _update(self, workload: str) -> None:
+        prediction = self._jobs[workload].prediction()
+        tau = {tuple(c): float(v) for c, v in zip(prediction.configs, prediction.tau)}
+        spread = {tuple(c): float(s) for c, s in zip(prediction.configs, prediction.tau_std)}
+        rho = {(partner, t): float(prediction.rho[p, a])
+               for p, partner in enumerate(prediction.partners) for a, t in enumerate(prediction.gpu_types)}
+        for gpu_type in self.gpu_types:
+            if gpu_type in prediction.gpu_types:
+                continue
+            try:
+                guess = estimate_unmeasured(prediction, self.features[workload], gpu_type)
+            except (UnknownGpuType, ValueError):
+                continue
+            tau[(gpu_type, 1, True)], spread[(gpu_type, 1, True)] = guess.tau, guess.tau_std
+            rho.update({(partner, gpu_type): float(r) for partner, r in zip(guess.partners, guess.rho)})
+        for key, values in self._own[workload].items():
+            if key[1] == 1:
+                tau[key], spread[key] = statistics.fmean(values), 0.0
+        self._scale_to_more_gpus(tau, spread, prediction)
+        for key, values in self._own[workload].items():
+            tau[key], spread[key] = statistics.fmean(values), 0.0
+        self._spread[workload] = spread
+        self._estimates[workload] = WorkloadEstimates(rho=rho, tau=tau, low_confidence=bool(prediction.low_confidence),
+                                                      observed=self._counts.get(workload, 0))
+
+    def _scale_to_more_gpus(self, tau: dict, spread: dict, prediction) -> None:
+        """Multi-GPU cells the predictor lacks: the type's 1-GPU value x the median scaling."""
+        for k in GPU_COUNTS:
+            for consolidated in (True, False):
+                ratios = [tau[(t, k, consolidated)] / tau[(t, 1, True)] for t in prediction.gpu_types
+                          if tau.get((t, k, consolidated)) and tau.get((t, 1, True))]
+                if not ratios:
+                    continue
+                ratio = statistics.median(ratios)
+                for gpu_type in self.gpu_types:
+                    one = tau.get((gpu_type, 1, True))
+                    if one and (gpu_type, k, consolidated) not in tau:
+                        tau[(gpu_type, k, consolidated)] = one * ratio
+                        spread[(gpu_type, k, consolidated)] = spread.get((gpu_type, 1, True), UNMEASURED_LOG_SD)
 
     def observations(self, workload: str) -> int:
         return self._counts.get(workload, 0)
@@ -53,20 +134,28 @@ class SimulatedLearning:
         """P2 takes one round's observed throughput, alone or next to one `partner` (the model
         learns pairs only); True when the cell's estimate moved by more than the tolerance (or
         it is the workload's first observation)."""
-        job = self._job(workload)
+        self._job(workload)
         partners = (partner,) if partner else ()
         before = self.throughput(workload, gpu_type, num_gpus, consolidated, partners)
         self._counts[workload] = self.observations(workload) + 1
-        try:
-            job.observe(Observation(gpu_type, throughput, partner=partner, num_gpus=num_gpus,
-                                    consolidated=consolidated or num_gpus == 1))
-        except (UnknownGpuType, UnknownWorkload):
-            return False
-        self._estimates[workload] = WorkloadEstimates.from_prediction(job.prediction(), observed=self._counts[workload])
+        observation = Observation(gpu_type, throughput, partner=partner, num_gpus=num_gpus,
+                                  consolidated=consolidated or num_gpus == 1)
+        self._log.setdefault(workload, []).append(observation)
+        self._fold(workload, observation)
+        self._update(workload)
         after = self.throughput(workload, gpu_type, num_gpus, consolidated, partners)
         if self._counts[workload] == 1 or before is None or after is None:
             return True
         return abs(after - before) > self.tolerance * before
+
+    def uncertainty(self, workload, gpu_type, num_gpus, consolidated) -> tuple[float, bool]:
+        """(log-space sd, measured) of the cell the optimiser plans with: a catalog measurement
+        not yet contradicted by telemetry, or the workload's own observation, counts as measured."""
+        self._job(workload)
+        key = (gpu_type, num_gpus, consolidated or num_gpus == 1)
+        spread = self._spread[workload].get(key, UNMEASURED_LOG_SD)
+        measured = self.catalog.tau(workload, gpu_type, num_gpus, consolidated) is not None or spread == 0.0
+        return spread, measured
 
     # ---- the optimiser's Predictions protocol: production's own composition ----------------
     def tau(self, workload, gpu_type, num_gpus, consolidated):

@@ -29,7 +29,8 @@ class Command(BaseCommand):
         parser.add_argument("--truth", metavar="IN.csv", help="Measurements CSV to drift (default: reference data).")
         parser.add_argument("--factor", action="append", required=True, type=_drift,
                             metavar="WORKLOAD_OR_FAMILY:GPU_TYPES:FACTOR",
-                            help="e.g. 'ResNet-50:*:2' or 'A3C:k80,v100:0.5' (repeatable; factors on one row multiply).")
+                            help="e.g. 'ResNet-50:*:2' or 'A3C:k80,v100:0.5' (repeatable; factors on one row "
+                                 "multiply).")
         parser.add_argument("--out", required=True, type=output_file, metavar="OUT.csv", help="Where to write.")
 
     def handle(self, *args, **o):
