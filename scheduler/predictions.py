@@ -10,7 +10,7 @@ cluster's workload runs 12% slower than the reference said) to the GPU types and
 yet observed, which the catalog's reference means cannot. Cells P2 says nothing about fall back
 to the measurements.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,10 @@ class WorkloadEstimates:
     tau: dict[tuple[str, int, bool], float]  # (gpu_type, num_gpus, consolidated) -> steps/s
     low_confidence: bool
     observed: int = 0  # observations of the workload P2 has folded in (0: P1 alone)
+    # Log-space standard deviation of each tau (missing: unknown, read as 0, i.e. no margin and no
+    # probe); and the configurations backed by a measurement of the workload (observed or catalog).
+    tau_std: dict[tuple[str, int, bool], float] = field(default_factory=dict)
+    measured: frozenset = frozenset()
 
     @classmethod
     def from_record(cls, estimates: dict) -> "WorkloadEstimates":
@@ -30,12 +34,14 @@ class WorkloadEstimates:
             for partner, row in zip(partners, estimates["rho"])
             for gpu_type, value in zip(gpu_types, row)
         }
-        tau = {
-            (gpu_type, int(num_gpus), bool(consolidated)): float(value)
-            for (gpu_type, num_gpus, consolidated), value in zip(estimates["configs"], estimates["tau"])
-        }
+        keys = [(gpu_type, int(k), bool(consolidated)) for gpu_type, k, consolidated in estimates["configs"]]
+        tau = {key: float(value) for key, value in zip(keys, estimates["tau"])}
+        tau_std = {key: float(value) for key, value in zip(keys, estimates.get("tau_std") or [])}
+        # A stored record marks no measured cells; the predictor sets a cell's spread to exactly 0
+        # where the job was observed there (catalog.predictors.online), so 0 reads as measured.
         return cls(rho=rho, tau=tau, low_confidence=bool(estimates.get("low_confidence", False)),
-                   observed=int(estimates.get("observed", 0)))
+                   observed=int(estimates.get("observed", 0)), tau_std=tau_std,
+                   measured=frozenset(key for key, std in tau_std.items() if std == 0.0))
 
     @classmethod
     def from_prediction(cls, prediction, observed: int = 0) -> "WorkloadEstimates":
@@ -45,8 +51,11 @@ class WorkloadEstimates:
             for p, partner in enumerate(prediction.partners)
             for a, gpu_type in enumerate(prediction.gpu_types)
         }
-        tau = {tuple(config): float(value) for config, value in zip(prediction.configs, prediction.tau)}
-        return cls(rho=rho, tau=tau, low_confidence=bool(prediction.low_confidence), observed=observed)
+        keys = [tuple(config) for config in prediction.configs]
+        return cls(rho=rho, tau={key: float(value) for key, value in zip(keys, prediction.tau)},
+                   low_confidence=bool(prediction.low_confidence), observed=observed,
+                   tau_std={key: float(value) for key, value in zip(keys, prediction.tau_std)},
+                   measured=frozenset(key for key, known in zip(keys, prediction.tau_measured) if known))
 
 
 class LearnedPredictions:
@@ -65,6 +74,18 @@ class LearnedPredictions:
             return measured
         value = estimate.tau[key]
         return value if value > 0 else None
+
+    def uncertainty(self, workload, gpu_type, num_gpus, consolidated) -> tuple[float, bool]:
+        """(log-space standard deviation, measured) of tau() for the same arguments: a catalog
+        measurement in use keeps its own spread (over its records) and is measured; an estimate
+        carries its stored spread and is measured where the job was observed there."""
+        key = (gpu_type, num_gpus, consolidated or num_gpus == 1)
+        estimate = self._estimates.get(workload)
+        measured = self._measured.tau(workload, gpu_type, num_gpus, consolidated)
+        if estimate is None or key not in estimate.tau or (measured is not None and not estimate.observed):
+            doubt = getattr(self._measured, "uncertainty", None)
+            return doubt(workload, gpu_type, num_gpus, consolidated) if doubt else (0.0, True)
+        return estimate.tau_std.get(key, 0.0), measured is not None or key in estimate.measured
 
     def rho(self, workload, partner, gpu_type):
         estimate = self._estimates.get(workload)

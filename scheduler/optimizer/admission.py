@@ -12,6 +12,7 @@ GPU-seconds each placed job would lose if stopped, so that where a level cannot 
 jobs (a higher priority preempts it) those losing the least work are the ones left out.
 """
 from collections import Counter, defaultdict
+from dataclasses import replace
 
 from .problem import JobSpec
 
@@ -44,3 +45,16 @@ def has_risk_ties(jobs: tuple[JobSpec, ...]) -> bool:
     """Some of the jobs (of a level) carry work at risk: their values are not whole jobs."""
     return any(job.work_at_risk > 0 for job in jobs)
 
+
+
+def probes_last(jobs: tuple[JobSpec, ...]) -> tuple[JobSpec, ...]:
+    """The jobs with every probe (exploration.py, profiling campaigns) moved below the lowest
+    non-probe admission level, in the same order among themselves: a probe is admitted only with
+    what every other job leaves, and any other job displaces it. Every solver reads levels from
+    JobSpec.priority, so this one shift is the whole rule."""
+    probes = [job.priority for job in jobs if job.probe]
+    others = [job.priority for job in jobs if not job.probe]
+    if not probes or not others or max(probes) < min(others):
+        return jobs
+    shift = min(others) - max(probes) - 1
+    return tuple(replace(job, priority=job.priority + shift) if job.probe else job for job in jobs)

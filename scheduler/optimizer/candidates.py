@@ -18,7 +18,8 @@ the dearest configuration alone first, take the partner with the largest saving;
 (tenant, workload) group the partners that can afford sharing are those with the lowest
 T_min, and the tightest of them is taken, leaving easier partners for later jobs. Jobs are
 grouped so the work grows with jobs x workloads, not with jobs squared. Pairs never cross
-tenants: tenant isolation by construction. A problem may carry the matching instead
+tenants: tenant isolation by construction. A probe (exploration.py) shares with nobody: it
+measures the job alone. A problem may carry the matching instead
 (`Problem.matching`, set by the cells coordinator from the whole cluster's, as chains of job
 ids); its groups are checked like any other (tenant, T_min, memory).
 """
@@ -84,7 +85,8 @@ class _Matcher:
         return True
 
     def groups_of(self, members: tuple[int, ...]) -> list[Group]:
-        """The group on every type where every member keeps its T_min (a group running now
+        """The group on every type where every member keeps its T_min (on the share of its
+        estimate it may count on, GroupEstimates.sure; a group running now
         stays a candidate below it: predictions fell since, and stopping it loses its work), the
         memory fits and no pinned member would change GPU."""
         jobs, out = self.jobs, []
@@ -97,7 +99,8 @@ class _Matcher:
             if found is None or not self.pin_allows(members, t):
                 continue
             current = _is_current(jobs, self.currents, members, t)
-            if not current and not group_meets_tmin(found[0], (jobs[x] for x in members)):
+            sure = self.estimates.sure(tuple(jobs[x].workload for x in members), t, found[0])
+            if not current and not group_meets_tmin(sure, (jobs[x] for x in members)):
                 continue
             taus, power = found
             out.append(Group(members, t, taus, power, self.cost(members, t, power, taus, current), current))
@@ -121,7 +124,9 @@ class _Matcher:
         out = []
         for chain in matching:
             members = tuple(by_id[x] for x in chain if x in by_id)
-            if len(members) == len(chain) and one_tenant(self.jobs[x] for x in members):
+            if len(members) == len(chain) and one_tenant(self.jobs[x] for x in members) and not any(
+                self.jobs[x].probe for x in members
+            ):
                 out += self.chain_of(members)
         return out
 
@@ -133,14 +138,17 @@ class _Matcher:
         running: list[list[Group]] = []
         for j, current in enumerate(self.currents):  # groups running now
             members = (j, *sorted(by_id.get(x, -1) for x in current[3])) if current and current[3] else ()
-            if len(members) > 1 and j < min(members[1:]) and one_tenant(jobs[x] for x in members):
+            if len(members) > 1 and j < min(members[1:]) and one_tenant(jobs[x] for x in members) and not any(
+                jobs[x].probe for x in members if x >= 0
+            ):
                 found = self.chain_of(members, running=True)
                 if found:
                     running.append(found)
                     candidates += found
                     matched.update(found[-1].members)
         for j, job in enumerate(jobs):
-            if j not in matched and job.max_gpus >= 1 and not (job.pinned and self.currents[j] is not None):
+            placed_pinned = job.pinned and self.currents[j] is not None
+            if j not in matched and job.max_gpus >= 1 and not job.probe and not placed_pinned:
                 self.waiting[(job.tenant, job.workload)].append((job.min_throughput, j))
         for queue in self.waiting.values():
             queue.sort()
@@ -148,7 +156,7 @@ class _Matcher:
             if not any(jobs[x].pinned for x in found[-1].members):
                 candidates += self.grow(found[-1].members, found)
         for j in sorted(range(len(jobs)), key=lambda j: (-cheapest_alone[j], jobs[j].id)):
-            if j in matched:
+            if j in matched or jobs[j].probe:
                 continue
             partner = self.best_partner(j)
             if partner is None:
@@ -174,9 +182,10 @@ class _Matcher:
                 continue
             for t in self.types:
                 found = self.estimates.pair(job.workload, v, t)
-                if found is None or not keeps_tmin(found[0][0], job):
+                sure = found and self.estimates.sure((job.workload, v), t, found[0])
+                if found is None or not keeps_tmin(sure[0], job):
                     continue
-                k = bisect.bisect_right(queue, (found[0][1], float("inf"))) - 1
+                k = bisect.bisect_right(queue, (sure[1], float("inf"))) - 1
                 while k >= 0 and queue[k][1] == j:
                     k -= 1
                 if k < 0:
@@ -210,9 +219,10 @@ class _Matcher:
                     if key not in self.joining:
                         self.joining[key] = self.estimates.estimate(chain_workloads + (v,), t)
                     found = self.joining[key]
-                    if found is None or not group_meets_tmin(found[0], (jobs[x] for x in chain)):
+                    sure = found and self.estimates.sure(chain_workloads + (v,), t, found[0])
+                    if found is None or not group_meets_tmin(sure, (jobs[x] for x in chain)):
                         continue
-                    k = bisect.bisect_right(queue, (found[0][-1], float("inf"))) - 1
+                    k = bisect.bisect_right(queue, (sure[-1], float("inf"))) - 1
                     while k >= 0 and not memory_fits(chain_memory + (self.memory[queue[k][1]] or 0.0), spec):
                         k -= 1
                     if k < 0:

@@ -9,7 +9,8 @@ over the isolated one.
 """
 from collections import defaultdict
 from collections.abc import Iterable
-from statistics import fmean
+from math import log
+from statistics import fmean, pstdev
 
 from catalog.measurement_record import MeasurementRecord
 
@@ -33,6 +34,7 @@ class CatalogPredictions:
             elif row.num_gpus == 1 and row.throughput > 0:
                 pair[(row.workload, row.partner, row.gpu_type)].append(row.throughput)
         self._tau = {k: fmean(v) for k, v in tau.items()}
+        self._log_sd = {k: pstdev([log(x) for x in v]) for k, v in tau.items() if len(v) > 1}
         self._pair = {k: fmean(v) for k, v in pair.items()}
         self._power = {k: fmean(v) for k, v in power.items()}
         self._util = {k: fmean(v) for k, v in util.items()}
@@ -45,6 +47,11 @@ class CatalogPredictions:
 
     def tau(self, workload, gpu_type, num_gpus, consolidated):
         return self._tau.get((workload, gpu_type, num_gpus, consolidated or num_gpus == 1))
+
+    def uncertainty(self, workload, gpu_type, num_gpus, consolidated) -> tuple[float, bool]:
+        """(log-space spread of the configuration's measurements, measured): every value here
+        is measured; one measurement has no spread to show (0)."""
+        return self._log_sd.get((workload, gpu_type, num_gpus, consolidated or num_gpus == 1), 0.0), True
 
     def rho(self, workload, partner, gpu_type):
         alone = self._tau.get((workload, gpu_type, 1, True))

@@ -156,13 +156,14 @@ def _route_by_room(problem: Problem, jobs: list[JobSpec], room: dict[str, dict])
 
 
 def _cheapest_type(problem: Problem, job: JobSpec, types: list[str]) -> tuple[str | None, int]:
-    """GPU type and GPU count of the job's cheapest (in power) configuration meeting T_min."""
+    """GPU type and GPU count of the job's cheapest (in power) configuration meeting T_min (a
+    probe: its D_j on its type)."""
     best = (float("inf"), None, 1)
-    for gpu_type in types:
+    for gpu_type in types if job.only_gpu_type is None else [t for t in types if t == job.only_gpu_type]:
         spec = problem.gpu_types[gpu_type]
         for k in block_sizes(job.max_gpus):
             tau = problem.predictions.tau(job.workload, gpu_type, k, True)
-            if meets_tmin(tau, job):
+            if job.probe and k == block_sizes(job.max_gpus)[-1] or meets_tmin(tau, job):
                 best = min(best, (k * spec.power_curve(1.0), gpu_type, k))
                 break
     return best[1], best[2]

@@ -38,8 +38,9 @@ def tenant_sizes(inst: Instance) -> Counter:
 
 
 def rate(inst: Instance, j: int, choice: Choice) -> float:
-    """Job j's predicted throughput / T_min under a choice (0 when it waits)."""
-    if choice is None:
+    """Job j's predicted throughput / T_min under a choice (0 when it waits, and for a probe: a
+    measurement, not service)."""
+    if choice is None or inst.jobs[j].probe:
         return 0.0
     kind, i = choice
     if kind == "g":

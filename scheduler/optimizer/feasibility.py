@@ -12,6 +12,7 @@ placement.py the concrete GPUs (topology). Capacity is the one rule checked whil
 Filters sit on hot paths (every job x workload x GPU type when matching partners), so they
 return a bool and the reason is built only where it is reported.
 """
+import math
 from collections.abc import Iterable, Mapping
 
 from .aggregation import TypeCapacity
@@ -25,6 +26,10 @@ BELOW_TMIN = (
     "on {k} x {gpu_type}."
 )
 SWITCH_TAKEN = " on PCIe switches free of other tenants"
+MARGIN_HELD = (
+    " {gpu_type} would give {tau:.3g} steps/s by its prediction, but nothing of {workload} was measured there and "
+    "the prediction is uncertain (log-sd {log_sd:.2g}): a tight T_min goes to measured types (margin z = {z:g})."
+)
 
 
 # -- memory ---------------------------------------------------------------------------------
@@ -51,6 +56,22 @@ def meets_tmin(tau: float | None, job: JobSpec) -> bool:
     return bool(tau) and tau >= job.min_throughput
 
 
+def uncertainty(predictions, workload: str, gpu_type: str, num_gpus: int, consolidated: bool) -> tuple[float, bool]:
+    """(log-space standard deviation, measured) of a predicted throughput, from the predictions'
+    optional `uncertainty` accessor; predictions without one count as measured and exact."""
+    doubt = getattr(predictions, "uncertainty", None)
+    return doubt(workload, gpu_type, num_gpus, consolidated) if doubt is not None else (0.0, True)
+
+
+def margin(log_sd: float, measured: bool, settings: SolverSettings) -> float:
+    """The share of a predicted throughput a job may count on for its T_min ("prefer measured
+    types for tight T_min", docs/optimization.md): all of it where the workload was measured on
+    the configuration, exp(-z * log_sd) elsewhere (z = unmeasured_margin_z; 0 turns it off), so
+    an uncertain estimate serves a job only when its T_min is below the estimate by z standard
+    deviations."""
+    return 1.0 if measured else math.exp(-settings.unmeasured_margin_z * log_sd)
+
+
 def keeps_tmin(tau: float, job: JobSpec) -> bool:
     """A job keeps its T_min at a throughput estimated while sharing (matching asks it for every
     job x workload x GPU type, so it is the bare comparison)."""
@@ -65,6 +86,12 @@ def group_meets_tmin(taus: Iterable[float], jobs: Iterable[JobSpec]) -> bool:
 def why_below_tmin(job: JobSpec, best_tau: float, k: int, gpu_type: str) -> str:
     """Why a job has no option meeting T_min: its fastest known configuration."""
     return BELOW_TMIN.format(tmin=job.min_throughput, dj=job.max_gpus, best=best_tau, k=k, gpu_type=gpu_type)
+
+
+def why_margin_held(job: JobSpec, tau: float, log_sd: float, gpu_type: str, settings: SolverSettings) -> str:
+    """Why a job is not served by an unmeasured configuration whose prediction reaches its T_min."""
+    return MARGIN_HELD.format(gpu_type=gpu_type, tau=tau, workload=job.workload, log_sd=log_sd,
+                              z=settings.unmeasured_margin_z)
 
 
 # -- layout (consolidated or spread over nodes) ---------------------------------------------
@@ -110,7 +137,8 @@ def option_cost(job: JobSpec, spec: GpuTypeSpec, settings: SolverSettings, k: in
     """A job alone on k GPUs: weighted power (above idle when idle GPUs stay on), less the value
     of surplus throughput over T_min (capped at one T_min), plus the cost of moving."""
     cost = weight * (power - (k * spec.idle_w if idle_on else 0.0))
-    cost -= settings.throughput_value_w * min(tau / job.min_throughput - 1.0, 1.0) if tau >= job.min_throughput else 0.0
+    if tau >= job.min_throughput and not job.probe:  # a probe is a measurement: its speed is worth nothing
+        cost -= settings.throughput_value_w * min(tau / job.min_throughput - 1.0, 1.0)
     if migrates:
         cost += move_cost(job, settings, weight)
     return cost

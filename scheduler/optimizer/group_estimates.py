@@ -7,6 +7,7 @@ workloads), so lookups and estimates are made once per round and kept.
 """
 from telemetry.agent.colocation import group_fraction
 
+from .feasibility import margin, uncertainty
 from .problem import Problem
 
 Estimate = tuple[tuple[float, ...], float]  # (throughput of each member, steps/s; GPU power, W)
@@ -19,6 +20,13 @@ class GroupEstimates:
         self.solo = {(w, t): pred.tau(w, t, 1, True) for w in workloads for t in types}
         self.util = {(w, t): _util(pred, w, t) for w in workloads for t in types}
         self.rho = {(w, v, t): pred.rho(w, v, t) for w in workloads for v in workloads for t in types}
+        # The share of a member's throughput it may count on for its T_min: its isolated
+        # prediction's margin (feasibility.margin), 1 where measured.
+        z = problem.settings.unmeasured_margin_z
+        self.margin = {} if z == 0 else {
+            (w, t): share for w in workloads for t in types
+            if (share := margin(*uncertainty(pred, w, t, 1, True), problem.settings)) < 1.0
+        }
         self._known: dict[tuple[tuple[str, ...], str], Estimate | None] = {}
         self._pairs: dict[tuple[str, str, str], Estimate | None] = {}
 
@@ -28,6 +36,12 @@ class GroupEstimates:
         if key not in self._pairs:
             self._pairs[key] = self.estimate((w, v), t)
         return self._pairs[key]
+
+    def sure(self, workloads: tuple[str, ...], t: str, taus: tuple[float, ...]) -> tuple[float, ...]:
+        """The members' throughputs (of estimate(workloads, t)) they may count on for T_min."""
+        if not self.margin:
+            return taus
+        return tuple(tau * self.margin.get((w, t), 1.0) for w, tau in zip(workloads, taus))
 
     def estimate(self, workloads: tuple[str, ...], t: str) -> Estimate | None:
         """Throughputs of the workloads (in their order) sharing one GPU of type t, and the

@@ -2,11 +2,11 @@
 co-location groups worth considering, capacity per GPU type, costs and admission values."""
 from dataclasses import dataclass, field
 
-from .admission import admission_values
+from .admission import admission_values, probes_last
 from .aggregation import TypeCapacity, aggregate, block_sizes, usage_levels
 from .candidates import group_candidates
 from .choices import Choice, Group, Option
-from .feasibility import layout_fits, meets_tmin, memory_fits, option_cost
+from .feasibility import layout_fits, margin, meets_tmin, memory_fits, option_cost, uncertainty
 from .problem import JobSpec, Problem
 from .weights import cluster_load, energy_weight
 
@@ -111,7 +111,7 @@ class Instance:
 
 def compile_instance(problem: Problem) -> Instance:
     settings = problem.settings
-    jobs = tuple(problem.jobs)
+    jobs = probes_last(tuple(problem.jobs))
     capacity = aggregate(problem.gpus)
     largest = max((c.largest_node for c in capacity.values()), default=1)
     sizes = block_sizes(largest)
@@ -134,7 +134,7 @@ def compile_instance(problem: Problem) -> Instance:
     all_options: list[Option] = []
     for j, job in enumerate(jobs):
         for gpu_type in capacity:
-            if not memory_fits(memory[j], problem.gpu_types[gpu_type]):
+            if not memory_fits(memory[j], problem.gpu_types[gpu_type]) or job.only_gpu_type not in (None, gpu_type):
                 continue
             all_options.extend(
                 _job_options(problem, j, job, gpu_type, capacity[gpu_type], sizes, currents[j], weight, idle_on)
@@ -241,16 +241,21 @@ def power_per_gpu_alone(problem: Problem, workload: str, gpu_type: str) -> float
 
 
 def _job_options(problem, j, job, gpu_type, cap, sizes, current, weight, idle_on) -> list[Option]:
+    """Job j alone on k GPUs of the type, each layout, where its throughput is known; a probe on
+    exactly the largest block within D_j, at any throughput (unknown: 0, what it will measure)."""
     spec = problem.gpu_types[gpu_type]
     settings = problem.settings
     per_gpu = power_per_gpu_alone(problem, job.workload, gpu_type)
     out = []
-    for k in block_sizes(min(job.max_gpus, cap.gpus)):
+    counts = block_sizes(min(job.max_gpus, cap.gpus))
+    if job.probe:
+        counts = counts[-1:] if block_sizes(job.max_gpus)[-1] <= cap.gpus else ()
+    for k in counts:
         for consolidated in (True, False) if k > 1 else (True,):
             if not layout_fits(k, consolidated, cap):
                 continue
-            tau = problem.predictions.tau(job.workload, gpu_type, k, consolidated)
-            if not tau or tau <= 0:
+            tau = problem.predictions.tau(job.workload, gpu_type, k, consolidated) or 0.0
+            if tau <= 0 and not job.probe:
                 continue
             is_current = current is not None and current[:2] == (gpu_type, k) and not current[3] and (
                 k == 1 or current[2] == consolidated
@@ -259,8 +264,19 @@ def _job_options(problem, j, job, gpu_type, cap, sizes, current, weight, idle_on
             cost = option_cost(
                 job, spec, settings, k, tau, power, weight, idle_on, current is not None and not is_current
             )
-            out.append(Option(j, gpu_type, k, consolidated, tau, power, cost, meets_tmin(tau, job), is_current))
+            out.append(Option(j, gpu_type, k, consolidated, tau, power, cost,
+                              job.probe or meets_tmin(tau * sure_share(problem, job, gpu_type, k, consolidated), job),
+                              is_current))
     return out
+
+
+def sure_share(problem: Problem, job: JobSpec, gpu_type: str, k: int, consolidated: bool) -> float:
+    """The share of the job's predicted throughput on a configuration it may count on for its
+    T_min (feasibility.margin: all of it where measured)."""
+    if problem.settings.unmeasured_margin_z == 0:
+        return 1.0
+    log_sd, measured = uncertainty(problem.predictions, job.workload, gpu_type, k, consolidated)
+    return margin(log_sd, measured, problem.settings)
 
 
 def _useful(options: list[Option], keep_surplus: bool) -> list[int]:

@@ -17,6 +17,11 @@ checkpointed) and pays its workload's restart overhead before it progresses agai
   already, it keeps its configuration;
 - `work_at_risk`: GPU-seconds lost if it stopped now; among the jobs of one level the
   admission values keep those with the most at risk, so victims lose the least work.
+
+A probe (exploration.py) is a measurement on the GPUs it was given: it is pinned (moving it to
+save energy would measure another configuration), and it never climbs above other jobs after
+preemptions (admission.probes_last keeps every probe below every other job, so any of them may
+preempt it).
 """
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -56,12 +61,12 @@ def keep_work(jobs: Sequence[tuple[JobSpec, RunningWork | None]], settings: Solv
 def _kept(spec: JobSpec, work: RunningWork | None, settings: SolverSettings, top: int) -> JobSpec:
     if work is None:
         return replace(spec, priority=2 * spec.priority)
-    at_limit = work.preemptions_last_hour >= settings.max_preemptions_per_hour
+    at_limit = work.preemptions_last_hour >= settings.max_preemptions_per_hour and not spec.probe
     return replace(
         spec,
         priority=top if at_limit else 2 * spec.priority + 1,
         move_penalty_w=move_penalty_w(work, settings),
-        pinned=work.placed_s_ago < settings.move_cooldown_s or work.moves >= settings.max_moves_per_job,
+        pinned=spec.probe or work.placed_s_ago < settings.move_cooldown_s or work.moves >= settings.max_moves_per_job,
         work_at_risk=work_at_risk(work),
     )
 

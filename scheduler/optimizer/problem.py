@@ -96,7 +96,9 @@ class JobSpec:
     pinned: bool = False  # in its move cool-down: only its current configuration, on its GPUs
     work_at_risk: float = 0.0  # GPU-seconds lost if it stopped now (victims losing least go first)
     # Exploration (exploration.py): a bounded probe on one GPU type the predictions call too slow.
-    probe: bool = False  # admitted after every other job, at any predicted throughput, on only_gpu_type
+    # A probe runs alone on exactly D_j GPUs (the largest block within it) of only_gpu_type, at any
+    # predicted throughput (even unknown), and is admitted after every non-probe job.
+    probe: bool = False
     only_gpu_type: str | None = None  # None: any type
 
 
@@ -126,6 +128,9 @@ class SolverSettings:
     seed: int = 0
     genetic_population: int = 24
     genetic_generations: int = 60
+    # "Prefer measured types for tight T_min": on a configuration the workload was never measured
+    # on, a job meets T_min only when tau * exp(-z * log_sd) >= T_min (feasibility.margin).
+    unmeasured_margin_z: float = 1.0
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Why a job stays pending: every job a solver leaves out gets one of these, never silence."""
-from .feasibility import memory_fits, why_below_tmin, why_no_memory
+from .feasibility import memory_fits, uncertainty, why_below_tmin, why_margin_held, why_no_memory
 from .instance import Instance
 
 NO_GPUS = "The cluster has no healthy GPU on a ready node."
@@ -8,25 +8,62 @@ FULL = (
     "Not admitted this round: the capacity it needs (at least {k} x {gpu_type}) went to jobs of higher or "
     "equal priority."
 )
+NOT_SURE = "No configuration is known to reach T_min = {tmin:g} steps/s within D_j = {dj} GPU(s):"
 POLICY = "Not admitted by the {solver} policy: none of its configurations fitted the capacity left."
+PROBE_NO_TYPE = "Probe on {gpu_type}: the cluster has no healthy GPU of that type on a ready node."
+PROBE_NO_ROOM = "Probe on {gpu_type}: no {k} x {gpu_type} fits its memory and layout in the cluster."
+PROBE_FULL = (
+    "Probe on {k} x {gpu_type} not started this round: probes only take GPUs every other job leaves free, "
+    "and none were."
+)
 
 
 def pending_reason(inst: Instance, j: int, solver: str, optimising: bool) -> str:
     job = inst.jobs[j]
     if not inst.capacity:
         return NO_GPUS
+    if job.probe:
+        return _probe_reason(inst, j)
     need = inst.memory[j]
-    specs = {t: inst.problem.gpu_types[t] for t in inst.capacity}
+    specs = {t: inst.problem.gpu_types[t] for t in inst.capacity if job.only_gpu_type in (None, t)}
     if not any(memory_fits(need, spec) for spec in specs.values()):
-        return why_no_memory(need, specs)
+        return why_no_memory(need, specs) if specs else PROBE_NO_TYPE.format(gpu_type=job.only_gpu_type)
     if not inst.job_all_options[j] and not inst.job_groups[j]:
-        return NO_PREDICTION.format(workload=job.workload, types=", ".join(inst.capacity))
+        return NO_PREDICTION.format(workload=job.workload, types=", ".join(specs))
     if not inst.job_options[j] and not inst.job_groups[j]:
+        held = _margin_held(inst, j)
+        if held:
+            return NOT_SURE.format(tmin=job.min_throughput, dj=job.max_gpus) + held
         best = max((inst.all_options[i] for i in inst.job_all_options[j]), key=lambda o: o.tau)
         return why_below_tmin(job, best.tau, best.num_gpus, best.gpu_type)
     if not optimising:
         return POLICY.format(solver=solver)
     if inst.job_options[j]:
         least = min((inst.all_options[i] for i in inst.job_options[j]), key=lambda o: (o.num_gpus, o.cost))
-        return FULL.format(k=least.num_gpus, gpu_type=least.gpu_type)
+        return FULL.format(k=least.num_gpus, gpu_type=least.gpu_type) + _margin_held(inst, j)
     return FULL.format(k="a shared 1", gpu_type=inst.groups[inst.job_groups[j][0]].gpu_type)
+
+
+def _probe_reason(inst: Instance, j: int) -> str:
+    """Why a probe waits: its type is missing, it fits no block of it, or other jobs took the room."""
+    job = inst.jobs[j]
+    gpu_type = job.only_gpu_type or "any type"
+    if job.only_gpu_type is not None and job.only_gpu_type not in inst.capacity:
+        return PROBE_NO_TYPE.format(gpu_type=gpu_type)
+    if not inst.job_options[j]:
+        return PROBE_NO_ROOM.format(k=job.max_gpus, gpu_type=gpu_type)
+    least = min((inst.all_options[i] for i in inst.job_options[j]), key=lambda o: o.num_gpus)
+    return PROBE_FULL.format(k=least.num_gpus, gpu_type=least.gpu_type)
+
+
+def _margin_held(inst: Instance, j: int) -> str:
+    """Where the job's fastest option held off by the unmeasured-type margin would reach T_min on its
+    prediction alone, a sentence saying so ('' otherwise)."""
+    job = inst.jobs[j]
+    held = [inst.all_options[i] for i in inst.job_all_options[j]
+            if not inst.all_options[i].meets_slo and inst.all_options[i].tau >= job.min_throughput]
+    if not held:
+        return ""
+    best = max(held, key=lambda o: o.tau)
+    log_sd, _ = uncertainty(inst.problem.predictions, job.workload, best.gpu_type, best.num_gpus, best.consolidated)
+    return why_margin_held(job, best.tau, log_sd, best.gpu_type, inst.problem.settings)

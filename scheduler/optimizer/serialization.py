@@ -11,10 +11,12 @@ from .problem import CurrentPlacement, GpuSpec, GpuTypeSpec, JobSpec, Placement,
 
 class PredictionSnapshot:
     """Predictions from tables: [workload, type, k, consolidated, tau], [workload, partner,
-    type, rho], [workload, type, utilization], [workload, type, watts], [workload, GB]."""
+    type, rho], [workload, type, utilization], [workload, type, watts], [workload, GB],
+    [workload, type, k, consolidated, log_sd, measured] (only where not (0, measured))."""
 
-    def __init__(self, taus, rhos, utilizations, powers, memories=()):
+    def __init__(self, taus, rhos, utilizations, powers, memories=(), doubts=()):
         self._tau = {(w, t, k, c): v for w, t, k, c, v in taus}
+        self._doubt = {(w, t, k, c): (sd, bool(measured)) for w, t, k, c, sd, measured in doubts}
         self._rho = {(w, p, t): v for w, p, t, v in rhos}
         self._util = {(w, t): v for w, t, v in utilizations}
         self._power = {(w, t): v for w, t, v in powers}
@@ -24,6 +26,7 @@ class PredictionSnapshot:
     def of(cls, predictions, workloads, gpu_types, largest: int) -> "PredictionSnapshot":
         ws, ts = sorted(workloads), sorted(gpu_types)
         memory = getattr(predictions, "memory_gb", None) or (lambda workload: None)
+        doubt = getattr(predictions, "uncertainty", None) or (lambda *config: (0.0, True))
         configs = [(k, c) for k in block_sizes(largest) for c in ((True, False) if k > 1 else (True,))]
         return cls(
             [
@@ -34,6 +37,10 @@ class PredictionSnapshot:
             [[w, t, v] for w in ws for t in ts if (v := predictions.utilization(w, t)) is not None],
             [[w, t, v] for w in ws for t in ts if (v := predictions.power_w(w, t)) is not None],
             [[w, v] for w in ws if (v := memory(w)) is not None],
+            [
+                [w, t, k, c, *d] for w in ws for t in ts for k, c in configs
+                if predictions.tau(w, t, k, c) is not None and (d := doubt(w, t, k, c)) != (0.0, True)
+            ],
         )
 
     def tables(self) -> dict:
@@ -43,10 +50,14 @@ class PredictionSnapshot:
             "utilizations": [[*k, v] for k, v in self._util.items()],
             "powers": [[*k, v] for k, v in self._power.items()],
             "memories": [[w, v] for w, v in self._memory.items()],
+            "doubts": [[*k, *v] for k, v in self._doubt.items()],
         }
 
     def tau(self, workload, gpu_type, num_gpus, consolidated):
         return self._tau.get((workload, gpu_type, num_gpus, consolidated or num_gpus == 1))
+
+    def uncertainty(self, workload, gpu_type, num_gpus, consolidated):
+        return self._doubt.get((workload, gpu_type, num_gpus, consolidated or num_gpus == 1), (0.0, True))
 
     def rho(self, workload, partner, gpu_type):
         return self._rho.get((workload, partner, gpu_type))
