@@ -53,7 +53,6 @@ class SimulatedLearning:
         self.model, self.catalog = model, catalog
         self._jobs = {}  # workload -> JobEstimate (P2 state)
         self._own: dict[str, dict[tuple, list[float]]] = {}  # observations of cells the model lacks
-        self._spread: dict[str, dict[tuple, float]] = {}  # workload -> config -> log-space sd
         self._planning = LearnedPredictions(catalog, self._estimates)
         for workload in list(self._estimates):
             self._job(workload)
@@ -99,9 +98,11 @@ class SimulatedLearning:
         self._scale_to_more_gpus(tau, spread, prediction)
         for key, values in self._own[workload].items():
             tau[key], spread[key] = statistics.fmean(values), 0.0
-        self._spread[workload] = spread
-        self._estimates[workload] = WorkloadEstimates(rho=rho, tau=tau, low_confidence=bool(prediction.low_confidence),
-                                                      observed=self._counts.get(workload, 0))
+        measured = {tuple(c) for c, known in zip(prediction.configs, prediction.tau_measured) if known}
+        self._estimates[workload] = WorkloadEstimates(
+            rho=rho, tau=tau, low_confidence=bool(prediction.low_confidence), observed=self._counts.get(workload, 0),
+            tau_std=spread, measured=frozenset(measured | set(self._own[workload])),
+        )
 
     def _scale_to_more_gpus(self, tau: dict, spread: dict, prediction) -> None:
         """Multi-GPU cells the predictor lacks: the type's 1-GPU value x the median scaling."""
@@ -149,13 +150,8 @@ class SimulatedLearning:
         return abs(after - before) > self.tolerance * before
 
     def uncertainty(self, workload, gpu_type, num_gpus, consolidated) -> tuple[float, bool]:
-        """(log-space sd, measured) of the cell the optimiser plans with: a catalog measurement
-        not yet contradicted by telemetry, or the workload's own observation, counts as measured."""
         self._job(workload)
-        key = (gpu_type, num_gpus, consolidated or num_gpus == 1)
-        spread = self._spread[workload].get(key, UNMEASURED_LOG_SD)
-        measured = self.catalog.tau(workload, gpu_type, num_gpus, consolidated) is not None or spread == 0.0
-        return spread, measured
+        return self._planning.uncertainty(workload, gpu_type, num_gpus, consolidated)
 
     # ---- the optimiser's Predictions protocol: production's own composition ----------------
     def tau(self, workload, gpu_type, num_gpus, consolidated):
