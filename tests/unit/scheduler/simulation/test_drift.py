@@ -8,6 +8,8 @@ from catalog.measurement_csv import read_measurements
 from catalog.measurement_record import MeasurementRecord
 from scheduler.simulation.drift import DriftError, drift_records, parse_drift, write_measurements
 
+from .test_command import run_as_from_shell
+
 ROWS = [
     MeasurementRecord(workload="ResNet-50 (batch size 64)", gpu_type="v100", throughput=4.0, power_w=250.0),
     MeasurementRecord(workload="ResNet-50 (batch size 64)", gpu_type="k80", throughput=1.0, num_gpus=2,
@@ -77,3 +79,12 @@ def test_the_command_refuses_an_unknown_workload_and_writes_nothing(tmp_path):
     with pytest.raises(CommandError, match="'Foo' is neither a workload nor a family"):
         call_command("drift_truth", "--factor", "Foo:*:2", "--out", str(out))
     assert not out.exists()
+
+
+def test_a_malformed_factor_is_a_usage_error_before_anything_is_read(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exited:
+        run_as_from_shell("drift_truth", "--factor", "A3C:v100:-2", "--out", str(tmp_path / "out.csv"))
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --factor: 'A3C:v100:-2': the factor '-2' is not a finite number greater than 0" in err
+    assert "Traceback" not in err and not (tmp_path / "out.csv").exists()
