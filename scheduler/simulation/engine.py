@@ -113,7 +113,7 @@ class Simulation:
                     t + round_s, (arrivals[0].arrival_s // round_s + (arrivals[0].arrival_s % round_s > 0)) * round_s
                 )
                 continue
-            if changed or self.explorer is not None:
+            if changed or (self.explorer is not None and self._may_probe()):
                 self._solve(t, changed)
             if self.learns:
                 self._score_predictions()
@@ -125,6 +125,10 @@ class Simulation:
                          dict(self.lost_gpu_s), self.busy_gpu_s,
                          self.explorer.started if self.explorer else 0,
                          len(self.explorer.probed_jobs) if self.explorer else 0)
+
+    def _may_probe(self) -> bool:
+        """A round with nothing changed can start or end a probe only with a job pending or probing."""
+        return bool(self.explorer.running) or any(s.placement is None for s in self.active.values())
 
     def _end_campaign(self) -> None:
         """The suite is done: its GPUs join the cluster, its measurements the predictions."""
