@@ -29,8 +29,9 @@ DISAGREED_LOG_SD = 0.5
 CHANCE_TIE = 1e-9  # chances closer than this are equal (ties go to the least power, then fewest GPUs)
 
 PROBE_REASON = (
-    "Probing on {gpu_type} until {until}: predicted {predicted:.3g} steps/s, below T_min = {t_min:g}, but the "
-    "prediction is uncertain (chance {chance:.0%} that it reaches T_min); a short low-priority run measures it."
+    "Probing on {gpu_type} until {until}: no GPU type is known to reach T_min = {t_min:g} steps/s, but the "
+    "prediction of {predicted:.3g} steps/s on {gpu_type} is uncertain (chance {chance:.0%} that it reaches T_min), "
+    "so a short low-priority run measures it."
 )
 NO_PROBE_REASON = "No probe now: {why}."
 OFF = "exploration is off"

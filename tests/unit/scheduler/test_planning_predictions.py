@@ -61,7 +61,9 @@ def unmeasured(db, cluster, v100, k80):
 
 
 def test_round_places_a_never_measured_workload_by_its_prediction(unmeasured, alice):
-    job = services.job_submit(owner=alice, workload=unmeasured, min_throughput=2.5, max_gpus=1).job
+    # T_min 2.4: P1's 3.0 on k80 (log-sd 0.2) may be counted on for 3.0 e^-0.2 = 2.46 (the margin
+    # on unmeasured configurations, docs/optimization.md); 2.5 goes to v100.
+    job = services.job_submit(owner=alice, workload=unmeasured, min_throughput=2.4, max_gpus=1).job
     services.scheduling_round_run(trigger="manual")
     job.refresh_from_db()
     assert job.state == "placed"
@@ -92,7 +94,7 @@ def test_newest_prediction_is_used_and_shadow_ones_only_in_shadow_mode(unmeasure
 
 def test_shadow_mode_records_the_decision_and_dispatches_nothing(unmeasured, alice):
     SolverConfig.objects.filter(pk=SolverConfig.load().pk).update(shadow_mode=True)
-    job = services.job_submit(owner=alice, workload=unmeasured, min_throughput=2.5, max_gpus=1).job
+    job = services.job_submit(owner=alice, workload=unmeasured, min_throughput=2.4, max_gpus=1).job
     run = services.scheduling_round_run(trigger="manual").solve_run
     job.refresh_from_db()
     assert run.shadow and not Allocation.objects.exists()
