@@ -15,7 +15,10 @@ workload's restart overhead. A failed GPU leaves the cluster; its jobs (and the 
 it) go back to pending. A job that ends leaves its partners' groups (they keep their GPU,
 sharing it with one job fewer). Only alone and pair configurations are reported to a learning
 policy: the predictors learn pairs (the catalog holds no group), as the telemetry records no
-group either.
+group either. A learning policy may explore (explore.py): each round with a job pending or
+probing, its stranded jobs may get probes, which the round solves with. A scenario's profiling
+campaign (modern.py) holds its GPUs from the start; when it ends they join the cluster and the
+policy's predictions take the suite's measurements (`after_campaign`).
 """
 import random
 import time
