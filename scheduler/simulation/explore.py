@@ -46,8 +46,8 @@ class Explorer:
 
     def plan(self, problem: Problem, predictions, now: float) -> tuple[Problem, bool]:
         """The round's problem with its probes; True when a probe starts or ends (the round solves)."""
-        pending = {j.id for j in problem.jobs}
-        ended = [job_id for job_id, p in self.running.items() if p.until <= now or job_id not in pending]
+        active = {j.id for j in problem.jobs}
+        ended = [job_id for job_id, p in self.running.items() if p.until <= now or job_id not in active]
         for job_id in ended:
             del self.running[job_id]
         self._new = {}
