@@ -7,8 +7,9 @@ the simulation's time, the probe history of each job and the GPUs already probin
 the lowest admission level). A probe the round could not place did not happen: its history is
 restored. A placed probe is a run like any other (it trains, checkpoints, telemetry observes it
 once it trained for a report); when its `until` has passed the job goes back to normal
-planning: kept where it is if its estimate, now corrected by what telemetry saw, reaches its
-T_min there, sent back to pending otherwise (a preemption, with the work since its checkpoint).
+planning on its estimate, now corrected by what telemetry saw: as any running job, it moves or
+stops only where the keep-work rules find that worth its lost work, so a probe that measured
+too little may keep running below T_min.
 
 A workload *disagrees* with the catalog once a round's observation of it, alone, differs from
 the catalog's measured value of that configuration by more than DISAGREEMENT (either way):
