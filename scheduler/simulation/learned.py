@@ -105,19 +105,27 @@ class SimulatedLearning:
         )
 
     def _scale_to_more_gpus(self, tau: dict, spread: dict, prediction) -> None:
-        """Multi-GPU cells the predictor lacks: the type's 1-GPU value x the median scaling."""
+        """Multi-GPU cells the predictor lacks: a known cell of the type (the same GPUs in one
+        server for a spread cell, else 1 GPU) x the median ratio between the two on the types it
+        was trained on."""
+        trained = [t for t in prediction.gpu_types if t not in self._untrained(prediction)]
         for k in GPU_COUNTS:
             for consolidated in (True, False):
-                ratios = [tau[(t, k, consolidated)] / tau[(t, 1, True)] for t in prediction.gpu_types
-                          if tau.get((t, k, consolidated)) and tau.get((t, 1, True))]
-                if not ratios:
-                    continue
-                ratio = statistics.median(ratios)
-                for gpu_type in self.gpu_types:
-                    one = tau.get((gpu_type, 1, True))
-                    if one and (gpu_type, k, consolidated) not in tau:
-                        tau[(gpu_type, k, consolidated)] = one * ratio
-                        spread[(gpu_type, k, consolidated)] = spread.get((gpu_type, 1, True), UNMEASURED_LOG_SD)
+                for base in ((k, True), (1, True)) if not consolidated else ((1, True),):
+                    ratios = [tau[(t, k, consolidated)] / tau[(t, *base)] for t in trained
+                              if tau.get((t, k, consolidated)) and tau.get((t, *base))]
+                    if not ratios:
+                        continue
+                    for gpu_type in self.gpu_types:
+                        known = tau.get((gpu_type, *base))
+                        if known and (gpu_type, k, consolidated) not in tau:
+                            tau[(gpu_type, k, consolidated)] = known * statistics.median(ratios)
+                            spread[(gpu_type, k, consolidated)] = spread.get((gpu_type, *base), UNMEASURED_LOG_SD)
+
+    def _untrained(self, prediction) -> set[str]:
+        """The trained types without multi-GPU cells (measured by a campaign on 1 GPU, or in one
+        server only): their ratios would be the stand-in's own."""
+        return {t for t in prediction.gpu_types if (t, 2, False) not in prediction.configs}
 
     def observations(self, workload: str) -> int:
         return self._counts.get(workload, 0)
