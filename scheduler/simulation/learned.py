@@ -16,10 +16,10 @@ H100 before their campaign) are estimated as production's `_add_unmeasured_types
 throughput and co-location fractions from datasheet specs (catalog.predictors.gpu_specs), the
 workload's own isolated observations there replacing the guess. A multi-GPU configuration the
 predictor has no cell for (on such a type, or spread over servers of a type the campaign
-measured in one server only) is the type's 1-GPU estimate x the workload's predicted scaling
-to that many GPUs on the trained types (the median ratio), replaced by its own observations
-once it ran there: the simulator's stand-in for the catalog's multi-GPU estimate on unmeasured
-types. An observation of a partner the predictor's catalog lacks is counted and ignored.
+measured in one server only) is a known cell of the type (the same GPUs in one server for a
+spread cell, else 1 GPU) x the workload's predicted ratio between the two on the types with
+multi-GPU cells (the median), replaced by its own observations once it ran there: the
+simulator's stand-in for the catalog's multi-GPU estimate on unmeasured types. An observation of a partner the predictor's catalog lacks is counted and ignored.
 
 `uncertainty` gives the optimiser's exploration rule (scheduler.optimizer.exploration.beliefs)
 each cell's log-space spread and whether a measurement backs it (the catalog's, or the
