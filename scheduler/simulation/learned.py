@@ -19,7 +19,8 @@ predictor has no cell for (on such a type, or spread over servers of a type the 
 measured in one server only) is a known cell of the type (the same GPUs in one server for a
 spread cell, else 1 GPU) x the workload's predicted ratio between the two on the types with
 multi-GPU cells (the median), replaced by its own observations once it ran there: the
-simulator's stand-in for the catalog's multi-GPU estimate on unmeasured types. An observation of a partner the predictor's catalog lacks is counted and ignored.
+simulator's stand-in for the catalog's multi-GPU estimate on unmeasured types. An observation
+of a partner the predictor's catalog lacks is counted and ignored.
 
 `uncertainty` gives the optimiser's exploration rule (scheduler.optimizer.exploration.beliefs)
 each cell's log-space spread and whether a measurement backs it (the catalog's, or the
