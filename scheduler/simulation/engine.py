@@ -15,7 +15,10 @@ workload's restart overhead. A failed GPU leaves the cluster; its jobs (and the 
 it) go back to pending. A job that ends leaves its partners' groups (they keep their GPU,
 sharing it with one job fewer). Only alone and pair configurations are reported to a learning
 policy: the predictors learn pairs (the catalog holds no group), as the telemetry records no
-group either.
+group either. A learning policy may explore (explore.py): each round with a job pending or
+probing, its stranded jobs may get probes, which the round solves with. A scenario's profiling
+campaign (modern.py) holds its GPUs from the start; when it ends they join the cluster and the
+policy's predictions take the suite's measurements (`after_campaign`).
 """
 import random
 import time
@@ -27,6 +30,7 @@ from scheduler.optimizer.problem import CurrentPlacement, JobSpec, Placement, Pr
 from scheduler.optimizer.registry import get_solver
 
 from .checkpoints import DEFAULT_RESTART_OVERHEAD_S
+from .explore import Explorer
 from .policies import Policy
 from .scenario import MIN_OBSERVED_S, Scenario
 from .truth import Truth
@@ -47,19 +51,33 @@ class PolicyRun:
     solve_seconds: float
     migrations: int
     curve: dict[int, list[float]]  # observations -> absolute percentage errors
+    stranded_curve: dict[int, list[float | None]]  # the same, stranded jobs on their best cell (None: no estimate)
     interruptions: dict[str, int]  # moved | preempted | failed -> runs interrupted so
     lost_gpu_s: dict[str, float]  # moved | preempted | failed -> GPU-seconds of work lost; overhead: of restarts
     busy_gpu_s: float  # GPU-seconds of GPUs hosting at least one job
+    probes: int = 0  # exploration probes placed (explore.py)
+    probed_jobs: int = 0
 
 
 class Simulation:
-    def __init__(self, scenario: Scenario, truth: Truth, policy: Policy, predictions, *, seed: int = 0):
+    def __init__(self, scenario: Scenario, truth: Truth, policy: Policy, predictions, *, seed: int = 0,
+                 explorer: Explorer | None = None, after_campaign=None):
+        """`after_campaign`: called with the predictions when the scenario's campaign ends, returns
+        the predictions to plan with from then on (the catalog with the suite's measurements)."""
         self.sc, self.truth, self.policy, self.predictions = scenario, truth, policy, predictions
+        self.explorer = explorer
         self.learns = hasattr(predictions, "observe")  # SimulatedLearning takes telemetry; the others are fixed
         self.rng = random.Random(f"telemetry:{seed}:{policy.name}")
         self.states = {j.id: JobState(j, j.total_steps) for j in scenario.jobs}
         self.node = {g.id: g.node for g in scenario.gpus}
+        self.per_server = max(Counter(self.node.values()).values(), default=1)
         self.alive = {g.id for g in scenario.gpus}
+        self.campaign = scenario.campaign
+        self.after_campaign = after_campaign
+        if self.campaign is not None:
+            self.alive -= set(self.campaign.gpu_ids)
+            self.campaign_w = sum(self.sc.gpu_types[g.gpu_type].power_curve(truth.busy_utilization)
+                                  for g in scenario.gpus if g.id in self.campaign.gpu_ids)
         self.active: dict[str, JobState] = {}
         self.energy_j = 0.0
         self.load_history: list[float] = []
@@ -69,6 +87,7 @@ class Simulation:
         self.busy_gpu_s = 0.0
         self.overheads_seen: dict[str, float] = {}  # workload -> a restart's overhead, once one was paid in full
         self.curve: dict[int, list[float]] = defaultdict(list)
+        self.stranded_curve: dict[int, list[float | None]] = defaultdict(list)
         self.settings = replace(scenario.settings, solver=policy.solver, adaptive_weight=policy.adaptive_weight)
 
     # ---- the loop ------------------------------------------------------------------------------
@@ -78,11 +97,18 @@ class Simulation:
         end, round_s = self.sc.end_s, self.sc.round_s
         t, changed = 0.0, False
         while t < end:
+            if self.campaign is not None and t >= self.campaign.duration_s:
+                self._end_campaign()
+                changed = True
             while arrivals and arrivals[0].arrival_s <= t:
                 job = arrivals.popleft()
                 self.active[job.id] = self.states[job.id]
                 self.active[job.id].below_s += t - job.arrival_s  # waited for this round
                 changed = True
+            if not self.active and self.campaign is not None:  # only the suite runs
+                self._advance(t, min(t + round_s, end), failures)
+                t += round_s
+                continue
             if not self.active:
                 if not arrivals:
                     break
@@ -90,17 +116,32 @@ class Simulation:
                     t + round_s, (arrivals[0].arrival_s // round_s + (arrivals[0].arrival_s % round_s > 0)) * round_s
                 )
                 continue
-            if changed:
-                self._solve(t)
+            if changed or (self.explorer is not None and self._may_probe()):
+                self._solve(t, changed)
             if self.learns:
                 self._score_predictions()
             changed = self._advance(t, min(t + round_s, end), failures)
             t += round_s
         return PolicyRun(self.policy.name, list(self.states.values()), self.energy_j, min(t, end), self.solves,
-                         self.solve_seconds, self.migrations, dict(self.curve), dict(self.interruptions),
-                         dict(self.lost_gpu_s), self.busy_gpu_s)
+                         self.solve_seconds, self.migrations, dict(self.curve), dict(self.stranded_curve),
+                         dict(self.interruptions),
+                         dict(self.lost_gpu_s), self.busy_gpu_s,
+                         self.explorer.started if self.explorer else 0,
+                         len(self.explorer.probed_jobs) if self.explorer else 0)
 
-    def _solve(self, t: float) -> None:
+    def _may_probe(self) -> bool:
+        """A round with nothing changed can start or end a probe only with a job pending or probing."""
+        return bool(self.explorer.running) or any(s.placement is None for s in self.active.values())
+
+    def _end_campaign(self) -> None:
+        """The suite is done: its GPUs join the cluster, its measurements the predictions."""
+        self.alive |= set(self.campaign.gpu_ids)
+        self.campaign = None
+        if self.after_campaign is not None:
+            self.predictions = self.after_campaign(self.predictions)
+
+    def _solve(self, t: float, changed: bool = True) -> None:
+        """Decide the round: solve when something changed or (exploring) a probe starts or ends."""
         jobs = keep_work(tuple(
             (JobSpec(s.job.id, s.job.workload, TENANT, s.job.min_throughput, s.job.max_gpus,
                      current=CurrentPlacement(s.placement.gpu_ids, s.placement.partners) if s.placement else None),
@@ -110,8 +151,14 @@ class Simulation:
         problem = Problem(jobs=jobs, gpus=tuple(g for g in self.sc.gpus if g.id in self.alive),
                           gpu_types=self.sc.gpu_types, predictions=self.predictions, settings=self.settings,
                           load_history=tuple(self.load_history))
+        if self.explorer is not None:
+            problem, probes_changed = self.explorer.plan(problem, self.predictions, t)
+            if not (changed or probes_changed):
+                return
         started = time.perf_counter()
         allocation = get_solver(self.policy.solver).solve(problem)
+        if self.explorer is not None:
+            self.explorer.placed(allocation.placements)
         self.solve_seconds += time.perf_counter() - started
         self.solves += 1
         self.load_history.append(allocation.load)
@@ -198,6 +245,10 @@ class Simulation:
                     stop, finishing = now + seconds_to_finish(self.active[i], rate), i
             dt = max(0.0, stop - now)
             self.energy_j += self._power_w() * dt
+            if self.campaign is not None:
+                suite_s = max(0.0, min(stop, self.campaign.duration_s) - now)
+                self.energy_j += self.campaign_w * suite_s
+                self.busy_gpu_s += len(self.campaign.gpu_ids) * suite_s
             self.busy_gpu_s += len({g for s in self.active.values() if s.placement for g in s.placement.gpu_ids}) * dt
             for i, state in self.active.items():
                 self._run(state, rates.get(i), dt)
@@ -257,6 +308,8 @@ class Simulation:
                 if seconds >= MIN_OBSERVED_S and len(partners) <= 1:  # a group is no catalog cell
                     rate = self._true_rate(state.job.workload, gpu_type, k, consolidated, partners)
                     seen = self.truth.observe(rate, self.rng)
+                    if self.explorer is not None:
+                        self.explorer.observed(state.job.workload, gpu_type, k, consolidated, partners, seen)
                     partner = partners[0] if partners else None
                     moved |= self.predictions.observe(state.job.workload, gpu_type, k, consolidated, seen, partner)
         state.held.clear()
@@ -269,15 +322,37 @@ class Simulation:
 
     def _score_predictions(self) -> None:
         """Learning curve: error of the estimate of each placed job's throughput where it runs,
-        by how many observations its workload's estimate has had."""
+        by how many observations its workload's estimate has had; and every stranded job (never
+        placed, no configuration predicted to reach its T_min), scored on its truly fastest
+        configuration (the one that would serve it best)."""
         for state in self.active.values():
-            if state.placement is None:
-                continue
             n = self.predictions.observations(state.job.workload)
             if n > LEARNING_CURVE_MAX:
+                continue
+            if state.placement is None:
+                if not state.last_gpus and self._predicted_impossible(state):
+                    self.stranded_curve[n].append(self._best_cell_error(state))
                 continue
             (gpu_type, k, consolidated), partners = self._config(state)
             true = self._true_rate(state.job.workload, gpu_type, k, consolidated, partners)
             estimate = self.predictions.throughput(state.job.workload, gpu_type, k, consolidated, partners)
             if true > 0 and estimate:
                 self.curve[n].append(abs(estimate - true) / true)
+
+    def _cells(self, state: JobState):
+        """The alone configurations a job may take: every type, 1..D_j GPUs (powers of two), in one
+        server where they fit."""
+        for gpu_type in self.sc.gpu_types:
+            for k in (1, 2, 4, 8):
+                if k <= state.job.max_gpus:
+                    yield gpu_type, k, k <= self.per_server
+
+    def _predicted_impossible(self, state: JobState) -> bool:
+        w, t_min = state.job.workload, state.job.min_throughput
+        return not any((self.predictions.tau(w, *cell) or 0.0) >= t_min for cell in self._cells(state))
+
+    def _best_cell_error(self, state: JobState) -> float | None:
+        w = state.job.workload
+        cell = max(self._cells(state), key=lambda c: self.truth.throughput(w, *c))
+        true, estimate = self.truth.throughput(w, *cell), self.predictions.tau(w, *cell)
+        return abs(estimate - true) / true if true > 0 and estimate else None

@@ -8,34 +8,125 @@ workload's estimate. Before a workload has been observed its measured cells plan
 catalog; after, P2's estimate wins where it speaks. The optimiser asks per workload, so every
 job of a workload feeds and reads the same estimate (the truth's deviation is per workload, so
 pooling is what a cluster would do; production refines per job and plans with the workload's
-newest record). An observation of a configuration or partner the predictor's catalog lacks
-cannot be folded in; it is counted and otherwise ignored, as the model would refuse it.
-`observe` says whether the observed cell's estimate moved by more than `tolerance` (the
-simulator re-solves only then).
+newest record). `observe` says whether the observed cell's estimate moved by more than
+`tolerance` (the simulator re-solves only then).
+
+GPU types of the cluster the predictor was trained without (the modern cluster's T4, A100,
+H100 before their campaign) are estimated as production's `_add_unmeasured_types` does: 1-GPU
+throughput and co-location fractions from datasheet specs (catalog.predictors.gpu_specs), the
+workload's own isolated observations there replacing the guess. A multi-GPU configuration the
+predictor has no cell for (on such a type, or spread over servers of a type the campaign
+measured in one server only) is a known cell of the type (the same GPUs in one server for a
+spread cell, else 1 GPU) x the workload's predicted ratio between the two on the types with
+multi-GPU cells (the median), replaced by its own observations once it ran there: the
+simulator's stand-in for the catalog's multi-GPU estimate on unmeasured types. An observation
+of a partner the predictor's catalog lacks is counted and ignored.
+
+`uncertainty` gives the optimiser's exploration rule (scheduler.optimizer.exploration.beliefs)
+each cell's log-space spread and whether a measurement backs it (the catalog's, or the
+workload's own observation there). `refit` takes a new predictor and catalog (after a
+profiling campaign) and replays every observation so far, as production's next P2 would.
 """
+import statistics
+
 from catalog.predictors import Observation, PerformancePredictor, UnknownGpuType, UnknownWorkload
+from catalog.predictors.gpu_specs import UNMEASURED_LOG_SD, estimate_unmeasured
 from scheduler.optimizer.catalog_predictions import CatalogPredictions
 from scheduler.predictions import LearnedPredictions, WorkloadEstimates
 from telemetry.agent.colocation import group_fraction
 
 TOLERANCE = 0.01
+GPU_COUNTS = (2, 4, 8)
 
 
 class SimulatedLearning:
     def __init__(self, model: PerformancePredictor, catalog: CatalogPredictions, features: dict, *,
-                 tolerance: float = TOLERANCE):
-        """`features`: workload -> WorkloadFeatures for every workload jobs may run."""
-        self.model, self.features, self.tolerance = model, features, tolerance
-        self._jobs = {}  # workload -> JobEstimate (P2 state)
+                 tolerance: float = TOLERANCE, gpu_types=()):
+        """`features`: workload -> WorkloadFeatures for every workload jobs may run; `gpu_types`:
+        the cluster's types (those the model lacks are estimated from specs)."""
+        self.features, self.tolerance, self.gpu_types = features, tolerance, tuple(gpu_types)
         self._counts: dict[str, int] = {}
+        self._log: dict[str, list[Observation]] = {}  # every observation, replayed by refit
         self._estimates: dict[str, WorkloadEstimates] = {}
+        self.refit(model, catalog)
+
+    def refit(self, model: PerformancePredictor, catalog: CatalogPredictions) -> None:
+        self.model, self.catalog = model, catalog
+        self._jobs = {}  # workload -> JobEstimate (P2 state)
+        self._own: dict[str, dict[tuple, list[float]]] = {}  # observations of cells the model lacks
         self._planning = LearnedPredictions(catalog, self._estimates)
+        for workload in list(self._estimates):
+            self._job(workload)
+            for observation in self._log.get(workload, ()):
+                self._fold(workload, observation)
+            self._update(workload)
 
     def _job(self, workload: str):
         if workload not in self._jobs:
             self._jobs[workload] = self.model.job(self.features[workload])
-            self._estimates[workload] = WorkloadEstimates.from_prediction(self._jobs[workload].prediction())
+            self._own[workload] = {}
+            self._update(workload)
         return self._jobs[workload]
+
+    def _fold(self, workload: str, observation: Observation) -> None:
+        try:
+            self._jobs[workload].observe(observation)
+        except UnknownGpuType:
+            if observation.partner is None:
+                key = (observation.gpu_type, observation.num_gpus, observation.consolidated)
+                self._own[workload].setdefault(key, []).append(observation.throughput)
+        except UnknownWorkload:
+            pass
+
+    def _update(self, workload: str) -> None:
+        prediction = self._jobs[workload].prediction()
+        tau = {tuple(c): float(v) for c, v in zip(prediction.configs, prediction.tau)}
+        spread = {tuple(c): float(s) for c, s in zip(prediction.configs, prediction.tau_std)}
+        rho = {(partner, t): float(prediction.rho[p, a])
+               for p, partner in enumerate(prediction.partners) for a, t in enumerate(prediction.gpu_types)}
+        for gpu_type in self.gpu_types:
+            if gpu_type in prediction.gpu_types:
+                continue
+            try:
+                guess = estimate_unmeasured(prediction, self.features[workload], gpu_type)
+            except (UnknownGpuType, ValueError):
+                continue
+            tau[(gpu_type, 1, True)], spread[(gpu_type, 1, True)] = guess.tau, guess.tau_std
+            rho.update({(partner, gpu_type): float(r) for partner, r in zip(guess.partners, guess.rho)})
+        for key, values in self._own[workload].items():
+            if key[1] == 1:
+                tau[key], spread[key] = statistics.fmean(values), 0.0
+        self._scale_to_more_gpus(tau, spread, prediction)
+        for key, values in self._own[workload].items():
+            tau[key], spread[key] = statistics.fmean(values), 0.0
+        measured = {tuple(c) for c, known in zip(prediction.configs, prediction.tau_measured) if known}
+        self._estimates[workload] = WorkloadEstimates(
+            rho=rho, tau=tau, low_confidence=bool(prediction.low_confidence), observed=self._counts.get(workload, 0),
+            tau_std=spread, measured=frozenset(measured | set(self._own[workload])),
+        )
+
+    def _scale_to_more_gpus(self, tau: dict, spread: dict, prediction) -> None:
+        """Multi-GPU cells the predictor lacks: a known cell of the type (the same GPUs in one
+        server for a spread cell, else 1 GPU) x the median ratio between the two on the types it
+        was trained on."""
+        trained = [t for t in prediction.gpu_types if t not in self._untrained(prediction)]
+        for k in GPU_COUNTS:
+            for consolidated in (True, False):
+                for base in ((k, True), (1, True)) if not consolidated else ((1, True),):
+                    ratios = [tau[(t, k, consolidated)] / tau[(t, *base)] for t in trained
+                              if tau.get((t, k, consolidated)) and tau.get((t, *base))]
+                    if not ratios:
+                        continue
+                    for gpu_type in self.gpu_types:
+                        known = tau.get((gpu_type, *base))
+                        if known and (gpu_type, k, consolidated) not in tau:
+                            tau[(gpu_type, k, consolidated)] = known * statistics.median(ratios)
+                            spread[(gpu_type, k, consolidated)] = spread.get((gpu_type, *base), UNMEASURED_LOG_SD)
+
+    def _untrained(self, prediction) -> set[str]:
+        """The trained types without multi-GPU cells (measured by a campaign on 1 GPU, or in one
+        server only): their ratios would be the stand-in's own."""
+        return {t for t in prediction.gpu_types if (t, 2, False) not in prediction.configs}
 
     def observations(self, workload: str) -> int:
         return self._counts.get(workload, 0)
@@ -53,20 +144,23 @@ class SimulatedLearning:
         """P2 takes one round's observed throughput, alone or next to one `partner` (the model
         learns pairs only); True when the cell's estimate moved by more than the tolerance (or
         it is the workload's first observation)."""
-        job = self._job(workload)
+        self._job(workload)
         partners = (partner,) if partner else ()
         before = self.throughput(workload, gpu_type, num_gpus, consolidated, partners)
         self._counts[workload] = self.observations(workload) + 1
-        try:
-            job.observe(Observation(gpu_type, throughput, partner=partner, num_gpus=num_gpus,
-                                    consolidated=consolidated or num_gpus == 1))
-        except (UnknownGpuType, UnknownWorkload):
-            return False
-        self._estimates[workload] = WorkloadEstimates.from_prediction(job.prediction(), observed=self._counts[workload])
+        observation = Observation(gpu_type, throughput, partner=partner, num_gpus=num_gpus,
+                                  consolidated=consolidated or num_gpus == 1)
+        self._log.setdefault(workload, []).append(observation)
+        self._fold(workload, observation)
+        self._update(workload)
         after = self.throughput(workload, gpu_type, num_gpus, consolidated, partners)
         if self._counts[workload] == 1 or before is None or after is None:
             return True
         return abs(after - before) > self.tolerance * before
+
+    def uncertainty(self, workload, gpu_type, num_gpus, consolidated) -> tuple[float, bool]:
+        self._job(workload)
+        return self._planning.uncertainty(workload, gpu_type, num_gpus, consolidated)
 
     # ---- the optimiser's Predictions protocol: production's own composition ----------------
     def tau(self, workload, gpu_type, num_gpus, consolidated):

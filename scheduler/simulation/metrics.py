@@ -9,7 +9,10 @@
 - makespan_s: first arrival to last completion.
 - jain_fairness: Jain's index over completed jobs of x_j = total_steps / (JCT x T_min), the
   average throughput a job got over its time in the system relative to what it asked for.
-- completed: jobs finished by the end of the run.
+- completed: jobs finished by the end of the run; stranded_jobs: jobs never placed by then
+  (waiting from their arrival to the end, e.g. for a throughput no GPU is predicted to give).
+- probes, probed_jobs: exploration probes placed (explore.py; 0 for a policy that does not
+  explore) and the jobs they ran.
 - moves: a placed job put on other GPUs by a round; preemptions: a placed job sent back to
   pending by a round; restarts: runs interrupted (moves, preemptions, GPU failures);
   max_moves_per_job: the most moves of one job; jobs_by_moves: {moves: jobs moved that
@@ -41,10 +44,13 @@ def policy_metrics(run: PolicyRun) -> dict:
         "makespan_s": round(max(s.done_at for s in done) - first, 1) if done else None,
         "jain_fairness": round(jain(x), 4) if x else None,
         "completed": len(done),
+        "stranded_jobs": sum(1 for s in run.jobs if not s.last_gpus),
         "jobs": len(run.jobs),
         "solves": run.solves,
         "solve_seconds": round(run.solve_seconds, 2),
         "migrations": run.migrations,
+        "probes": run.probes,
+        "probed_jobs": run.probed_jobs,
         **work_metrics(run),
     }
 
@@ -77,11 +83,21 @@ def jain(values: list[float]) -> float:
     return sum(values) ** 2 / (len(values) * square_sum)
 
 
-def learning_curve(curve: dict[int, list[float]], up_to: int) -> dict:
-    """{"n": {"mape": ..., "samples": ...}} for n = 0..up_to observations (mape None: no sample)."""
+def learning_curve(curve: dict[int, list[float]], up_to: int, stranded: dict[int, list] | None = None) -> dict:
+    """{"n": {"mape", "samples", "stranded", "stranded_mape"}} for n = 0..up_to observations:
+    placed jobs' error (mape None: no sample); `stranded` counts the samples (rounds x jobs)
+    of jobs never placed that no configuration was predicted to serve, `stranded_mape` their
+    error on their truly fastest configuration (None: none, or no estimate there)."""
+    stranded = stranded or {}
+
+    def mean(values):
+        known = [v for v in values if v is not None]
+        return round(statistics.fmean(known), 4) if known else None
+
     return {
         str(n): {
-            "mape": round(statistics.fmean(curve[n]), 4) if curve.get(n) else None, "samples": len(curve.get(n, ()))
+            "mape": mean(curve.get(n, ())), "samples": len(curve.get(n, ())),
+            "stranded": len(stranded.get(n, ())), "stranded_mape": mean(stranded.get(n, ())),
         }
         for n in range(up_to + 1)
     }

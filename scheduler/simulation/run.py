@@ -1,19 +1,23 @@
 """One evaluation: the scenario, every policy on it, the report and its table."""
+import random
 import time
 
 import torch
 
 from catalog.predictors import NET_ARCHITECTURES, PerformancePredictor, build_catalog
 from scheduler.optimizer.catalog_predictions import CatalogPredictions
+from scheduler.optimizer.exploration import ExplorationSettings
 from scheduler.optimizer.problem import SolverSettings
 
 from .checkpoints import CHECKPOINT_INTERVAL_S, NEVER_CHECKPOINTS, restart_overheads, with_checkpoints
 from .cluster import DEFAULT_LAYOUT, build_gpus, gpu_types
 from .engine import LEARNING_CURVE_MAX, Simulation
+from .explore import Explorer
 from .jobs import generate_jobs
 from .learned import SimulatedLearning
 from .measurements import without_memory
 from .metrics import learning_curve, policy_metrics
+from .modern import Campaign, campaign_gpus, suite_results
 from .policies import CATALOG, LEARNED, POLICIES, TRUTH
 from .scenario import Scenario
 from .trace import trace_jobs
@@ -30,22 +34,27 @@ DEFAULT_JOBS_PER_HOUR = 3.0
 #: 1): with 0 it would run every job at just above T_min on the lowest-power GPU, which costs
 #: more energy per step than a faster GPU finishing sooner (see docs/simulation.md).
 THROUGHPUT_VALUE_W = 100.0
+#: Exploration as production runs it: the optimiser's defaults (docs/exploration.md).
+EXPLORATION = ExplorationSettings()
 
 
 def build_scenario(truth: Truth, *, jobs: int = DEFAULT_JOBS, seed: int = 0, trace: str | None = None,
                    jobs_per_hour: float = DEFAULT_JOBS_PER_HOUR, layout=DEFAULT_LAYOUT, failures=(),
-                   throughput_value_w: float = THROUGHPUT_VALUE_W) -> Scenario:
+                   throughput_value_w: float = THROUGHPUT_VALUE_W, campaign: bool = False) -> Scenario:
+    """`campaign`: one server of each type runs the profiling suite first (modern.py)."""
     job_list = (
         trace_jobs(trace, truth, seed=seed) if trace
         else generate_jobs(truth, count=jobs, jobs_per_hour=jobs_per_hour, seed=seed)
     )
+    gpus = build_gpus(layout)
     return Scenario(
         jobs=with_checkpoints(job_list, seed),
-        gpus=build_gpus(layout),
+        gpus=gpus,
         gpu_types=gpu_types([name for name, _ in layout]),
         settings=SolverSettings(seed=seed, throughput_value_w=throughput_value_w, time_limit_s=10.0),
         failures=tuple(failures),
         restart_overhead_s=restart_overheads(truth.workloads(), seed),
+        campaign=Campaign(campaign_gpus(gpus, [name for name, _ in layout])) if campaign else None,
     )
 
 
@@ -58,7 +67,10 @@ def fit_predictor(catalog_records, *, architecture: str = DEFAULT_ARCHITECTURE, 
 
 
 def run_all(scenario: Scenario, truth: Truth, truth_records, catalog_records, *, seed: int = 0, quick: bool = False,
-            architecture: str = DEFAULT_ARCHITECTURE, policies=POLICIES, log=print) -> dict:
+            architecture: str = DEFAULT_ARCHITECTURE, policies=POLICIES, log=print,
+            exploration: ExplorationSettings | None = EXPLORATION) -> dict:
+    """Every policy on the scenario. The learning policies explore with `exploration` (None: they
+    do not, `simulate --no-explore`); the oracle and the baselines never do."""
     started = time.perf_counter()
     catalog = CatalogPredictions(without_memory(catalog_records))
     features = {}
@@ -70,21 +82,50 @@ def run_all(scenario: Scenario, truth: Truth, truth_records, catalog_records, *,
         features.update(zip(model.catalog_.workloads, model.catalog_.features))
         log(f"predictor fitted: {time.perf_counter() - started:.1f} s")
     report = {"policies": {}, "learning_curve": None}
+    after = _after_campaign(scenario, truth, catalog_records, seed=seed, quick=quick, architecture=architecture)
     for policy in policies:
         t = time.perf_counter()
         predictions = {
-            LEARNED: lambda: SimulatedLearning(model, catalog, features),
+            LEARNED: lambda: SimulatedLearning(model, catalog, features, gpu_types=scenario.gpu_types),
             TRUTH: truth.predictions,
             CATALOG: lambda: catalog,
         }[policy.predictions]()
-        run = Simulation(scenario, truth, policy, predictions, seed=seed).run()
+        explorer = Explorer(exploration, catalog) if exploration and policy.predictions == LEARNED else None
+        run = Simulation(scenario, truth, policy, predictions, seed=seed, explorer=explorer,
+                         after_campaign=after and after(policy, explorer)).run()
         report["policies"][policy.name] = {**policy_metrics(run), "seconds": round(time.perf_counter() - t, 1)}
         if policy.name == "gogh":
-            report["learning_curve"] = learning_curve(run.curve, LEARNING_CURVE_MAX)
+            report["learning_curve"] = learning_curve(run.curve, LEARNING_CURVE_MAX, run.stranded_curve)
         log(f"{policy.name}: {time.perf_counter() - t:.1f} s")
     report["comparison"] = comparison(report["policies"])
     report["seconds"] = round(time.perf_counter() - started, 1)
     return report
+
+
+def _after_campaign(scenario: Scenario, truth: Truth, catalog_records, *, seed: int, quick: bool, architecture: str):
+    """None without a campaign; else policy, explorer -> what a policy's predictions become when
+    the campaign ends: the catalog with the suite's measurements (the baselines' numbers), and
+    for the learning policies a predictor fitted again on it (fitted once, shared)."""
+    if scenario.campaign is None:
+        return None
+    rows = [*catalog_records, *suite_results(truth, random.Random(f"campaign:{seed}"), sorted(scenario.gpu_types))]
+    catalog = CatalogPredictions(without_memory(rows))
+    fitted = []
+
+    def for_policy(policy, explorer):
+        def after(predictions):
+            if policy.predictions == CATALOG:
+                return catalog
+            if policy.predictions == LEARNED:
+                if not fitted:
+                    fitted.append(fit_predictor(rows, architecture=architecture, seed=seed, quick=quick))
+                predictions.refit(fitted[0], catalog)
+                if explorer is not None:
+                    explorer.catalog = catalog
+            return predictions
+        return after
+
+    return for_policy
 
 
 def comparison(p: dict) -> dict:
@@ -135,18 +176,23 @@ def _hours(seconds: float | None) -> str:
 def format_table(report: dict) -> str:
     """The human table the command prints and the README carries."""
     lines = [f"{'policy':<18} {'energy kWh':>10} {'J/step':>7} {'SLO viol':>8} {'JCT h':>6} {'makespan h':>10} "
-             f"{'Jain':>6} {'done':>9} {'solves':>6} {'migr':>6} {'moves':>6} {'preempt':>7} {'lost':>6} "
+             f"{'Jain':>6} {'done':>9} {'strand':>6} {'solves':>6} {'migr':>6} {'moves':>6} {'preempt':>7} {'lost':>6} "
              f"{'sec':>6}"]
     for name, m in report["policies"].items():
         done = f"{m['completed']}/{m['jobs']}"
         lost = m["lost_gpu_hours"] / m["busy_gpu_hours"] if m["busy_gpu_hours"] else 0.0
         lines.append(f"{name:<18} {m['energy_kwh']:>10.1f} {m['energy_per_step_j'] or 0:>7.2f} "
                      f"{m['slo_violation']:>8.2%} {_hours(m['avg_jct_s']):>6} {_hours(m['makespan_s']):>10} "
-                     f"{m['jain_fairness'] or 0:>6.3f} {done:>9} {m['solves']:>6} {m['migrations']:>6} "
+                     f"{m['jain_fairness'] or 0:>6.3f} {done:>9} {m['stranded_jobs']:>6} {m['solves']:>6} "
+                     f"{m['migrations']:>6} "
                      f"{m['moves']:>6} {m['preemptions']:>7} {lost:>6.2%} {m['seconds']:>6}")
     curve = report.get("learning_curve")
     if curve:
         shown = [f"{n}: {curve[str(n)]['mape']:.1%}" for n in CURVE_SHOWN if curve[str(n)]["mape"] is not None]
         lines += ["", "gogh prediction MAPE of placed jobs' throughput by observations: " + ", ".join(shown)]
+        stranded = [f"{n}: {p['stranded']}" + (f" ({p['stranded_mape']:.0%})" if p["stranded_mape"] else "")
+                    for n, p in curve.items() if p["stranded"]]
+        lines.append("gogh stranded jobs (rounds x jobs, their MAPE) by observations: "
+                     + (", ".join(stranded) or "none"))
     lines += [f"{key}: {value}" for key, value in report.get("comparison", {}).items()]
     return "\n".join(lines)

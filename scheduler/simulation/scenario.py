@@ -6,6 +6,7 @@ from scheduler.optimizer.problem import GpuSpec, GpuTypeSpec, SolverSettings
 
 from .checkpoints import DEFAULT_RESTART_OVERHEAD_S
 from .jobs import SimJob
+from .modern import Campaign
 
 ROUND_S = 360.0
 #: A run stops this long after the last arrival even if jobs are left (they count as not completed).
@@ -31,6 +32,8 @@ class Scenario:
     #: workload -> seconds a restart costs it (checkpoints.py); a workload missing costs the default.
     restart_overhead_s: dict[str, float] = field(default_factory=dict)
     horizon_s: float | None = None
+    #: A profiling campaign holding these GPUs from the start (modern.py); None: no campaign.
+    campaign: Campaign | None = None
 
     def restart_overhead(self, workload: str) -> float:
         return self.restart_overhead_s.get(workload, DEFAULT_RESTART_OVERHEAD_S)

@@ -3,6 +3,7 @@ the closed-loop evaluation in virtual time. The logic lives in scheduler.simulat
 command parses, reads the files, and writes the report."""
 import argparse
 import json
+from dataclasses import asdict
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -10,11 +11,14 @@ from django.core.management.base import BaseCommand, CommandError
 from catalog.measurement_csv import MeasurementFileError
 from catalog.predictors import ARCHITECTURES
 from gogh_web.cli_args import non_negative_float, output_file, positive_float, positive_int
+from scheduler.simulation.cluster import DEFAULT_LAYOUT
 from scheduler.simulation.measurements import load_records, without_memory
+from scheduler.simulation.modern import MODERN_LAYOUT, SUITE_CASES, modern_truth
 from scheduler.simulation.policies import POLICIES
 from scheduler.simulation.run import (
     DEFAULT_JOBS,
     DEFAULT_JOBS_PER_HOUR,
+    EXPLORATION,
     build_scenario,
     format_table,
     run_all,
@@ -28,6 +32,7 @@ from scheduler.simulation.truth import Truth
 #: already e^2 ~ 7.4 per standard deviation (and exp overflows for deviations in the hundreds);
 #: a round's noise with a standard deviation of 100 % of the rate clips half the observations to 0.
 MAX_DEVIATION, MAX_NOISE = 2.0, 1.0
+CLUSTERS = ("gavel", "modern")
 
 
 def _at_most(limit: float):
@@ -91,6 +96,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--quick", action="store_true", help="A tiny predictor network (seconds to fit), for tests."
         )
+        parser.add_argument("--cluster", choices=CLUSTERS, default="gavel",
+                            help="gavel: 36 K80 + 36 P100 + 36 V100 (default); modern: 44 T4 + 40 A100 + 24 H100, "
+                                 "a truth synthesized from --truth's V100 rows, a catalog that knows none of the "
+                                 "types until a profiling campaign measured them (docs/simulation.md).")
+        parser.add_argument("--no-explore", action="store_true",
+                            help="gogh does not probe jobs its predictions strand (the before of docs/simulation.md's "
+                                 "exploration figure).")
         parser.add_argument("--architecture", choices=ARCHITECTURES, default=settings.GOGH_PREDICTOR_ARCHITECTURE,
                             help="The predictor gogh learns with (default: GOGH_PREDICTOR_ARCHITECTURE, "
                                  f"{settings.GOGH_PREDICTOR_ARCHITECTURE}).")
@@ -101,15 +113,18 @@ class Command(BaseCommand):
         unknown = [name for name in chosen if name not in known]
         if unknown or not chosen:
             raise CommandError(f"Unknown policies {', '.join(unknown) or '(none given)'}; known: {', '.join(known)}.")
-        truth_records = self._records(o["truth"], "--truth")
+        source_records = self._records(o["truth"], "--truth")
         # The catalog starts from the reference data unless --catalog names a file.
-        catalog_records = self._records(o["catalog"], "--catalog") if o["catalog"] or o["truth"] else truth_records
+        catalog_records = self._records(o["catalog"], "--catalog") if o["catalog"] or o["truth"] else source_records
+        modern = o["cluster"] == "modern"
+        truth_records = modern_truth(source_records) if modern else source_records
         truth = Truth(without_memory(truth_records), seed=o["seed"], deviation=o["deviation"], noise=o["noise"])
         if not truth.workloads():
             raise CommandError(f"{o['truth']}: no isolated throughput measured on 1 GPU; nothing to simulate.")
         try:
             scenario = build_scenario(truth, jobs=o["jobs"], jobs_per_hour=o["jobs_per_hour"], seed=o["seed"],
-                                      trace=o["trace"], failures=o["fail"])
+                                      trace=o["trace"], failures=o["fail"],
+                                      layout=MODERN_LAYOUT if modern else DEFAULT_LAYOUT, campaign=modern)
         except (TraceError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         gpu_ids = {g.id for g in scenario.gpus}
@@ -127,12 +142,16 @@ class Command(BaseCommand):
             )
         report = run_all(scenario, truth, truth_records, catalog_records, seed=o["seed"], quick=o["quick"],
                          architecture=o["architecture"], policies=[known[name] for name in chosen],
-                         log=self.stderr.write)
+                         log=self.stderr.write, exploration=None if o["no_explore"] else EXPLORATION)
         report["scenario"] = scenario_summary(
             scenario, seed=o["seed"], truth=o["truth"] or "reference (Gavel)",
             catalog=o["catalog"] or "reference (Gavel)", trace=o["trace"], deviation=o["deviation"],
             noise=o["noise"], jobs_per_hour=None if o["trace"] else o["jobs_per_hour"], quick=o["quick"],
             predictor=o["architecture"],
+            exploration=None if o["no_explore"] else asdict(EXPLORATION), cluster=o["cluster"],
+            campaign=None if scenario.campaign is None else {
+                "gpus": list(scenario.campaign.gpu_ids), "duration_s": scenario.campaign.duration_s,
+                "cases": len(SUITE_CASES)},
         )
         try:
             text = json.dumps(report, indent=2, allow_nan=False)

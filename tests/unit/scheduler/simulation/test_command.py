@@ -11,7 +11,7 @@ from scheduler.models import SolverConfig
 POLICY_KEYS = {
     "energy_kwh", "energy_per_step_j", "slo_violation", "avg_jct_s", "makespan_s", "jain_fairness", "completed",
     "migrations", "moves", "preemptions", "restarts", "max_moves_per_job", "jobs_by_moves", "lost_gpu_hours",
-    "lost_gpu_hours_by_cause", "busy_gpu_hours",
+    "lost_gpu_hours_by_cause", "busy_gpu_hours", "stranded_jobs", "probes", "probed_jobs",
 }
 POLICIES = {"gogh", "gogh_fixed_weight", "oracle", "round_robin", "random", "greedy_fastest", "greedy_efficient"}
 
@@ -32,12 +32,15 @@ def test_a_tiny_run_writes_every_policy_and_the_learning_curve(tmp_path):
     for name, metrics in report["policies"].items():
         assert POLICY_KEYS <= set(metrics), name
         assert metrics["completed"] == 4, name
+        assert metrics["stranded_jobs"] == 0, name
         assert metrics["energy_kwh"] > 0
         assert metrics["restarts"] >= metrics["moves"] + metrics["preemptions"], name
         assert 0 <= metrics["lost_gpu_hours"] < metrics["busy_gpu_hours"], name
         assert sum(metrics["jobs_by_moves"].values()) == 4, name
     assert list(report["learning_curve"]) == [str(n) for n in range(21)]
     assert report["learning_curve"]["0"]["samples"] > 0
+    assert set(report["learning_curve"]["0"]) == {"mape", "samples", "stranded", "stranded_mape"}
+    assert report["scenario"]["exploration"]["probe_s"] == 600.0 and report["scenario"]["cluster"] == "gavel"
     assert report["scenario"]["gpus"] == {"k80": 36, "p100": 36, "v100": 36}
     assert report["scenario"]["failures"] == [[3600.0, "v100-s0-g0"]]
     assert len(report["scenario"]["restart_overhead_s"]) == 26
@@ -48,6 +51,7 @@ def test_a_tiny_run_writes_every_policy_and_the_learning_curve(tmp_path):
     table = out.getvalue()
     assert all(name in table for name in POLICIES)
     assert table.splitlines()[0].split()[-4:] == ["moves", "preempt", "lost", "sec"]
+    assert "strand" in table.splitlines()[0] and "gogh stranded jobs" in table
 
 
 def test_a_bad_truth_file_gives_file_line_reasons_and_exit_1(tmp_path, capsys):

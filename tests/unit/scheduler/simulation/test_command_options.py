@@ -26,6 +26,7 @@ from .test_command import run_as_from_shell
     (["--fail=-5:v100-s0-g0"], "argument --fail: takes SECONDS:GPU_ID"),
     (["--fail", "soon:v100-s0-g0"], "argument --fail: takes SECONDS:GPU_ID"),
     (["--fail", "7200"], "argument --fail: takes SECONDS:GPU_ID"),
+    (["--cluster", "tpu"], "argument --cluster: invalid choice: 'tpu'"),
 ])
 def test_bad_numbers_are_usage_errors_before_anything_runs(tmp_path, capsys, argv, says):
     with pytest.raises(SystemExit) as exited:
