@@ -120,7 +120,9 @@ def _without_hopeless(problem: Problem, probing: dict[str, Job], ended: dict[str
     T_min, so that a changed prediction alone never stops running work; a probe is the exception,
     a measurement whose result decides whether the job runs on. A probe that itself measured
     T_min or more (`reached`) never stops its job, whether or not P2 has caught up with it yet
-    (its update follows each measurement as a task of its own)."""
+    (its update follows each measurement as a task of its own). A job whose probe measured too
+    little but that some other configuration is predicted to serve is planned as if pending: no
+    current placement holds it where the probe found it too slow, so it moves there or stops."""
     judged = set(ended) - reached
     if not judged:
         return problem, {}
@@ -137,7 +139,10 @@ def _without_hopeless(problem: Problem, probing: dict[str, Job], ended: dict[str
             gpu_type=probing[spec.id].probe_gpu_type, measured=ended[spec.id], t_min=spec.min_throughput,
             reason=f"Not enough: {predicted}.",
         )
-    return replace(problem, jobs=tuple(spec for spec in problem.jobs if spec.id not in stopped)), stopped
+    return replace(problem, jobs=tuple(
+        replace(spec, current=None) if spec.id in judged else spec
+        for spec in problem.jobs if spec.id not in stopped
+    )), stopped
 
 
 def probe_history(problem: Problem) -> dict[str, ProbeHistory]:

@@ -7,16 +7,20 @@ the simulation's time, the probe history of each job and the GPUs already probin
 the lowest admission level). A probe the round could not place did not happen: its history is
 restored. A placed probe is a run like any other (it trains, checkpoints, telemetry observes it
 once it trained for a report); when its `until` has passed the job goes back to normal
-planning on its estimate, now corrected by what telemetry saw: as any running job, it moves or
-stops only where the keep-work rules find that worth its lost work, so a probe that measured
-too little may keep running below T_min.
+planning on its estimate, now corrected by what telemetry saw. A probe whose configuration is
+then predicted below the job's T_min is a measurement that said "not here": where another
+configuration is predicted to serve the job, that round plans it as if it were pending (no
+current placement, so no keep-work rule holds it there) and it moves, as the control plane does
+(scheduler/exploration_round.py). Where none is, it runs on below T_min like any running job
+(the control plane preempts it instead: measured with that rule, 2 of 300 jobs of the held-out
+scenario never finished, docs/simulation.md).
 
 A workload *disagrees* with the catalog once a round's observation of it, alone, differs from
 the catalog's measured value of that configuration by more than DISAGREEMENT (either way):
 its stranded jobs' beliefs are then widened (`choose_probes(disagreed=...)`).
 """
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from scheduler.optimizer.exploration import (
     ExplorationSettings,
@@ -24,6 +28,7 @@ from scheduler.optimizer.exploration import (
     ProbeHistory,
     beliefs,
     choose_probes,
+    stranded,
     with_probes,
 )
 from scheduler.optimizer.problem import Placement, Problem
@@ -62,6 +67,7 @@ class Explorer:
                 self.history[probe.job_id] = ProbeHistory(before.probes + 1, now)
                 self.running[probe.job_id] = probe
         probes = list(self.running.values())
+        problem = _replanned(problem, predictions, {job_id for job_id in ended if job_id in active})
         return (with_probes(problem, probes) if probes else problem), bool(self._new or ended)
 
     def placed(self, placements: dict[str, Placement]) -> None:
@@ -83,3 +89,26 @@ class Explorer:
         measured = self.catalog.tau(workload, gpu_type, num_gpus, consolidated)
         if measured and abs(math.log(seen / measured)) > math.log(DISAGREEMENT):
             self.disagreed.add(workload)
+
+
+def _replanned(problem: Problem, predictions, ended: set[str]) -> Problem:
+    """The jobs whose probe just ended on a configuration now predicted below their T_min, while
+    another configuration is predicted to serve them, planned as if pending (see the module's
+    docstring)."""
+    gpus = {g.id: g for g in problem.gpus}
+
+    def below(spec) -> bool:
+        placed = [gpus[i] for i in spec.current.gpu_ids if i in gpus] if spec.current else []
+        if not placed:
+            return False
+        tau = predictions.tau(spec.workload, placed[0].gpu_type, len(placed), len({g.node for g in placed}) == 1)
+        return tau is not None and tau < spec.min_throughput
+
+    judged = {spec.id for spec in problem.jobs if spec.id in ended and below(spec)}
+    if not judged:
+        return problem
+    as_pending = replace(problem, jobs=tuple(replace(spec, current=None) for spec in problem.jobs if spec.id in judged))
+    served = judged - set(stranded(as_pending, beliefs(as_pending, predictions)))
+    return replace(problem, jobs=tuple(
+        replace(spec, current=None) if spec.id in served else spec for spec in problem.jobs
+    ))

@@ -125,6 +125,26 @@ def test_a_probe_that_measured_too_little_goes_back_to_pending_with_what_it_meas
     assert job.state == "pending" and job.probes == 1 and "No probe now:" in job.pending_reason
 
 
+def test_a_probe_that_measured_too_little_where_another_type_serves_moves_there(drifted, alice):
+    """The probe on the V100 measured 6.2/s < T_min 8; P2 now puts the K80 at 9/s: the job is
+    planned as if pending, not kept where the probe found it too slow by the keep-work rules
+    (here the move cool-down, which began with the probe)."""
+    job = submit(alice, drifted)
+    round_now()
+    probe_over(job, refined_v100=6.2, p2=False)
+    PredictionRecord.objects.create(workload=job.workload, job_id=job.pk, version=PredictorVersion.objects.get(),
+                                    estimates={**P1, "tau": [9.0, 6.2], "tau_std": [0.0, 0.0], "observed": 1})
+    # placed as the probe began: probe_s (600 s) is the move cool-down, which still pins it
+    started = timezone.now() - timedelta(seconds=590)
+    Job.objects.filter(pk=job.pk).update(state="running", started_at=started, placed_at=started)
+    run = round_now()
+    job.refresh_from_db()
+    assert job.probe_gpu_type == "" and job.probes == 1
+    assert job.allocations.get(end__isnull=True).gpu.gpu_type.name == "k80"
+    [move] = JobInterruption.objects.filter(job=job)
+    assert move.kind == "moved" and move.solve_run == run
+
+
 def test_the_probe_budget_and_the_probes_per_job_are_respected(drifted, alice, settings):
     first, second = submit(alice, drifted), submit(alice, drifted)
     round_now()  # 6 GPUs, a tenth probing at once: at least one GPU, one probe
