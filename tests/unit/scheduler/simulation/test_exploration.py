@@ -66,3 +66,35 @@ def test_with_exploration_a_probe_corrects_the_estimate_and_the_job_completes(wo
     assert (metrics["completed"], metrics["stranded_jobs"], metrics["probes"], metrics["probed_jobs"]) == (1, 0, 1, 1)
     assert metrics["preemptions"] == 0  # after the probe the corrected estimate keeps it running
     assert result.jobs[0].done_at == pytest.approx(3600)  # probed from the first round, never interrupted
+
+
+class _Rates:
+    """Predictions by GPU type (1 GPU, alone), exact: what _replanned and the beliefs read."""
+
+    def __init__(self, rates):
+        self.rates = rates
+
+    def tau(self, workload, gpu_type, num_gpus, consolidated):
+        return self.rates.get(gpu_type) if num_gpus == 1 else None
+
+    def rho(self, workload, partner, gpu_type):
+        return None
+
+    def uncertainty(self, workload, gpu_type, num_gpus, consolidated):
+        return 0.0, True
+
+
+@pytest.mark.parametrize("k80, replanned", [(9.0, True), (5.0, False)])
+def test_a_probe_that_measured_too_little_is_planned_as_pending_only_where_another_type_serves(k80, replanned):
+    """On the V100 the job is now predicted at 6/s < T_min 8: with the K80 at 9/s it is planned
+    as if pending (it may move); with the K80 at 5/s nothing serves it and it runs on."""
+    from scheduler.optimizer.problem import CurrentPlacement, JobSpec, Problem
+    from scheduler.simulation.explore import _replanned
+
+    predictions = _Rates({"v100": 6.0, "k80": k80})
+    gpus = build_gpus((("v100", 1), ("k80", 1)))
+    job = JobSpec("j", HIDDEN, "t", 8.0, 1, current=CurrentPlacement((gpus[0].id,)))
+    problem = Problem(jobs=(job,), gpus=gpus, gpu_types=gpu_types(["v100", "k80"]), predictions=predictions)
+    after = _replanned(problem, predictions, {"j"})
+    assert (after.jobs[0].current is None) is replanned
+    assert _replanned(problem, predictions, set()).jobs[0].current == job.current  # a probe still running
