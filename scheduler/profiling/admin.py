@@ -9,7 +9,7 @@ from catalog.models import GpuType
 from gogh_web.admin_display import RecordAdmin
 
 from ..models import CampaignTrigger, ProfilingCampaign
-from .services import CampaignOpen, campaign_start
+from .services import CampaignOpen, campaign_cancel, campaign_start
 
 
 @admin.register(ProfilingCampaign)
@@ -22,6 +22,26 @@ class ProfilingCampaignAdmin(RecordAdmin):
     fields = ["gpu_type", "state", "trigger", "suite_version", "driver_version", "requested_by", "message", "cases",
               "cases_done", "failures", "created_at", "started_at", "finished_at"]
     readonly_fields = fields
+
+    actions = ["cancel"]
+
+    def has_cancel_permission(self, request):
+        """Stopping a campaign changes it: the change permission (superusers, or granted)."""
+        return request.user.has_perm("scheduler.change_profilingcampaign")
+
+    @admin.action(description="Cancel selected campaigns (and their unfinished jobs)", permissions=["cancel"])
+    def cancel(self, request, queryset):
+        cancelled, refused = [], []
+        for campaign in queryset:
+            try:
+                campaign_cancel(campaign=campaign, by=request.user)
+                cancelled.append(str(campaign.pk))
+            except ValidationError as exc:
+                refused.append(f"campaign {campaign.pk}: {' '.join(exc.messages)}")
+        if cancelled:
+            self.message_user(request, f"Cancelled campaign(s) {', '.join(cancelled)}.", messages.SUCCESS)
+        if refused:
+            self.message_user(request, "Not cancelled: " + " ".join(refused), messages.WARNING)
 
     @admin.display(description="Cases")
     def progress(self, campaign):

@@ -1,9 +1,11 @@
 """Profiling campaigns on the API: GET /api/profiling-campaigns/ (every signed-in user reads:
 campaigns are facts about the cluster's GPU types) and POST /api/gpu-types/<name>/profile/
-(staff: start a campaign now, trigger admin)."""
+(staff: start a campaign now, trigger admin), POST /api/profiling-campaigns/<id>/cancel/ (staff:
+stop an open one)."""
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
 from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -43,6 +45,16 @@ class ProfilingCampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
 
     def get_queryset(self):
         return selectors.campaign_list()
+
+    @extend_schema(request=ProfileRequestSerializer, responses={200: ProfilingCampaignSerializer})
+    @action(detail=True, methods=["post"], permission_classes=[IsAdminUser])
+    def cancel(self, request, pk=None):
+        """200 with the cancelled campaign and its unfinished jobs cancelled; 400 (`state`) for a
+        campaign that has ended; 403 for non-staff. A refusal writes nothing."""
+        campaign = self.get_object()
+        ProfileRequestSerializer(data=request.data).is_valid(raise_exception=True)
+        services.campaign_cancel(campaign=campaign, by=request.user)
+        return Response(ProfilingCampaignSerializer(selectors.campaign_list().get(pk=campaign.pk)).data)
 
 
 class GpuTypeProfileView(APIView):

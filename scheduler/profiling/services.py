@@ -19,6 +19,7 @@ from gogh_web.activity import announce
 from gogh_web.outbox.services import outbox_enqueue
 from telemetry.models import Gpu, GpuState
 
+from ..lifecycle import TERMINAL
 from ..models import CampaignState, CampaignTrigger, Job, Membership, ProfilingCampaign, Tenant
 from . import live, suite
 from .lines import BadLine, Result, read_line
@@ -96,6 +97,29 @@ def campaign_start(*, gpu_type: GpuType, trigger: str, requested_by=None, driver
     _submit_jobs(campaign, runnable)
     live.gpu_type_profile_changed(gpu_type.name)
     announce("profiling campaign %s for %s (%s): %d cases", campaign.pk, gpu_type.name, trigger, len(cases))
+    return campaign
+
+
+@transaction.atomic
+def campaign_cancel(*, campaign: ProfilingCampaign, by, now=None) -> ProfilingCampaign:
+    """Stop an open campaign: it ends `cancelled` (the type is not marked profiled; what its jobs
+    measured stays in the catalog) and its jobs that have not ended are cancelled. ValidationError
+    (keyed `state`) for a campaign that has ended: a refusal writes nothing."""
+    from ..services import job_cancel  # scheduler.services ends campaigns' jobs through this package
+
+    now = now or timezone.now()
+    campaign = ProfilingCampaign.objects.select_for_update().select_related("gpu_type").get(pk=campaign.pk)
+    if campaign.state not in OPEN_STATES:
+        raise ValidationError({"state": [f"The campaign has ended ({campaign.state}); there is nothing to cancel."]})
+    campaign.state = CampaignState.CANCELLED
+    campaign.finished_at = now
+    campaign.message = (f"Cancelled by {by.get_username()}: "
+                        f"{len(campaign.cases_done)} of {len(campaign.cases)} cases measured.")
+    campaign.save()
+    for job in campaign.jobs.exclude(state__in=[state.value for state in TERMINAL]):
+        job_cancel(job=job, by=by, reason="Its profiling campaign was cancelled.")
+    live.gpu_type_profile_changed(campaign.gpu_type.name)
+    announce("profiling campaign %s for %s cancelled by %s", campaign.pk, campaign.gpu_type.name, by.get_username())
     return campaign
 
 

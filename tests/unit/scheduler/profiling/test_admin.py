@@ -46,3 +46,18 @@ def test_campaigns_are_listed_and_shown_never_added_changed_or_deleted(client, r
     assert client.post(f"{page}/change/", {"state": "done"}).status_code == 403
     assert client.post(f"{page}/delete/", {"post": "yes"}).status_code == 403
     assert ProfilingCampaign.objects.get().state == "pending"
+
+
+def test_the_cancel_action_stops_open_campaigns_and_refuses_ended_ones(client, root, fake_suite, catalog,
+                                                                         v100_node, v100):
+    act(client, v100)
+    campaign = ProfilingCampaign.objects.get()
+    page = client.post("/admin/scheduler/profilingcampaign/",
+                       {"action": "cancel", "_selected_action": [campaign.pk]}, follow=True)
+    assert messages_of(page) == [f"Cancelled campaign(s) {campaign.pk}."]
+    campaign.refresh_from_db()
+    assert campaign.state == "cancelled" and set(Job.objects.values_list("state", flat=True)) == {"cancelled"}
+    page = client.post("/admin/scheduler/profilingcampaign/",
+                       {"action": "cancel", "_selected_action": [campaign.pk]}, follow=True)
+    assert messages_of(page) == [
+        f"Not cancelled: campaign {campaign.pk}: The campaign has ended (cancelled); there is nothing to cancel."]

@@ -75,3 +75,23 @@ def test_everyone_signed_in_reads_the_campaigns(fake_suite, catalog, v100_node, 
     assert client_for(alice).get(f"/api/profiling-campaigns/{campaign['id']}/").json()["id"] == campaign["id"]
     assert client_for(alice).post("/api/profiling-campaigns/", {}, format="json").status_code == 405
     assert client_for(alice).get("/api/profiling-campaigns/?state=done").json()["results"] == []
+
+
+def test_staff_cancel_an_open_campaign_and_its_unfinished_jobs(fake_suite, catalog, v100_node, staff, alice,
+                                                                client_for):
+    campaign = profile(client_for(staff)).json()
+    cancel = f"/api/profiling-campaigns/{campaign['id']}/cancel/"
+    assert client_for(alice).post(cancel, {}, format="json").status_code == 403  # staff only, and nothing changed
+    assert ProfilingCampaign.objects.get().state == "pending" and not Job.objects.filter(state="cancelled").exists()
+    answer = client_for(staff).post(cancel, {}, format="json")
+    assert answer.status_code == 200, answer.json()
+    body = answer.json()
+    assert body["state"] == "cancelled" and body["finished_at"] and body["message"].startswith("Cancelled by operator")
+    assert sorted(Job.objects.values_list("state", flat=True)) == ["cancelled", "cancelled"]
+    assert all("Its profiling campaign was cancelled." in job.state_reason for job in Job.objects.all())
+    assert not ProfilingCampaign.objects.get().gpu_type.profiled_at  # not profiled
+    before = list(ProfilingCampaign.objects.values())
+    again = client_for(staff).post(cancel, {}, format="json")
+    assert again.status_code == 400 and "state" in again.json()  # it has ended: refused, nothing written
+    assert list(ProfilingCampaign.objects.values()) == before
+    assert profile(client_for(staff)).status_code == 201  # a cancelled campaign is no obstacle to a new one
