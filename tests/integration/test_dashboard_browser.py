@@ -19,7 +19,7 @@ from django.utils import timezone
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from rest_framework.authtoken.models import Token
 
-from catalog.models import Measurement
+from catalog.models import GpuType, Measurement
 from gogh_web.dashboard.tradeoff import sweep_grid
 from scheduler.live import job_changed
 from scheduler.models import Job, SolverConfigChange
@@ -421,3 +421,60 @@ def test_every_page_works_under_the_content_security_policy(stack, chromium, dem
         violations += page.evaluate("window.__cspViolations")
     assert violations == [], "\n".join(violations)
     assert console == [], "\n".join(console)
+
+
+def test_a_profiling_campaign_shows_on_the_cluster_page_live(stack, chromium, demo, make_user):
+    """A node brings a type the catalog has never measured (a100): the Cluster page says
+    "datasheet only"; a campaign starts and its progress shows; cancelled, the type is back to
+    "datasheet only": each without a reload (the live kind gpu_type_profile)."""
+    from scheduler.models import ProfilingCampaign
+    from scheduler.profiling.services import campaign_cancel, campaign_start
+
+    base, _ = stack
+    page = signed_in(chromium, base, "operator")
+    page.goto(base + "/dashboard/")
+    page.wait_for_selector("#live-status[data-status=live]", timeout=WAIT_MS)
+    agent = make_user("agent-a100", agent=True)
+
+    def register():
+        with transaction.atomic():
+            GpuType.objects.create(name="a100", memory_gb=40, tdp_w=400, idle_w=50, power_curve=[[0, 50], [1, 400]])
+            node = node_register(agent_user=agent, hostname="gpu-a100", labels={}, cell="", agent_version="test",
+                                 gpus=[{"index": 0, "uuid": "GPU-x0", "gpu_type": "a100"}])[0]
+            node.approved_at = timezone.now()
+            node.save(update_fields=["approved_at"])
+
+    def row_says(text):
+        try:
+                page.wait_for_function(
+                "t => Array.from(document.querySelectorAll('#gpu-type-table tr')).some(r => r.cells[0]"
+                " && r.cells[0].innerText === 'a100' && r.querySelector('.profile').innerText === t)",
+                arg=text, timeout=WAIT_MS,
+            )
+        except PlaywrightTimeoutError:
+            pytest.fail(page.inner_text("#gpu-type-table"))
+
+    off_the_loop(register)
+    row_says("datasheet only")
+    assert page.evaluate(
+        "() => Array.from(document.querySelectorAll('#gpu-type-table tr')).find(r => r.cells[0].innerText === 'v100')"
+        ".querySelector('.profile').innerText"
+    ) == "measured, not profiled"
+    operator = demo["operator"]
+
+    def start():
+        with transaction.atomic():
+            return campaign_start(gpu_type=GpuType.objects.get(name="a100"), trigger="admin", requested_by=operator)
+
+    campaign = off_the_loop(start)
+    settled = len(campaign.failures)  # the suite's cases whose workloads this catalog lacks fail at once
+    assert 0 < settled < len(campaign.cases)
+    row_says(f"profiling {settled} of {len(campaign.cases)} cases")
+
+    def cancel():
+        with transaction.atomic():
+            campaign_cancel(campaign=ProfilingCampaign.objects.get(pk=campaign.pk), by=operator)
+
+    off_the_loop(cancel)
+    row_says("datasheet only")
+    assert page.errors == []

@@ -23,9 +23,11 @@
 
   function values(map) { return Object.keys(map).map(function (k) { return map[k]; }); }
   function label(g) { return g.node + "/" + g.index; }
-  // scheduler.profiling.live.profile_label, for the live dicts
+  /* scheduler.profiling.live.profile_label, for the live dicts. The snapshot holds every GPU type
+     the catalog had when the page loaded; a type without a dict was created since (an agent
+     brought it), so nothing has measured it yet: datasheet only, until its first campaign event. */
   function profileLabel(p) {
-    if (!p) return "";
+    if (!p) return "datasheet only";
     if (p.status === "profiling") return "profiling " + p.cases_settled + " of " + p.cases + " cases";
     return { profiled: "profiled", measured: "measured, not profiled", datasheet: "datasheet only" }[p.status] || "";
   }
