@@ -236,10 +236,13 @@ def solver_config_changes() -> list[SolverConfigChange]:
 FAILED_POINT = "failed"
 
 
-def sweep_status(sweep: TradeoffSweep, *, now=None) -> str:
+def sweep_status(sweep: TradeoffSweep, *, now=None, statuses: list[str] | None = None) -> str:
     """tradeoff.SOLVING, COMPLETE or FAILED (a point failed, or the sweep's time ran out with
-    points missing), by its stored points, its age and its problem's solver time limit."""
-    statuses = list(sweep.points.values_list("status", flat=True))
+    points missing), by its stored points (`statuses`: those of points already read, so that a
+    status and the points shown with it come from one read), its age and its problem's solver
+    time limit."""
+    if statuses is None:
+        statuses = list(sweep.points.values_list("status", flat=True))
     failed = statuses.count(FAILED_POINT)
     return tradeoff.sweep_status(
         expected=sweep.points_expected, solved=len(statuses) - failed, failed=failed,
@@ -264,7 +267,8 @@ def sweep_data(sweep: TradeoffSweep, user) -> dict:
     config = solver_config()
     problem = problem_from_dict(sweep.problem)
     return {
-        "sweep": sweep.pk, "state_digest": sweep.state_digest, "status": sweep_status(sweep),
+        "sweep": sweep.pk, "state_digest": sweep.state_digest,
+        "status": sweep_status(sweep, statuses=[p["status"] for p in points]),
         "points_expected": sweep.points_expected, "surplus_value_w": sweep.surplus_value_w,
         "points": [{**p, "shared_by": groups.count(g)} for p, g in zip(solved, groups)],
         "distinct_points": len(set(groups)),

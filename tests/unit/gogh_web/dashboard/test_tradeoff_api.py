@@ -384,3 +384,29 @@ def test_a_sweep_pruned_during_a_point_solve_is_skipped(browser_for, alice, clus
     monkeypatch.setattr(services, "_solve", pruned_meanwhile)
     assert services.tradeoff_point_solve(sweep_id=sweep_id, index=0) is None
     assert not TradeoffPoint.objects.exists()
+
+
+def test_a_point_stored_while_a_sweep_is_read_cannot_make_it_complete_without_that_point(
+        browser_for, alice, cluster, submit, dispatched, monkeypatch):
+    """The last point lands between the read of the points and the status (seen in CI: the page
+    got "complete" with 20 of 21 points and stopped polling): the status is that of the points
+    sent with it, so the page polls again and gets all 21."""
+    submit(alice, min_throughput=3.0)
+    client = browser_for(alice)
+    sweep_id = sweep_of_now(client)["sweep"]
+    *first, last = tradeoff.sweep_grid()
+    for setting in first:
+        services.tradeoff_point_solve(sweep_id=sweep_id, index=setting.index)
+    real_status = selectors.sweep_status
+
+    def status_after_the_last_point_lands(sweep, **kwargs):
+        if not TradeoffPoint.objects.filter(sweep_id=sweep_id, index=last.index).exists():
+            services.tradeoff_point_solve(sweep_id=sweep_id, index=last.index)
+        return real_status(sweep, **kwargs)
+
+    monkeypatch.setattr(selectors, "sweep_status", status_after_the_last_point_lands)
+    url = reverse("dashboard:tradeoff-sweep-detail", args=[sweep_id])
+    data = client.get(url).json()
+    assert (data["status"], len(data["points"])) == ("solving", 20)
+    data = client.get(url).json()
+    assert (data["status"], len(data["points"])) == ("complete", 21)
