@@ -106,3 +106,49 @@ def _number(environ: Mapping[str, str], name: str, default: float, *, low: float
     if not math.isfinite(value) or value < low or value > high or (low_open and value == low):
         raise ImproperlyConfigured(f"{name}: {raw!r} is not {what}")
     return value
+
+
+EXECUTORS = ("agent", "slurm")
+
+
+def executor_environment(environ: Mapping[str, str], var: Path) -> dict:
+    """GOGH_EXECUTOR and GOGH_SLURM_* (docs/executors.md), checked when the settings load: an
+    unknown executor, a malformed map or a bad number stops the start with the variable, the
+    value and what is allowed. {"executor", "slurm": {"gres_types", "accounts", "partition",
+    "sync_s", "command_timeout_s", "output_dir", "checkpoint_dir", "job_prefix", "bin_dir"}}."""
+    executor = environ.get("GOGH_EXECUTOR", "").strip().lower() or "agent"
+    if executor not in EXECUTORS:
+        raise ImproperlyConfigured(f"GOGH_EXECUTOR: {executor!r} is not one of {', '.join(EXECUTORS)}")
+    prefix = environ.get("GOGH_SLURM_JOB_PREFIX", "").strip() or "gogh"
+    if not prefix.replace("-", "").replace("_", "").isalnum():
+        raise ImproperlyConfigured(f"GOGH_SLURM_JOB_PREFIX: {prefix!r} is not letters, digits, '-' and '_'")
+    return {
+        "executor": executor,
+        "slurm": {
+            "gres_types": _pairs(environ, "GOGH_SLURM_GRES_TYPES", what="gres type=GPU type"),
+            "accounts": _pairs(environ, "GOGH_SLURM_ACCOUNTS", what="tenant slug=Slurm account"),
+            "partition": environ.get("GOGH_SLURM_PARTITION", "").strip(),
+            "sync_s": _number(environ, "GOGH_SLURM_SYNC_S", 2.0, low=0.5, high=3600, what="0.5 to 3600 (seconds)"),
+            "command_timeout_s": _number(environ, "GOGH_SLURM_COMMAND_TIMEOUT_S", 15.0, low=1, high=600,
+                                         what="1 to 600 (seconds)"),
+            "output_dir": Path(environ.get("GOGH_SLURM_OUTPUT_DIR", "").strip() or var / "slurm" / "output"),
+            "checkpoint_dir": Path(
+                environ.get("GOGH_SLURM_CHECKPOINT_DIR", "").strip() or var / "slurm" / "checkpoints"
+            ),
+            "job_prefix": prefix,
+            "bin_dir": environ.get("GOGH_SLURM_BIN_DIR", "").strip(),
+        },
+    }
+
+
+def _pairs(environ: Mapping[str, str], name: str, *, what: str) -> dict[str, str]:
+    """"a=b,c=d" -> {"a": "b", "c": "d"}; ImproperlyConfigured naming the item that is not one."""
+    pairs = {}
+    for item in (part.strip() for part in environ.get(name, "").split(",")):
+        if not item:
+            continue
+        key, equals, value = (side.strip() for side in item.partition("="))
+        if not equals or not key or not value:
+            raise ImproperlyConfigured(f"{name}: {item!r} is not {what}")
+        pairs[key] = value
+    return pairs

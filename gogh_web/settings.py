@@ -283,6 +283,12 @@ GOGH_EXPLORATION_MIN_CHANCE = _EXPLORATION["min_chance"]
 GOGH_EXPLORATION_MAX_PROBE_SHARE = _EXPLORATION["max_probe_share"]
 GOGH_EXPLORATION_RETRY_AFTER_S = _EXPLORATION["retry_after_s"]
 GOGH_EXPLORATION_MAX_PROBES_PER_JOB = _EXPLORATION["max_probes_per_job"]
+# Executors (docs/executors.md): who runs the jobs. "agent" (the default): GOGH's node agents
+# pull their assignments. "slurm": the rounds' decisions go to a Slurm cluster through its
+# command-line tools, synced every GOGH_SLURM_SYNC_S; a bad value stops the start.
+_EXECUTOR = env.executor_environment(os.environ, VAR_DIR)
+GOGH_EXECUTOR = _EXECUTOR["executor"]
+GOGH_SLURM = _EXECUTOR["slurm"]
 # Predictors (docs/predictors.md): default architecture, catalog policy, retraining.
 GOGH_PREDICTOR_ARCHITECTURE = os.environ.get("GOGH_PREDICTOR_ARCHITECTURE", "structured")
 GOGH_PREDICTOR_WINDOW = int(os.environ.get("GOGH_PREDICTOR_WINDOW", "1000"))

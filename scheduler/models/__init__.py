@@ -1,4 +1,5 @@
 from .allocations import Allocation
+from .executor_runs import ExecutorRun, ExecutorSync
 from .interruptions import InterruptionKind, JobInterruption
 from .job_measurements import JobMeasurement
 from .jobs import Job
@@ -11,6 +12,8 @@ __all__ = [
     "Allocation",
     "CampaignState",
     "CampaignTrigger",
+    "ExecutorRun",
+    "ExecutorSync",
     "InterruptionKind",
     "Job",
     "JobInterruption",

@@ -1,6 +1,6 @@
 from .gpus import Gpu, GpuState
-from .nodes import Node, NodeState
+from .nodes import Node, NodeManager, NodeState
 from .samples import GpuSample, GpuSampleMinute
 from .silence import SilenceWatch
 
-__all__ = ["Gpu", "GpuSample", "GpuSampleMinute", "GpuState", "Node", "NodeState", "SilenceWatch"]
+__all__ = ["Gpu", "GpuSample", "GpuSampleMinute", "GpuState", "Node", "NodeManager", "NodeState", "SilenceWatch"]

@@ -29,6 +29,11 @@ class Gpu(models.Model):
     memory_gb = models.FloatField(null=True, blank=True, help_text="Memory as reported; type default if empty.")
     state = models.CharField(max_length=16, choices=GpuState.choices, default=GpuState.HEALTHY, db_index=True)
     state_reason = models.CharField(max_length=200, blank=True, help_text="Why the GPU is in its state.")
+    external_holder = models.CharField(
+        max_length=200, blank=True,
+        help_text="A run GOGH did not submit holds this GPU (e.g. a job submitted straight to Slurm): "
+                  "nothing is planned on it while this says so.",
+    )
 
     class Meta:
         ordering = ["node__hostname", "index"]

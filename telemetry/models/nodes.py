@@ -9,6 +9,15 @@ class NodeState(models.TextChoices):
     DOWN = "down", "Down"
 
 
+class NodeManager(models.TextChoices):
+    """Who tells the control plane what the node holds and whether it is up: its GOGH agent
+    (registration and heartbeats), or the cluster manager GOGH runs its jobs through (Slurm's
+    inventory, synced; its agent, if any, only observes)."""
+
+    AGENT = "agent", "GOGH agent"
+    SLURM = "slurm", "Slurm"
+
+
 class Node(models.Model):
     hostname = models.CharField(max_length=253, unique=True)
     labels = models.JSONField(default=dict, blank=True, help_text="Free-form key/value labels.")
@@ -16,6 +25,10 @@ class Node(models.Model):
         max_length=64, blank=True, db_index=True, help_text="Scheduling cell for hierarchical solving."
     )
     state = models.CharField(max_length=16, choices=NodeState.choices, default=NodeState.READY, db_index=True)
+    managed_by = models.CharField(
+        max_length=16, choices=NodeManager.choices, default=NodeManager.AGENT,
+        help_text="Who reports its inventory and state: its agent, or Slurm (then agents only observe).",
+    )
     state_reason = models.CharField(max_length=200, blank=True)
     drained = models.BooleanField(
         default=False,

@@ -191,6 +191,17 @@ def test_a_poll_that_fails_in_passing_does_not_stop_the_page_following_the_sweep
         else:
             route.continue_()
 
+    def still_solving(route):
+        """The sweep as the page first gets it: still being solved (one point in). The workers
+        can solve the whole sweep before the page's first answer is read (seen in CI: then the
+        page never polls, and this test would test nothing), so its first answer is held to
+        the moment a person usually sees."""
+        response = route.fetch()
+        body = response.json()
+        body.update(status="solving", points=body["points"][:1])
+        route.fulfill(response=response, json=body)
+
+    page.route("**/dashboard/api/tradeoff/", still_solving)
     page.route("**/dashboard/api/tradeoff/*/", flaky)
     page.goto(base + "/dashboard/tradeoff/")
     sweep_rendered(page)
