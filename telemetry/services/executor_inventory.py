@@ -83,7 +83,9 @@ def executor_inventory_apply(
         changed_gpus |= gpus_changed
         capacity = capacity or bool(gpus_changed)
     gone = GONE_REASON.format(manager=manager_label)
-    gone_down += [(node.pk, gone) for hostname, node in rows.items() if hostname not in inventory]
+    gone_down += [
+        (node.pk, gone) for hostname, node in rows.items() if hostname not in inventory and node.state != NodeState.DOWN
+    ]
     down = sum(nodes_go_down(node_ids=[pk], reason=reason) for pk, reason in gone_down)
     held_changed, held = _holders_match(manager, holders)
     changed_gpus |= held_changed
