@@ -42,7 +42,7 @@ def stops_apply(executor: Executor, statuses: dict[str, RunStatus], *, now, stat
 
 @transaction.atomic
 def _requested(run: ExecutorRun, *, kill: bool, now) -> None:
-    grace = timedelta(0 if kill else run.job.preemption_grace_s)
+    grace = timedelta(seconds=0 if kill else run.job.preemption_grace_s)
     ExecutorRun.objects.filter(pk=run.pk, stop_requested_at__isnull=True).update(
         stop_requested_at=now, kill_at=now + grace, stop_reason=run.job.state_reason[:300]
     )

@@ -11,8 +11,8 @@ def test_a_placed_job_is_submitted_once_with_its_placement_and_contract(slurm, p
     sync = executor_sync(executor=slurm)
     assert sync.ok and sync.stats["submitted"] == 1
     [launch] = slurm.launches
-    assert (launch.job_id, launch.node, launch.gpu_type, launch.num_gpus, launch.shares) == (job.pk, "n-v100", "v100", 2,
-                                                                                            None)
+    placement = (launch.job_id, launch.node, launch.gpu_type, launch.num_gpus, launch.shares)
+    assert placement == (job.pk, "n-v100", "v100", 2, None)
     assert (launch.command, launch.account, launch.grace_s) == ("python train.py", "acct-research", 45)
     checkpoints = slurm_settings["checkpoint_dir"] / f"job-{job.pk}"
     assert launch.environment == {

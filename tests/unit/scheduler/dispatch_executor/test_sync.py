@@ -1,0 +1,83 @@
+"""The sync as a whole: a snapshot that cannot be read writes nothing but its record; records
+are kept to the newest KEEP_SYNCS; the agent executor has nothing to sync; in slurm mode agents
+get nothing to run, and a round's decision or a cancel asks for a sync at once."""
+import pytest
+from django.utils import timezone
+
+from gogh_web.outbox.models import OutboxMessage
+from scheduler import services
+from scheduler.dispatch import executor_sync as sync_module
+from scheduler.dispatch.assignments import node_assignments
+from scheduler.dispatch.executor_settings import executor_from_settings
+from scheduler.dispatch.executor_sync import executor_sync
+from scheduler.executors.agent import AgentExecutor
+from scheduler.executors.base import RUNNING, ExecutorError
+from scheduler.models import ExecutorRun, ExecutorSync, Job, SolveRun
+from scheduler.optimizer import problem as opt
+from scheduler.tasks import executor_sync as executor_sync_task
+
+from .test_stops import move
+
+
+def test_a_snapshot_that_fails_writes_nothing_but_the_syncs_record(slurm, place):
+    job = place()
+    executor_sync(executor=slurm)
+    run = ExecutorRun.objects.get()
+    slurm.set(run.external_id, state=RUNNING, gpu_indexes=(0,))
+    slurm.broken = ExecutorError("squeue --json", "timed out after 15 s")
+    other = place(indexes=(1,))
+    sync = executor_sync(executor=slurm)
+    assert (sync.ok, sync.command, sync.error, sync.stats) == (False, "squeue --json", "squeue --json: timed out after "
+                                                                                      "15 s", {})
+    assert sync.cpu_s is not None and sync.finished_at is not None
+    assert Job.objects.get(pk=job.pk).state == "placed" and Job.objects.get(pk=other.pk).state == "placed"
+    assert list(ExecutorRun.objects.values_list("state", flat=True)) == ["pending"] and len(slurm.launches) == 1
+    slurm.broken = None
+    repaired = executor_sync(executor=slurm)
+    assert repaired.ok and Job.objects.get(pk=job.pk).state == "running" and len(slurm.launches) == 2
+
+
+def test_only_the_newest_syncs_are_kept(slurm, monkeypatch, db):
+    monkeypatch.setattr(sync_module, "KEEP_SYNCS", 3)
+    records = [executor_sync(executor=slurm).pk for _ in range(5)]
+    assert sorted(ExecutorSync.objects.values_list("pk", flat=True)) == records[-3:]
+
+
+def test_with_the_agent_executor_there_is_nothing_to_sync(db, place, settings):
+    settings.GOGH_EXECUTOR = "agent"
+    assert isinstance(executor_from_settings(), AgentExecutor)
+    assert executor_sync() is None and executor_sync_task() is None
+    assert not ExecutorSync.objects.exists() and not ExecutorRun.objects.exists()
+
+
+def test_in_slurm_mode_agents_get_nothing_to_run(place, node, settings):
+    place()
+    assert node_assignments(node, for_its_agent=True) == []
+    settings.GOGH_EXECUTOR = "agent"
+    assert [entry["gpu_indexes"] for entry in node_assignments(node, for_its_agent=True)] == [[0]]
+
+
+def sync_requests():
+    return OutboxMessage.objects.filter(task="scheduler.tasks.executor_sync").count()
+
+
+@pytest.mark.parametrize("executor, asked", [("slurm", 1), ("agent", 0)])
+def test_a_decision_that_moves_a_job_and_a_cancel_ask_for_a_sync(place, node, alice, settings, executor, asked):
+    settings.GOGH_EXECUTOR = executor
+    job = place()
+    OutboxMessage.objects.all().delete()
+    move(job, node.gpus.get(index=2))
+    assert sync_requests() == asked
+    OutboxMessage.objects.all().delete()
+    services.job_cancel(job=Job.objects.get(pk=job.pk), by=alice)
+    assert sync_requests() == asked
+
+
+def test_a_round_that_only_changes_reasons_asks_for_no_sync(place, settings, db):
+    job = place()
+    job = services.job_transition(job=job, to="pending", reason="Waiting.", now=timezone.now())
+    OutboxMessage.objects.all().delete()
+    plan = opt.Plan(solver="ilp", placements={}, reasons={str(job.pk): "No room."}, power_w=0.0, objective=0.0,
+                    status="optimal", energy_weight=1.0, load=0.0)
+    services._apply(plan, SolveRun.objects.create(solver="ilp", trigger="manual"), timezone.now())
+    assert sync_requests() == 0
