@@ -1,7 +1,13 @@
 """The sync as a whole: a snapshot that cannot be read writes nothing but its record; records
 are kept to the newest KEEP_SYNCS; the agent executor has nothing to sync; in slurm mode agents
 get nothing to run, and a round's decision or a cancel asks for a sync at once."""
+import json
+import os
+import subprocess
+import sys
+
 import pytest
+from django.conf import settings
 from django.utils import timezone
 
 from gogh_web.outbox.models import OutboxMessage
@@ -81,3 +87,20 @@ def test_a_round_that_only_changes_reasons_asks_for_no_sync(place, settings, db)
                     status="optimal", energy_weight=1.0, load=0.0)
     services._apply(plan, SolveRun.objects.create(solver="ilp", trigger="manual"), timezone.now())
     assert sync_requests() == 0
+
+
+@pytest.mark.parametrize("executor, entry", [
+    ("slurm", {"task": "scheduler.tasks.executor_sync", "schedule": 3.5, "options": {"expires": 3.5}}),
+    ("agent", None),
+])
+def test_beat_syncs_every_sync_s_in_slurm_mode_only(tmp_path, executor, entry):
+    """Settings load once per process, so each mode is read in a process of its own."""
+    clean = {name: value for name, value in os.environ.items() if not name.startswith("GOGH_")}
+    code = ("import django, json; django.setup(); from django.conf import settings; "
+            "print(json.dumps(settings.CELERY_BEAT_SCHEDULE.get('executor-sync')))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=settings.BASE_DIR, capture_output=True, text=True,
+                          timeout=120, env={**clean, "DJANGO_SETTINGS_MODULE": "gogh_web.settings",
+                                            "GOGH_VAR_DIR": str(tmp_path), "GOGH_EXECUTOR": executor,
+                                            "GOGH_SLURM_SYNC_S": "3.5"})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == entry
