@@ -94,9 +94,11 @@ def _apply_locked(run_id: int, status: RunStatus | None, now, stats: dict) -> No
         return  # another sync settled it meanwhile
     job = Job.objects.select_for_update().select_related("workload").get(pk=run.job_id)
     current = is_current(run, job, open_nodes([job.pk]).get(job.pk, set()))
+    read_back = list(run.gpu_indexes)
     _stamp(run, status, now)
     if status is not None and status.state != PENDING and current:
-        _repoint(job, run, status.gpu_indexes)
+        if list(status.gpu_indexes) != read_back:
+            _repoint(job, run, status.gpu_indexes)
         job = _progress(job, run, status, now, stats)
     if status is None or status.state in ENDED:
         if current:
@@ -164,20 +166,23 @@ def _progress(job: Job, run: ExecutorRun, status: RunStatus, now, stats: dict) -
     they refuse stores nothing; its lines are passed over), the job running."""
     word = _REPORTED.get(status.state, "preempted") if status.state in ENDED else "running"
     report, measurements = _report(job, run, word)
+    placed = job.state == JobState.PLACED.value
+    started_by = f"Slurm (job {run.external_id})"
     if report is not None:
+        # Where it runs, for the start's announcement and a campaign's results; else not read.
         allocations = list(Allocation.objects.filter(job=job, end__isnull=True)
-                           .select_related("gpu__node", "gpu__gpu_type").prefetch_related("partners"))
+                           .select_related("gpu__node", "gpu__gpu_type").prefetch_related("partners")
+                           ) if placed or job.campaign_id is not None else []
         try:
             job, _ = run_report(job, report, allocations, steps_per_s=None, measurements=measurements,
-                                started_by=f"Slurm (job {run.external_id})", now=now)
+                                started_by=started_by, now=now)
         except ValidationError as refused:
             stats["reports_refused"] = stats.get("reports_refused", 0) + 1
             announce("job %s: its run's output was refused: %s", job.pk, "; ".join(refused.messages))
-        job.refresh_from_db()
-        job_changed(job)
+        job_changed(job)  # its progress
     if job.state == JobState.PLACED.value:
-        job = job_transition(job=job, to=JobState.RUNNING.value, reason=f"Started by Slurm (job {run.external_id}).",
-                             now=now)
+        job = job_transition(job=job, to=JobState.RUNNING.value, reason=f"Started by {started_by}.", now=now)
+    if placed:
         stats["started"] = stats.get("started", 0) + 1
     return job
 
