@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Exists, F, OuterRef, Q
 
 from gogh_web.activity import announce
 from telemetry.models import Gpu
@@ -39,6 +40,9 @@ from .progress import job_ended, late_end, run_report
 from .report_rules import NotAssigned, Report
 
 _ON_A_GPU = (JobState.PLACED.value, JobState.RUNNING.value)
+#: What _news reads of a run and its job (the job's command, environment and the rest are not).
+_NEWS_FIELDS = ("id", "job_id", "external_id", "state", "native_state", "reason", "gpu_indexes", "node_id",
+                "stop_requested_at", "submitted_at", "output_path", "output_offset", "job__state", "job__placed_at")
 #: The report status of a run's end, in the agent path's words (progress.REPORT_STATUSES).
 _REPORTED = {SUCCEEDED: "succeeded", FAILED: "failed", TIMEOUT: "failed"}
 
@@ -53,6 +57,16 @@ def open_nodes(job_ids) -> dict[int, set[int]]:
     return nodes
 
 
+def not_current(executor: str):
+    """The unsettled runs of `executor` that are not their job's current one (is_current's
+    negation, as one query)."""
+    on_its_node = Allocation.objects.filter(job=OuterRef("job"), end__isnull=True, gpu__node=OuterRef("node"))
+    return ExecutorRun.objects.filter(executor=executor, settled_at__isnull=True).filter(
+        Q(stop_requested_at__isnull=False) | ~Q(job__state__in=_ON_A_GPU) | Q(job__placed_at__isnull=True)
+        | Q(job__placed_at__gt=F("submitted_at")) | ~Exists(on_its_node)
+    )
+
+
 def is_current(run: ExecutorRun, job: Job, nodes: set[int]) -> bool:
     """Whether `run` is the job's current run (the module's docstring), not one being stopped."""
     return (
@@ -65,7 +79,8 @@ def runs_apply(statuses: dict[str, RunStatus], *, executor: str, now, stats: dic
     """Apply the snapshot's `statuses` (external id -> status) to every unsettled run of
     `executor`. Runs where nothing changed (same state and GPUs, no new output, nothing for
     their job to do) are passed over without a write, so a steady sync costs a few queries."""
-    runs = list(ExecutorRun.objects.filter(executor=executor, settled_at__isnull=True).select_related("job"))
+    runs = list(ExecutorRun.objects.filter(executor=executor, settled_at__isnull=True).select_related("job")
+                .only(*_NEWS_FIELDS))
     nodes = open_nodes([run.job_id for run in runs])
     for run in runs:
         status = statuses.get(run.external_id)

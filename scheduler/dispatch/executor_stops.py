@@ -12,7 +12,7 @@ from gogh_web.activity import announce
 
 from ..executors.base import PENDING, Executor, ExecutorError, RunStatus
 from ..models import ExecutorRun
-from .executor_runs import is_current, open_nodes
+from .executor_runs import not_current
 
 
 def stops_apply(executor: Executor, statuses: dict[str, RunStatus], *, now, stats: dict,
@@ -20,11 +20,7 @@ def stops_apply(executor: Executor, statuses: dict[str, RunStatus], *, now, stat
     """Notice or kill every unsettled run that is no longer its job's current one. A signal
     the executor refuses is recorded in `errors` and tried again at the next sync (the run's
     row is left as it was)."""
-    runs = list(ExecutorRun.objects.filter(executor=executor.name, settled_at__isnull=True).select_related("job"))
-    nodes = open_nodes([run.job_id for run in runs])
-    for run in runs:
-        if run.stop_requested_at is None and is_current(run, run.job, nodes.get(run.job_id, set())):
-            continue
+    for run in not_current(executor.name).select_related("job"):
         status = statuses.get(run.external_id)
         started = status is not None and status.state != PENDING
         if run.stop_requested_at is not None and (run.kill_at > now or not started):
