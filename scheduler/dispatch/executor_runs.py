@@ -12,7 +12,7 @@ run's node; any other run is stale and is being stopped (executor_stops.py)."""
 from datetime import UTC, datetime
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Exists, F, OuterRef, Q
 
 from gogh_web.activity import announce
@@ -26,6 +26,7 @@ from ..executors.base import (
     PENDING,
     PREEMPTED,
     RESUME_EXIT_CODE,
+    RUNNING,
     SUCCEEDED,
     TIMEOUT,
     RunStatus,
@@ -37,12 +38,13 @@ from ..services import job_transition, scheduling_round_request
 from . import stops
 from .executor_output import output_grew, output_read
 from .progress import job_ended, late_end, run_report
-from .report_rules import NotAssigned, Report
+from .report_rules import NotAssigned, Report, check_report, record_steps
 
 _ON_A_GPU = (JobState.PLACED.value, JobState.RUNNING.value)
 #: What _news reads of a run and its job (the job's command, environment and the rest are not).
 _NEWS_FIELDS = ("id", "job_id", "external_id", "state", "native_state", "reason", "gpu_indexes", "node_id",
-                "stop_requested_at", "submitted_at", "output_path", "output_offset", "job__state", "job__placed_at")
+                "stop_requested_at", "submitted_at", "output_path", "output_offset", "job__state", "job__placed_at",
+                "job__tenant_id", "job__campaign_id", "job__total_steps", "job__checkpoint_step")
 #: The report status of a run's end, in the agent path's words (progress.REPORT_STATUSES).
 _REPORTED = {SUCCEEDED: "succeeded", FAILED: "failed", TIMEOUT: "failed"}
 
@@ -82,10 +84,56 @@ def runs_apply(statuses: dict[str, RunStatus], *, executor: str, now, stats: dic
     runs = list(ExecutorRun.objects.filter(executor=executor, settled_at__isnull=True).select_related("job")
                 .only(*_NEWS_FIELDS))
     nodes = open_nodes([run.job_id for run in runs])
+    steps: dict[int, int] = {}
+    offsets: dict[int, int] = {}
     for run in runs:
         status = statuses.get(run.external_id)
-        if _news(run, status, nodes.get(run.job_id, set())):
-            _apply_locked(run.pk, status, now, stats)
+        held = nodes.get(run.job_id, set())
+        if not _news(run, status, held):
+            continue
+        if _steps_only(run, status, held, steps, offsets, stats):
+            continue
+        _apply_locked(run.pk, status, now, stats)
+    _record_steps(runs, steps, offsets)
+
+
+def _steps_only(run: ExecutorRun, status: RunStatus | None, nodes: set[int], steps: dict[int, int],
+                offsets: dict[int, int], stats: dict) -> bool:
+    """The common news of a running job's run, new progress lines and nothing else (no
+    checkpoint, length, measurement, nor change of state or GPUs), noted in `steps` and
+    `offsets` for _record_steps (through the same report rules); False for any other news,
+    which _apply_locked applies."""
+    job = run.job
+    if not (status is not None and status.state == RUNNING and job.state == JobState.RUNNING.value
+            and job.campaign_id is None
+            and is_current(run, job, nodes) and list(status.gpu_indexes) == list(run.gpu_indexes)
+            and (status.native_state, status.reason) == (run.native_state, run.reason)):
+        return False
+    news = output_read(run.output_path, run.output_offset)
+    if news.checkpoint is not None or news.measurements or news.total is not None and job.total_steps is None:
+        return False
+    offsets[run.pk] = news.offset
+    if news.step is not None:
+        try:
+            check_report(job, Report(status="running", steps=news.step))
+            steps[job.pk] = news.step
+        except ValidationError:
+            stats["reports_refused"] = stats.get("reports_refused", 0) + 1
+    return True
+
+
+@transaction.atomic
+def _record_steps(runs: list[ExecutorRun], steps: dict[int, int], offsets: dict[int, int]) -> None:
+    """The progress _steps_only noted, and how far each run's output was read, in a few
+    statements; the jobs' pages hear of it."""
+    record_steps(steps)
+    table = connection.ops.quote_name(ExecutorRun._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.executemany(f"UPDATE {table} SET output_offset = %s WHERE id = %s",
+                           [(offset, run_id) for run_id, offset in offsets.items()])
+    for run in runs:
+        if run.job_id in steps:
+            job_changed(run.job)
 
 
 def _news(run: ExecutorRun, status: RunStatus | None, nodes: set[int]) -> bool:

@@ -3,6 +3,7 @@ its GPUs read back, its output's progress and checkpoints, its end; each applied
 from django.utils import timezone
 
 from scheduler.dispatch.executor_sync import executor_sync
+from scheduler.dispatch.report_rules import record_steps
 from scheduler.executors.base import CANCELLED, FAILED, NODE_FAIL, RUNNING, SUCCEEDED, RunStatus
 from scheduler.models import ExecutorRun, Job, JobInterruption
 from telemetry.models import Gpu
@@ -166,3 +167,31 @@ def test_a_run_ended_before_the_sync_that_saw_it_start_is_applied_whole(slurm, p
     executor_sync(executor=slurm)
     job.refresh_from_db()
     assert job.state == "succeeded" and job.started_at is not None
+
+
+def test_a_running_jobs_progress_lines_alone_are_stored_in_one_batch_with_the_same_rules(slurm, place):
+    job, run = submitted(slurm, place)
+    slurm.set(run.external_id, state=RUNNING, gpu_indexes=(0,))
+    write(run, "GOGH_PROGRESS step=10 total=1000", "GOGH_CHECKPOINT step=10 path=/ckpt/10")
+    executor_sync(executor=slurm)
+    write(run, "GOGH_PROGRESS step=40", "GOGH_PROGRESS step=55")
+    executor_sync(executor=slurm)
+    job.refresh_from_db()
+    run.refresh_from_db()
+    assert (job.current_step, job.steps_done, job.checkpoint_step) == (55, 55, 10)
+    assert run.output_offset == len(open(run.output_path, "rb").read())
+    write(run, "GOGH_PROGRESS step=5")  # below the checkpoint: refused, nothing stored, the line passed over
+    sync = executor_sync(executor=slurm)
+    job.refresh_from_db()
+    assert (job.current_step, job.steps_done) == (55, 55) and sync.stats["reports_refused"] == 1
+    assert ExecutorRun.objects.get().output_offset == len(open(run.output_path, "rb").read())
+
+
+def test_progress_read_for_a_job_a_round_moved_meanwhile_is_not_stored(slurm, place):
+    job, run = submitted(slurm, place)
+    slurm.set(run.external_id, state=RUNNING, gpu_indexes=(0,))
+    executor_sync(executor=slurm)
+    Job.objects.filter(pk=job.pk).update(state="pending", pending_reason="Preempted.", current_step=0)
+    record_steps({job.pk: 70})
+    job.refresh_from_db()
+    assert (job.current_step, job.steps_done) == (0, 0)
