@@ -117,6 +117,7 @@ def _steps_only(run: ExecutorRun, status: RunStatus | None, nodes: set[int], ste
         try:
             check_report(job, Report(status="running", steps=news.step))
             steps[job.pk] = news.step
+            stats["progressed"] = stats.get("progressed", 0) + 1
         except ValidationError:
             stats["reports_refused"] = stats.get("reports_refused", 0) + 1
     return True

@@ -117,7 +117,8 @@ def build(count: int, scratch: Path) -> dict[str, str]:
             output.write_text("starting\nGOGH_PROGRESS step=100 total=10000\n")
         runs.append(ExecutorRun(job=job_of[i], executor="slurm", external_id=str(10_000 + i),
                                 node=gpus[_where(i, hosts)].node, gpu_type=TYPES[(i // GPUS_PER_NODE) % 3],
-                                state="pending" if _placed(i) else "running", gpu_indexes=[] if _placed(i) else
+                                state="pending" if _placed(i) else "running",
+                                native_state="PENDING" if _placed(i) else "RUNNING", gpu_indexes=[] if _placed(i) else
                                 [i % GPUS_PER_NODE], output_path=str(output), submitted_at=submitted_at,
                                 started_at=None if _placed(i) else submitted_at))
     ExecutorRun.objects.bulk_create(runs)
