@@ -126,14 +126,19 @@ def test_a_run_of_two_v100s_runs_on_its_node_with_the_gpus_slurm_chose_and_the_c
     assert "s3cret" not in shown.stdout and "JobName=h1t-1" in shown.stdout
 
 
-def test_two_co_located_runs_share_one_gpu_of_one_node(slurm, tmp_path):
+def test_two_co_located_runs_share_one_gpu_of_one_node_under_the_tenants_account(slurm, tmp_path):
+    slurm.executor.partition = "gpu"
     first, _ = slurm.submit(tmp_path, 2, "sleep 120\n", node="n-p100", gpu_type="p100", shares=1)
-    second, _ = slurm.submit(tmp_path, 3, "sleep 120\n", node="n-p100", gpu_type="p100", shares=1)
+    second, _ = slurm.submit(tmp_path, 3, "sleep 120\n", node="n-p100", gpu_type="p100", shares=1,
+                             account="research")
     one = slurm.wait(first, running, "running")
     other = slurm.wait(second, running, "running")
     for run, job_id in ((one, 2), (other, 3)):
         assert (run.job_id, run.node, run.shared) == (job_id, "n-p100", True)
         assert len(run.gpu_indexes) == 1
+    shown = subprocess.run(["squeue", "-h", "-j", f"{first},{second}", "-o", "%i %a %P"], capture_output=True,
+                           text=True, timeout=30)
+    assert sorted(shown.stdout.split("\n")[:2]) == sorted([f"{first} (null) gpu", f"{second} research gpu"])
 
 
 def test_the_notice_reaches_a_script_that_traps_it_and_its_75_is_the_runs_exit_status(slurm, tmp_path):

@@ -27,7 +27,8 @@ DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 RESERVED_PREFIXES = ("SBATCH_", "SLURM_")
 #: scancel's and squeue's answers for a job that has already ended (or that slurmctld has forgotten).
 ALREADY_ENDED = ("Invalid job id specified", "already completing or completed")
-_JOB_ID = re.compile(r"([0-9]+)(?:;\S+)?")
+_SLURM_ID = re.compile(r"[0-9]+")
+_JOB_ID = re.compile(r"([0-9]+)(?:;\S+)?")  # sbatch --parsable: "<id>" or "<id>;<cluster>"
 
 
 class SlurmExecutor(Executor):
@@ -48,7 +49,7 @@ class SlurmExecutor(Executor):
         nodes = parse_sinfo(self._run(["sinfo", "--json"]), partition=self.partition)
         runs = parse_squeue(self._run(["squeue", "--json"]), self.job_prefix)
         listed = {run.external_id for run in runs}
-        gone = sorted({str(i) for i in waiting_on if str(i).isdigit()} - listed, key=int)
+        gone = sorted({str(i) for i in waiting_on if _SLURM_ID.fullmatch(str(i))} - listed, key=int)
         if gone:
             argv = [*shlex.split(SACCT), "-j", ",".join(gone)]
             wanted = set(gone)

@@ -61,6 +61,7 @@ def test_a_long_message_is_trimmed_and_a_silent_failure_says_its_status():
     (FileNotFoundError(2, "No such file"), "/opt/bin/sinfo not found"),
     (subprocess.TimeoutExpired(["sinfo"], 3), "no answer in 3 s"),
     (PermissionError(13, "Permission denied"), "cannot run it: .*Permission denied"),
+    (ValueError("embedded null byte"), "cannot run it: embedded null byte"),
 ])
 def test_a_missing_program_or_a_timeout_is_an_error_with_the_command(raised, says):
     with pytest.raises(ExecutorError, match=says) as caught:
@@ -105,7 +106,7 @@ def test_runs_waited_on_that_squeue_no_longer_lists_are_looked_up_in_accounting_
         "9|gogh-109|FAILED|n-v100|2026-12-02T11:08:40|2026-12-02T11:08:42|75:0",
     ])
     slurm.answers["sacct"] = sacct
-    snapshot = SlurmExecutor(runner=slurm).snapshot(waiting_on=["6", "17", "9", "404", "agent:3"])
+    snapshot = SlurmExecutor(runner=slurm).snapshot(waiting_on=["6", "17", "9", "404", "agent:3", "١٢"])
     assert slurm.calls[2]["argv"] == [*SACCT_ARGV, "-j", "9,17,404"]
     ended = {run.external_id: run for run in snapshot.runs[6:]}
     assert [run.external_id for run in snapshot.runs] == ["1", "2", "3", "4", "5", "6", "17", "9"]
