@@ -62,8 +62,10 @@ class Slurm:
         return external_id, output
 
     def sbatch(self, *args: str) -> str:
-        """A job submitted straight to Slurm, not through GOGH."""
-        done = subprocess.run(["sbatch", "--parsable", *args], capture_output=True, text=True, timeout=30)
+        """A job submitted straight to Slurm, not through GOGH (its output thrown away, not left
+        as slurm-<id>.out in the working directory)."""
+        done = subprocess.run(["sbatch", "--parsable", "-o", "/dev/null", *args], capture_output=True, text=True,
+                              timeout=30)
         assert done.returncode == 0, done.stderr
         self.submitted.append(done.stdout.strip().split(";")[0])
         return self.submitted[-1]
