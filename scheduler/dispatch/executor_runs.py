@@ -244,9 +244,10 @@ def _progress(job: Job, run: ExecutorRun, status: RunStatus, now, stats: dict) -
             stats["reports_refused"] = stats.get("reports_refused", 0) + 1
             announce("job %s: its run's output was refused: %s", job.pk, "; ".join(refused.messages))
         job_changed(job)  # its progress
-    if job.state == JobState.PLACED.value:
+    ran = status.state == RUNNING or status.started_at is not None
+    if job.state == JobState.PLACED.value and ran:  # not a run cancelled or failed before it started
         job = job_transition(job=job, to=JobState.RUNNING.value, reason=f"Started by {started_by}.", now=now)
-    if placed:
+    if placed and job.state != JobState.PLACED.value:
         stats["started"] = stats.get("started", 0) + 1
     return job
 

@@ -195,3 +195,12 @@ def test_progress_read_for_a_job_a_round_moved_meanwhile_is_not_stored(slurm, pl
     record_steps({job.pk: 70})
     job.refresh_from_db()
     assert (job.current_step, job.steps_done) == (0, 0)
+
+
+def test_a_run_that_failed_before_it_started_fails_its_job_without_starting_it(slurm, place):
+    job, run = submitted(slurm, place)
+    slurm.set(run.external_id, state=FAILED, native_state="FAILED", reason="launch failed requeued held", exit_code=1)
+    executor_sync(executor=slurm)
+    job.refresh_from_db()
+    assert job.state == "failed" and job.started_at is None
+    assert job.state_reason == "Exited with status 1 (Slurm FAILED, launch failed requeued held)"
