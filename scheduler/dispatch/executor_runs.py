@@ -11,6 +11,7 @@ was submitted (Job.placed_at changes whenever it is placed anew) and still holds
 run's node; any other run is stale and is being stopped (executor_stops.py)."""
 from datetime import UTC, datetime
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import Exists, F, OuterRef, Q
@@ -41,10 +42,13 @@ from .progress import job_ended, late_end, run_report
 from .report_rules import NotAssigned, Report, check_report, record_steps
 
 _ON_A_GPU = (JobState.PLACED.value, JobState.RUNNING.value)
+#: The shortest stretch of a run's progress its throughput is measured over (two syncs' reads).
+RATE_MIN_S = 10.0
 #: What _news reads of a run and its job (the job's command, environment and the rest are not).
 _NEWS_FIELDS = ("id", "job_id", "external_id", "state", "native_state", "reason", "gpu_indexes", "node_id",
                 "stop_requested_at", "submitted_at", "output_path", "output_offset", "job__state", "job__placed_at",
-                "job__tenant_id", "job__campaign_id", "job__total_steps", "job__checkpoint_step")
+                "job__tenant_id", "job__campaign_id", "job__total_steps", "job__checkpoint_step", "rate_step",
+                "rate_at")
 #: The report status of a run's end, in the agent path's words (progress.REPORT_STATUSES).
 _REPORTED = {SUCCEEDED: "succeeded", FAILED: "failed", TIMEOUT: "failed"}
 
@@ -91,18 +95,18 @@ def runs_apply(statuses: dict[str, RunStatus], *, executor: str, now, stats: dic
         held = nodes.get(run.job_id, set())
         if not _news(run, status, held):
             continue
-        if _steps_only(run, status, held, steps, offsets, stats):
+        if _steps_only(run, status, held, steps, offsets, stats, now):
             continue
         _apply_locked(run.pk, status, now, stats)
     _record_steps(runs, steps, offsets)
 
 
 def _steps_only(run: ExecutorRun, status: RunStatus | None, nodes: set[int], steps: dict[int, int],
-                offsets: dict[int, int], stats: dict) -> bool:
+                offsets: dict[int, int], stats: dict, now) -> bool:
     """The common news of a running job's run, new progress lines and nothing else (no
     checkpoint, length, measurement, nor change of state or GPUs), noted in `steps` and
     `offsets` for _record_steps (through the same report rules); False for any other news,
-    which _apply_locked applies."""
+    and for a throughput due, which _apply_locked applies."""
     job = run.job
     if not (status is not None and status.state == RUNNING and job.state == JobState.RUNNING.value
             and job.campaign_id is None
@@ -110,7 +114,8 @@ def _steps_only(run: ExecutorRun, status: RunStatus | None, nodes: set[int], ste
             and (status.native_state, status.reason) == (run.native_state, run.reason)):
         return False
     news = output_read(run.output_path, run.output_offset)
-    if news.checkpoint is not None or news.measurements or news.total is not None and job.total_steps is None:
+    if news.checkpoint is not None or news.measurements or news.total is not None and job.total_steps is None \
+            or _rate_due(run, news.step, now, final=False) is not None:
         return False
     offsets[run.pk] = news.offset
     if news.step is not None:
@@ -233,12 +238,15 @@ def _progress(job: Job, run: ExecutorRun, status: RunStatus, now, stats: dict) -
     placed = job.state == JobState.PLACED.value
     started_by = f"Slurm (job {run.external_id})"
     if report is not None:
-        # Where it runs, for the start's announcement and a campaign's results; else not read.
+        rate = _rate_due(run, report.steps, now, final=word != "running")
+        if rate is not None or run.rate_at is None or report.steps < run.rate_step:
+            run.rate_step, run.rate_at = report.steps, now  # the next throughput counts from here
+        # Where it runs, for the start's announcement, a measurement, a campaign's results.
         allocations = list(Allocation.objects.filter(job=job, end__isnull=True)
                            .select_related("gpu__node", "gpu__gpu_type").prefetch_related("partners")
-                           ) if placed or job.campaign_id is not None else []
+                           ) if placed or rate is not None or job.campaign_id is not None else []
         try:
-            job, _ = run_report(job, report, allocations, steps_per_s=None, measurements=measurements,
+            job, _ = run_report(job, report, allocations, steps_per_s=rate, measurements=measurements,
                                 started_by=started_by, now=now)
         except ValidationError as refused:
             stats["reports_refused"] = stats.get("reports_refused", 0) + 1
@@ -250,6 +258,18 @@ def _progress(job: Job, run: ExecutorRun, status: RunStatus, now, stats: dict) -
     if placed and job.state != JobState.PLACED.value:
         stats["started"] = stats.get("started", 0) + 1
     return job
+
+
+def _rate_due(run: ExecutorRun, step: int | None, now, *, final: bool) -> float | None:
+    """The run's steps per second since its rate mark (rate_step at rate_at), when a
+    throughput is due (progress.py makes it a catalog measurement, at most one per
+    GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S): once the mark is that old, or at the run's end
+    over at least RATE_MIN_S. None otherwise, or when the run made no progress since."""
+    if run.rate_at is None or step is None or step <= run.rate_step:
+        return None
+    seconds = (now - run.rate_at).total_seconds()
+    wanted = RATE_MIN_S if final else max(RATE_MIN_S, settings.GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S)
+    return (step - run.rate_step) / seconds if seconds >= wanted else None
 
 
 def _ended(job: Job, run: ExecutorRun, status: RunStatus | None, now, stats: dict) -> None:

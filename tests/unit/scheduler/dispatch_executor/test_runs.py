@@ -1,11 +1,14 @@
 """Phase 4: each run against what Slurm says of it, through the agent path's rules: started,
 its GPUs read back, its output's progress and checkpoints, its end; each applied once."""
+from datetime import timedelta
+
+import pytest
 from django.utils import timezone
 
 from scheduler.dispatch.executor_sync import executor_sync
 from scheduler.dispatch.report_rules import record_steps
 from scheduler.executors.base import CANCELLED, FAILED, NODE_FAIL, RUNNING, SUCCEEDED, RunStatus
-from scheduler.models import ExecutorRun, Job, JobInterruption
+from scheduler.models import ExecutorRun, Job, JobInterruption, JobMeasurement
 from telemetry.models import Gpu
 
 
@@ -204,3 +207,24 @@ def test_a_run_that_failed_before_it_started_fails_its_job_without_starting_it(s
     job.refresh_from_db()
     assert job.state == "failed" and job.started_at is None
     assert job.state_reason == "Exited with status 1 (Slurm FAILED, launch failed requeued held)"
+
+
+def test_the_throughput_between_two_syncs_progress_becomes_a_catalog_measurement(slurm, place, settings):
+    settings.GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S = 60
+    job, run = submitted(slurm, place)
+    slurm.set(run.external_id, state=RUNNING, gpu_indexes=(0,))
+    start = timezone.now()
+    write(run, "GOGH_PROGRESS step=100 total=100000")
+    executor_sync(executor=slurm, now=start)
+    write(run, "GOGH_PROGRESS step=400")
+    executor_sync(executor=slurm, now=start + timedelta(seconds=30))  # within the interval: progress only
+    assert not JobMeasurement.objects.exists()
+    write(run, "GOGH_PROGRESS step=700")
+    executor_sync(executor=slurm, now=start + timedelta(seconds=60))
+    [link] = JobMeasurement.objects.filter(job=job).select_related("measurement__gpu_type")
+    measurement = link.measurement
+    assert measurement.throughput == pytest.approx(10.0) and measurement.source == "telemetry"
+    assert (measurement.gpu_type.name, measurement.num_gpus) == ("v100", 1)
+    assert Job.objects.get(pk=job.pk).current_step == 700
+    run.refresh_from_db()
+    assert (run.rate_step, run.rate_at) == (700, start + timedelta(seconds=60))
