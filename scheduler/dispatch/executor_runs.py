@@ -81,12 +81,13 @@ def is_current(run: ExecutorRun, job: Job, nodes: set[int]) -> bool:
     )
 
 
-def runs_apply(statuses: dict[str, RunStatus], *, executor: str, now, stats: dict) -> None:
+def runs_apply(statuses: dict[str, RunStatus], *, executor: str, waited: set[str], now, stats: dict) -> None:
     """Apply the snapshot's `statuses` (external id -> status) to every unsettled run of
-    `executor`. Runs where nothing changed (same state and GPUs, no new output, nothing for
-    their job to do) are passed over without a write, so a steady sync costs a few queries."""
-    runs = list(ExecutorRun.objects.filter(executor=executor, settled_at__isnull=True).select_related("job")
-                .only(*_NEWS_FIELDS))
+    `executor` it was taken for (`waited`). Runs where nothing changed (same state and GPUs,
+    no new output, nothing for their job to do) are passed over without a write, so a steady
+    sync costs a few queries."""
+    runs = [run for run in ExecutorRun.objects.filter(executor=executor, settled_at__isnull=True)
+            .select_related("job").only(*_NEWS_FIELDS) if run.external_id in waited]
     nodes = open_nodes([run.job_id for run in runs])
     steps: dict[int, int] = {}
     offsets: dict[int, int] = {}

@@ -15,12 +15,14 @@ from ..models import ExecutorRun
 from .executor_runs import not_current
 
 
-def stops_apply(executor: Executor, statuses: dict[str, RunStatus], *, now, stats: dict,
+def stops_apply(executor: Executor, statuses: dict[str, RunStatus], *, waited: set[str], now, stats: dict,
                 errors: list[ExecutorError]) -> None:
-    """Notice or kill every unsettled run that is no longer its job's current one. A signal
-    the executor refuses is recorded in `errors` and tried again at the next sync (the run's
-    row is left as it was)."""
+    """Notice or kill every unsettled run the snapshot was taken for (`waited`) that is no
+    longer its job's current one. A signal the executor refuses is recorded in `errors` and
+    tried again at the next sync (the run's row is left as it was)."""
     for run in not_current(executor.name).select_related("job"):
+        if run.external_id not in waited:
+            continue  # submitted by another sync since the snapshot: the next sync judges it
         status = statuses.get(run.external_id)
         started = status is not None and status.state != PENDING
         if run.stop_requested_at is not None and (run.kill_at > now or not started):

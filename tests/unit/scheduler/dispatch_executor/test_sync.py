@@ -104,3 +104,20 @@ def test_beat_syncs_every_sync_s_in_slurm_mode_only(tmp_path, executor, entry):
                                             "GOGH_SLURM_SYNC_S": "3.5"})
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == entry
+
+
+def test_a_run_another_sync_submitted_after_the_snapshot_is_not_taken_for_lost(slurm, place, monkeypatch):
+    job = place()
+    real = slurm.snapshot
+
+    def meanwhile(**kwargs):
+        snapshot = real(**kwargs)
+        ExecutorRun.objects.create(job=job, executor="slurm", external_id="4242", submitted_at=timezone.now(),
+                                   node=job.allocations.get().gpu.node)
+        return snapshot
+
+    monkeypatch.setattr(slurm, "snapshot", meanwhile)
+    sync = executor_sync(executor=slurm)
+    job.refresh_from_db()
+    assert job.state == "placed" and ExecutorRun.objects.get().settled_at is None
+    assert slurm.launches == [] and slurm.signals == [] and sync.ok
