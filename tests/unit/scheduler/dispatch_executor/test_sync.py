@@ -17,10 +17,11 @@ from scheduler.dispatch.assignments import node_assignments
 from scheduler.dispatch.executor_settings import executor_from_settings
 from scheduler.dispatch.executor_sync import executor_sync
 from scheduler.executors.agent import AgentExecutor
-from scheduler.executors.base import RUNNING, ExecutorError
+from scheduler.executors.base import RUNNING, ExecutorError, NodeStatus
 from scheduler.models import ExecutorRun, ExecutorSync, Job, SolveRun
 from scheduler.optimizer import problem as opt
 from scheduler.tasks import executor_sync as executor_sync_task
+from telemetry.models import Gpu
 
 from .test_stops import move
 
@@ -121,3 +122,21 @@ def test_a_run_another_sync_submitted_after_the_snapshot_is_not_taken_for_lost(s
     job.refresh_from_db()
     assert job.state == "placed" and ExecutorRun.objects.get().settled_at is None
     assert slurm.launches == [] and slurm.signals == [] and sync.ok
+
+
+def test_a_gres_type_of_no_gpu_type_is_left_out_and_said(slurm, place, node):
+    slurm.nodes = [NodeStatus(name="n-v100", up=True, gpus={"v100": 4}, shards_per_gpu=2),
+                   NodeStatus(name="n-x", up=True, gpus={"a100": 2})]
+    sync = executor_sync(executor=slurm)
+    assert sync.ok and sync.stats["left_out"] == [
+        "node n-x: gres type 'a100' maps to no GPU type ('a100'); its 2 GPU(s) left out"]
+    assert "n-x: gres type 'a100'" in sync.error
+    assert not Gpu.objects.filter(node__hostname="n-x").exists()
+
+
+def test_an_inventory_telemetry_refuses_is_recorded_and_the_runs_go_on(slurm, place):
+    job = place()
+    slurm.nodes = [*slurm.nodes, NodeStatus(name="bad host!", up=True, gpus={"v100": 1})]
+    sync = executor_sync(executor=slurm)
+    assert not sync.ok and sync.command == "inventory"
+    assert [launch.job_id for launch in slurm.launches] == [job.pk]
