@@ -189,7 +189,7 @@ def _stamp(run: ExecutorRun, status: RunStatus | None, now) -> None:
     run.state, run.native_state, run.reason = status.state, status.native_state[:32], status.reason[:300]
     run.exit_code = status.exit_code
     if status.state != PENDING:
-        run.gpu_indexes = list(status.gpu_indexes)
+        run.gpu_indexes = list(status.gpu_indexes) or run.gpu_indexes  # an ended run's are no longer listed
         run.started_at = run.started_at or _when(status.started_at, now)
     if status.state in ENDED:
         run.ended_at = run.ended_at or _when(status.ended_at, now)
