@@ -402,7 +402,8 @@ def _decision_is_stale(allocation: optimizer.Plan, snapshot_at) -> bool:
         return True
     gpu_ids = {int(gpu_id) for placement in allocation.placements.values() for gpu_id in placement.gpu_ids}
     usable = Gpu.objects.filter(
-        pk__in=gpu_ids, state=GpuState.HEALTHY, node__state=NodeState.READY, node__approved_at__isnull=False
+        pk__in=gpu_ids, state=GpuState.HEALTHY, node__state=NodeState.READY, node__approved_at__isnull=False,
+        external_holder="",  # a run submitted straight to Slurm took it while the round solved
     ).count()
     return usable != len(gpu_ids)
 

@@ -32,6 +32,9 @@ MAX_VARIABLE_VALUE_LENGTH = 4000
 MAX_ENVIRONMENT_BYTES = 64 * 1024
 #: A portable variable name (POSIX): the job's shell command can read every variable it is given.
 _VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: Variables Slurm sets for a run, or sbatch reads as its options (a job could choose its own
+#: account or limits): a job may not set them, whichever executor runs it now (docs/executors.md).
+EXECUTOR_PREFIXES = ("SLURM_", "SBATCH_")
 #: Longest Idempotency-Key header (the column's length).
 MAX_IDEMPOTENCY_KEY_LENGTH = 200
 
@@ -75,6 +78,9 @@ def variable_name_problem(name: str) -> str | None:
     if not _VARIABLE_NAME.fullmatch(name):
         return (f"Invalid variable name '{shown_key(name)}': letters, digits and underscores, "
                 "not starting with a digit.")
+    if name.startswith(EXECUTOR_PREFIXES):
+        return (f"Invalid variable name '{name}': names starting with {' or '.join(EXECUTOR_PREFIXES)} are "
+                "Slurm's (it sets them, and sbatch reads them as its own options).")
     return None
 
 

@@ -21,8 +21,13 @@ SECRETS = {"DATABASE_URL": "postgres://app:s3cret@db/app", "AWS_SECRET_ACCESS_KE
         ("V" * (MAX_VARIABLE_NAME_LENGTH + 1),
          f"Invalid variable name '{'V' * 64}…': longer than {MAX_VARIABLE_NAME_LENGTH} characters."),
         ("K" * 500_000, f"Invalid variable name '{'K' * 64}…': longer than {MAX_VARIABLE_NAME_LENGTH} characters."),
+        ("SBATCH_ACCOUNT", "Invalid variable name 'SBATCH_ACCOUNT': names starting with SLURM_ or SBATCH_ are "
+                           "Slurm's (it sets them, and sbatch reads them as its own options)."),
+        ("SLURM_JOB_ID", "Invalid variable name 'SLURM_JOB_ID': names starting with SLURM_ or SBATCH_ are "
+                         "Slurm's (it sets them, and sbatch reads them as its own options)."),
     ],
-    ids=["hyphen", "equals", "digit first", "empty", "not ascii", "one too long", "500 KB"],
+    ids=["hyphen", "equals", "digit first", "empty", "not ascii", "one too long", "500 KB", "sbatch option",
+         "slurm's own"],
 )
 def test_an_invalid_variable_name_is_refused_naming_it_and_nothing_is_stored(submit, alice, name, message):
     response = submit(alice, environment={name: "x"})
