@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repo root, for the contract
-from telemetry.agent import contract  # noqa: E402
+from telemetry.agent import contract
 
 
 def main() -> int:
