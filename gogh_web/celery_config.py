@@ -22,6 +22,7 @@ TASK_ROUTES = {
     "catalog.tasks.predictor_retrain": {"queue": PREDICTIONS},
     "catalog.tasks.predictor_retrain_if_due": {"queue": PREDICTIONS},
     "scheduler.tasks.predictions_reconcile": {"queue": MAINTENANCE},
+    "scheduler.tasks.executor_sync": {"queue": MAINTENANCE},
     "telemetry.tasks.*": {"queue": MAINTENANCE},
     "gogh_web.events.tasks.events_prune": {"queue": MAINTENANCE},
     "gogh_web.outbox.tasks.outbox_drain": {"queue": MAINTENANCE},

@@ -356,6 +356,13 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": GOGH_PREDICTIONS_RECONCILE_S,
     },
 }
+if GOGH_EXECUTOR == "slurm":
+    # A sync older than its interval is replaced by the next one: a busy worker never piles them up.
+    CELERY_BEAT_SCHEDULE["executor-sync"] = {
+        "task": "scheduler.tasks.executor_sync",
+        "schedule": GOGH_SLURM["sync_s"],
+        "options": {"expires": GOGH_SLURM["sync_s"]},
+    }
 
 # --- Channels and the cache: in-process by default, Redis when REDIS_URL is set (several processes).
 REDIS_URL = os.environ.get("REDIS_URL", "")

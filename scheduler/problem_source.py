@@ -96,7 +96,8 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
     settings = solver_settings(config, solver=solver)
     kept_jobs, kept_gpus = _kept_in_place()
     gpus = (
-        Gpu.objects.filter(state=GpuState.HEALTHY, node__state=NodeState.READY, node__approved_at__isnull=False)
+        Gpu.objects.filter(state=GpuState.HEALTHY, node__state=NodeState.READY, node__approved_at__isnull=False,
+                           external_holder="")
         .exclude(pk__in=kept_gpus)
         .select_related("node", "gpu_type")
         .order_by("node__hostname", "index")
@@ -157,12 +158,19 @@ def _kept_in_place() -> tuple[set[int], set[int]]:
     it ends (docs/inventory.md) and takes no new work. The jobs with an open allocation on a
     draining node stay where they are, and so, transitively, does every job sharing a GPU with
     one of them; none of their GPUs (also those of a job spread onto a ready node) takes another
-    job. Left in the problem, the optimiser saw such a job's GPUs gone and moved it away."""
-    rows = list(Allocation.objects.filter(end__isnull=True).values_list("job_id", "gpu_id", "gpu__node__state"))
-    jobs = {job_id for job_id, _, state in rows if state == NodeState.DRAINING}
+    job. Left in the problem, the optimiser saw such a job's GPUs gone and moved it away.
+    The same holds for a GPU a run GOGH did not submit holds (Gpu.external_holder, a job
+    submitted straight to Slurm): nothing new goes there, and a job of GOGH's allocated there
+    keeps its allocation: stopping it is GOGH's decision (the executor's sync), not the holder's."""
+    rows = list(
+        Allocation.objects.filter(end__isnull=True).values_list(
+            "job_id", "gpu_id", "gpu__node__state", "gpu__external_holder"
+        )
+    )
+    jobs = {job_id for job_id, _, state, holder in rows if state == NodeState.DRAINING or holder}
     while True:
-        gpus = {gpu_id for job_id, gpu_id, _ in rows if job_id in jobs}
-        sharing = {job_id for job_id, gpu_id, _ in rows if gpu_id in gpus}
+        gpus = {gpu_id for job_id, gpu_id, _, _ in rows if job_id in jobs}
+        sharing = {job_id for job_id, gpu_id, _, _ in rows if gpu_id in gpus}
         if sharing <= jobs:
             return jobs, gpus
         jobs |= sharing

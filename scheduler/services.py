@@ -42,6 +42,9 @@ SHADOW_REASON = "Shadow mode: not dispatched; the solve runs record where it wou
 ROUND_KEY = "scheduler.round"
 ROUND_TASK = "scheduler.tasks.scheduling_round"
 P1_TASK = "scheduler.tasks.job_predict"
+#: A pushing executor's sync (scheduler.dispatch.executor_sync), asked for after a change it must push.
+EXECUTOR_SYNC_KEY = "scheduler.executor_sync"
+EXECUTOR_SYNC_TASK = "scheduler.tasks.executor_sync"
 
 
 def p1_key(job_id: int) -> str:
@@ -242,6 +245,7 @@ def job_cancel(*, job: Job, by, reason: str = "") -> Job:
     said = f" {reason.strip()}" if reason.strip() else ""
     job = job_transition(job=job, to=JobState.CANCELLED.value, reason=f"Cancelled by {by.get_username()}.{said}")
     scheduling_round_request(trigger=SolveTrigger.CANCEL)
+    executor_sync_request()
     announce("job %s cancelled: %s", job.pk, job.state_reason)
     return job
 
@@ -259,6 +263,15 @@ def scheduling_round_request(*, trigger: str) -> None:
 def _send_round(trigger: str) -> None:
     outbox_enqueue(task=ROUND_TASK, kwargs={"trigger": trigger}, key=ROUND_KEY,
                    countdown=settings.GOGH_ROUND_DEBOUNCE_S, until_acknowledged=True)
+
+
+def executor_sync_request() -> None:
+    """With a pushing executor (GOGH_EXECUTOR=slurm), a sync once the current transaction
+    commits, so that a decision or a cancel reaches the executor now rather than at the next
+    periodic sync. Requests made before the message is sent fold into one; one lost costs at
+    most GOGH_SLURM["sync_s"]."""
+    if settings.GOGH_EXECUTOR != "agent":
+        outbox_enqueue(task=EXECUTOR_SYNC_TASK, key=EXECUTOR_SYNC_KEY)
 
 
 def scheduling_round_started() -> None:
@@ -344,6 +357,8 @@ def scheduling_round_run(*, trigger: str, dry_run: bool = False, solver: str | N
             news = _apply(allocation, run, now, exploration)
             if news:
                 _announce_round(run, allocation, news)
+            if any(item.kind != "pending" for item in news):
+                executor_sync_request()  # allocations opened or closed: push them now
     return RoundResult(solve_run=run, allocation=allocation)
 
 

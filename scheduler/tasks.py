@@ -2,6 +2,7 @@
 from celery import shared_task
 
 from . import services
+from .dispatch.executor_sync import executor_sync as sync
 from .models import SolveTrigger
 
 
@@ -31,3 +32,12 @@ def job_predict(job_id: int) -> int | None:
 def predictions_reconcile() -> int:
     """Run by Celery beat every GOGH_PREDICTIONS_RECONCILE_S: P1 for jobs that lack it; how many were asked for."""
     return services.predictions_reconcile()
+
+
+@shared_task(name="scheduler.tasks.executor_sync")
+def executor_sync() -> int | None:
+    """Run by Celery beat every GOGH_SLURM["sync_s"] when GOGH_EXECUTOR=slurm, and asked for
+    after a round's decision and a cancel (services.executor_sync_request): the ExecutorSync's
+    id, or None when GOGH's own agents run the jobs (nothing to push)."""
+    record = sync()
+    return record.pk if record else None

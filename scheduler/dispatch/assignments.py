@@ -6,6 +6,7 @@ from telemetry.models import Node
 
 from ..lifecycle import JobState
 from ..models import Allocation, Job
+from .executor_settings import executor_pushes
 
 
 def node_assignments(node: Node, *, for_its_agent: bool) -> list[dict]:
@@ -21,7 +22,11 @@ def node_assignments(node: Node, *, for_its_agent: bool) -> list[dict]:
 
     An unapproved node has none: tenants' jobs, and the secrets in their environments, go only
     to admitted nodes. The environment's values are the node's agent's alone
-    (`for_its_agent`); anyone else (staff) sees its names with null values, as in the jobs API."""
+    (`for_its_agent`); anyone else (staff) sees its names with null values, as in the jobs API.
+    With a pushing executor (GOGH_EXECUTOR=slurm) the executor runs every job and agents only
+    observe: none."""
+    if executor_pushes():
+        return []
     allocations = (
         Allocation.objects.filter(
             end__isnull=True, gpu__node=node, gpu__node__approved_at__isnull=False,

@@ -62,7 +62,7 @@ def job_progress_report(
     stopped to be resumed: from the node that last held the job after a round took it away, a
     handover (dispatch.stops.handover); from a job still allocated here, it exited by itself
     (dispatch.stops.stopped). Other final reports from the node that last held the job are
-    late ends (_late_end). NotAssigned when the job has no open allocation here to report on.
+    late ends (late_end). NotAssigned when the job has no open allocation here to report on.
     `measurements`: the GOGH_MEASUREMENT lines (their JSON) of a profiling campaign's job since
     its last report, recorded by scheduler.profiling; such a job's steps are suite cases, so its
     rate is no telemetry measurement of its workload. Other jobs' lines are ignored."""
@@ -80,31 +80,43 @@ def job_progress_report(
     )
     here = any(may_report(allocation.gpu.node, agent_user) for allocation in allocations)
     if status == PREEMPTED and (job.handover_until is not None or not here) and stops.ran_last_on(job, agent_user):
-        return stops.handover(job, report, here=here, now=now)
+        return stops.handover(job, report, next_run_waits=here, now=now)
     if not here:
         return _not_here(job, report, agent_user, allocations, message=message, now=now)
     if status != SUCCEEDED and job.handover_until is not None and job.handover_until > now:
         # its next run is held back until the last one stops, so this is the last one (or a
         # node that was never told to run it): only its success counts (a late success)
         raise NotAssigned(f"Job {job_id} was moved; its run here is being stopped.")
-    report = check_report(job, report)
-    record_progress(job, report, now)
-    if job.state == JobState.PLACED.value:
-        job = job_transition(job=job, to=JobState.RUNNING.value, reason="Started by its node agent.", now=now)
-        announce("job %s started on %s", job.pk, gpus_where(allocation.gpu for allocation in allocations))
-    if steps_per_s is not None:
-        _restart_measured(job, steps, steps_per_s, now)
-        if job.campaign_id is None and _measurement_due(job, now, final=status != RUNNING):
-            _record_measurement(job, allocations, steps_per_s, now)
-    if job.campaign_id is not None:
-        _campaign_results(job, allocations, measurements or [], now)
+    job, report = run_report(job, report, allocations, steps_per_s=steps_per_s, measurements=measurements or [],
+                             started_by="its node agent", now=now)
     if status == PREEMPTED:
         return stops.stopped(job, report, exit_code=exit_code, message=message, now=now)
     if status in (SUCCEEDED, FAILED):
-        _ended(job, status, steps=steps, exit_code=exit_code, message=message, now=now)
+        job_ended(job, status, steps=steps, exit_code=exit_code, message=message, now=now)
     job.refresh_from_db()
     job_changed(job)  # progress, total steps, observed throughput
     return job
+
+
+def run_report(job: Job, report: Report, allocations: list[Allocation], *, steps_per_s: float | None,
+               measurements: list[str], started_by: str, now) -> tuple[Job, Report]:
+    """What a report of the job's current run stores, whoever reads the run (its node's agent,
+    or the executor sync from the run's output): checked by the report rules (ValidationError,
+    nothing stored, for a running report they refuse), its progress and checkpoint, the job
+    started on its first report, the throughput observed, a campaign's suite lines. The job and
+    the report as stored (a final one without what the rules refuse of it)."""
+    report = check_report(job, report)
+    record_progress(job, report, now)
+    if job.state == JobState.PLACED.value:
+        job = job_transition(job=job, to=JobState.RUNNING.value, reason=f"Started by {started_by}.", now=now)
+        announce("job %s started on %s", job.pk, gpus_where(allocation.gpu for allocation in allocations))
+    if steps_per_s is not None:
+        _restart_measured(job, report.steps, steps_per_s, now)
+        if job.campaign_id is None and _measurement_due(job, now, final=report.status != RUNNING):
+            _record_measurement(job, allocations, steps_per_s, now)
+    if job.campaign_id is not None:
+        _campaign_results(job, allocations, measurements, now)
+    return job, report
 
 
 def _campaign_results(job: Job, allocations: list[Allocation], lines: list[str], now) -> None:
@@ -116,18 +128,19 @@ def _campaign_results(job: Job, allocations: list[Allocation], lines: list[str],
 
 def _not_here(job: Job, report: Report, agent_user, allocations, *, message: str, now) -> Job:
     """A report on a job with no open allocation on the reporting agent's nodes: a late end
-    from the node that last held it (_late_end); a job taken away from it, or ended, that its
+    from the node that last held it (late_end); a job taken away from it, or ended, that its
     agent should stop (NotAssigned); else a job this node never held (ValidationError)."""
     last_here = _last_held_by(job, agent_user)
     if report.status != RUNNING and last_here:
-        return _late_end(job, report, message=message, now=now)
+        return late_end(job, report, message=message, now=now)
     if not allocations or last_here:
         raise NotAssigned(f"Job {job.pk} has no open allocation on this node; stop it.")
     raise ValidationError({"job": [f"Job {job.pk} is not assigned to this node; it runs elsewhere."]})
 
 
-def _ended(job: Job, status: str, *, steps: int, exit_code: int | None, message: str, now) -> None:
-    """The run ended, as its agent reports: the job ends, its GPUs are free for pending jobs."""
+def job_ended(job: Job, status: str, *, steps: int, exit_code: int | None, message: str, now) -> None:
+    """The run ended (succeeded or failed), as its agent or its executor says: the job ends,
+    its GPUs are free for pending jobs."""
     if status == SUCCEEDED:
         job = job_transition(job=job, to=JobState.SUCCEEDED.value, reason=message or "Exited with status 0.", now=now)
     else:
@@ -166,8 +179,9 @@ def _last_held_by(job: Job, agent_user) -> bool:
     return last is not None and may_report(last.gpu.node, agent_user)
 
 
-def _late_end(job: Job, report: Report, *, message: str, now) -> Job:
-    """The end of a job reported by the node that last held it, after the job left that node.
+def late_end(job: Job, report: Report, *, message: str, now) -> Job:
+    """The end of a job reported by the node that last held it (or read from the executor's
+    run there), after the job left that node.
 
     Success is kept (scheduler.lifecycle, "late success"): the job ran to its end there, so a
     job not yet ended ends as succeeded, and any new allocation closes with it, so the new copy

@@ -44,7 +44,7 @@ def ran_last_on(job: Job, agent_user) -> bool:
     return last is not None and may_report(last.gpu.node, agent_user)
 
 
-def handover(job: Job, report: Report, *, here: bool, now) -> Job:
+def handover(job: Job, report: Report, *, next_run_waits: bool, now) -> Job:
     """The stop of the job's last run, reported by the node that held it after the job was
     taken away: stored unless the job's next run has started (NotAssigned, nothing stored).
     The same stop reported again changes nothing more.
@@ -53,8 +53,10 @@ def handover(job: Job, report: Report, *, here: bool, now) -> Job:
     before: the job waits unplaced, or its next run is held back (Job.handover_until), or it
     is placed on this node again (whose agent starts it only once this stop is settled). A
     next run elsewhere, no longer held, may have started from the older one: the job keeps
-    that, and the interruption counts the steps beyond it as lost. `here`: the job holds an
-    allocation on the reporting node."""
+    that, and the interruption counts the steps beyond it as lost. `next_run_waits`: no next
+    run can have started from the older checkpoint: the job holds an allocation on the
+    reporting node (whose agent starts it only once this stop is settled), or a pushing
+    executor's sync reports the stop (it submits the next run only once this one settled)."""
     if job.state not in _WAITING:
         raise NotAssigned(f"Job {job.pk} runs again elsewhere; its stop here changes nothing.")
     report = check_report(job, report)
@@ -65,7 +67,7 @@ def handover(job: Job, report: Report, *, here: bool, now) -> Job:
     if report.steps > job.steps_done:
         values["steps_done"] = report.steps
     resume = job.checkpoint_step or 0
-    if newer_checkpoint(job, report) and (held or here or job.state == JobState.PENDING.value):
+    if newer_checkpoint(job, report) and (held or next_run_waits or job.state == JobState.PENDING.value):
         values.update(checkpoint_values(job, report, now))
         resume = report.checkpoint_step
     last = last_stopped_run(job)
@@ -100,7 +102,14 @@ def stopped(job: Job, report: Report, *, exit_code: int | None, message: str = "
                  f"{message.removeprefix(AGENT_STOP).rstrip('.')}; {then}"
     else:
         reason = f"Its run stopped at step {job.current_step} asking to be resumed ({status}); {then}"
-    stop = interruption_row(job, kind=InterruptionKind.STOPPED, reason=reason, now=now)
+    return back_to_pending(job, kind=InterruptionKind.STOPPED, reason=reason, now=now)
+
+
+def back_to_pending(job: Job, *, kind: str, reason: str, now) -> Job:
+    """The job's run ended under it and it waits to run again (its exit asked for it, or its
+    executor lost the run, its node failed, the executor preempted it): an interruption of
+    `kind`, back to pending, its work kept up to its checkpoint, and a round asked for."""
+    stop = interruption_row(job, kind=kind, reason=reason, now=now)
     job = job_transition(job=job, to=JobState.PENDING.value, reason=reason[:300], now=now)
     interruptions_record([stop], now=now, handover=False)
     scheduling_round_request(trigger=SolveTrigger.FINISH)

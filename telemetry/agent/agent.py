@@ -26,6 +26,11 @@ Stopping (SIGTERM, or `stop()`): the jobs get SIGTERM and the grace period, the 
 last upload, and the node leaves (POST /api/nodes/{id}/leave/): it goes down at once and its
 jobs go back to pending, instead of waiting for the heartbeat timeout.
 
+Observer (config.observe, --observe): on a node whose jobs a cluster manager (Slurm) runs, the
+agent registers, heartbeats, samples and reports dead GPUs, but never asks for assignments, so
+it never runs a job; stopping, it uploads what is buffered and does not leave: whether the node
+is up is the manager's to say, not its observer's.
+
 The job contract (docs/jobs.md): a job whose allocation is withdrawn or changed gets its own
 grace period (the control plane's preemption_grace_s) to checkpoint; the fence, a lost GPU and
 the agent's own stop give it the lower of that and --grace-period. Once a process the agent
@@ -173,6 +178,9 @@ class Agent:
             time.sleep(TICK_S)
         self._report_jobs()  # a job that ended just before must not be requeued
         self.flush(budget_s=SHUTDOWN_FLUSH_S)
+        if self.config.observe:
+            log.info("observer stopped; the node stays as its cluster manager reports it")
+            return
         try:
             self.client.leave(self.node_id)
             log.info("left the control plane")
@@ -264,7 +272,7 @@ class Agent:
 
     # --- one turn of the main loop
     def step(self, now: float) -> None:
-        if now >= self._due["poll"]:
+        if not self.config.observe and now >= self._due["poll"]:
             self._due["poll"] = now + self.config.poll_interval_s
             self._poll()
         self._handle_failures()

@@ -54,6 +54,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="With --simulate: a job that has a command runs it (a real process on the simulated GPUs, e.g. a "
         "training job on the CPU); only jobs without one run as simulated jobs.",
     )
+    parser.add_argument(
+        "--observe", action="store_true",
+        help="Observer: register, heartbeat and sample the GPUs, never poll assignments or run a job; for nodes "
+        "whose jobs a cluster manager runs (GOGH_EXECUTOR=slurm: Slurm starts GOGH's jobs there).",
+    )
     parser.add_argument("--log-dir", default=env("GOGH_AGENT_LOG_DIR", "gogh-agent-logs"), help="Per-job logs.")
     parser.add_argument(
         "--checkpoint-dir", default=env("GOGH_AGENT_CHECKPOINT_DIR"),
@@ -105,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         grace_s=args.grace_period, fence_after_s=args.fence_after, simulate_seed=args.seed if args.simulate else None,
         simulate_speedup=args.speedup, simulate_checkpoint_interval_s=args.simulate_checkpoint_interval,
         checkpoint_dir=Path(args.checkpoint_dir) if args.checkpoint_dir else None,
-        simulate_run_commands=args.run_commands,
+        simulate_run_commands=args.run_commands, observe=args.observe,
     )
     try:
         if args.simulate:
@@ -158,6 +163,8 @@ def _usage_problem(args) -> str | None:
                 "stopped between heartbeats")
     if args.fail_gpu and not args.simulate:
         return "--fail-gpu needs --simulate: real GPUs fail on their own"
+    if args.run_commands and args.observe:
+        return "--run-commands runs jobs, --observe runs none: give one of them"
     if args.run_commands and not args.simulate:
         return "--run-commands needs --simulate: a node with real GPUs always runs jobs' commands"
     if args.run_commands and args.speedup != 1:

@@ -33,6 +33,9 @@ class AgentConfig:
     # the CPU) on the simulated GPUs, and only a job without one runs as a simulated job.
     simulate_run_commands: bool = False
     simulate_checkpoint_interval_s: float = 60.0  # simulated jobs checkpoint this often (real time; 0: never)
+    # A node whose jobs a cluster manager (Slurm) runs: register, heartbeat and sample only; never
+    # ask for assignments, never run a job, and do not take the node down when leaving.
+    observe: bool = False
 
     @property
     def job_checkpoint_root(self) -> Path:

@@ -21,7 +21,7 @@ from gogh_web.activity import announce
 from gogh_web.api.permissions import AGENT_PERMISSION
 
 from .. import lifecycle, live, selectors, signals
-from ..models import Gpu, GpuState, Node, NodeState, SilenceWatch
+from ..models import Gpu, GpuState, Node, NodeManager, NodeState, SilenceWatch
 from ..product_names import AmbiguousProductName, gpu_type_for_product
 from ..registration_rules import normalize_hostname, registration_errors
 from .access import check_is_agent, check_may_report
@@ -48,7 +48,9 @@ def node_register(
     The registering account becomes the node's agent; a node held by another agent account
     is refused unless the caller is staff (see _check_may_register). A new node waits for an
     operator's approval unless staff registered it or its name is pre-approved (admission.py).
-    All or nothing.
+    A node a cluster manager manages (Slurm) is only observed by its agent: its approval and
+    state stay the manager's, and its GPUs known from the manager's inventory (placeholder UUIDs)
+    take the reported UUIDs by index (_placeholders_adopted). All or nothing.
     """
     check_is_agent(agent_user)
     hostname = normalize_hostname(hostname)
@@ -70,7 +72,12 @@ def node_register(
 
     now = timezone.now()
     was = None if created else node.state
-    approval_lost = admission_at_registration(node=node, agent_user=agent_user, created=created, now=now)
+    observed = node.managed_by != NodeManager.AGENT
+    if observed:
+        gpu_types = _placeholders_adopted(node=node, gpus=gpus, gpu_types=gpu_types, rows=rows)
+    approval_lost = not observed and admission_at_registration(
+        node=node, agent_user=agent_user, created=created, now=now
+    )
     node.labels, node.cell, node.agent_version = dict(labels), cell, agent_version
     node.driver_version = driver_version
     node.agent = agent_user
@@ -135,7 +142,7 @@ def node_set_state(*, node: Node, state: str, reason: str = "") -> Node:
     node = Node.objects.select_for_update().get(pk=node.pk)
     lifecycle.check_node_operator_move(node.state, state)
     if state == NodeState.DOWN and node.state != NodeState.DOWN:
-        _nodes_go_down(node_ids=[node.pk], reason=reason)
+        nodes_go_down(node_ids=[node.pk], reason=reason)
         node.refresh_from_db()
         return node
     was = node.state
@@ -161,10 +168,14 @@ def nodes_mark_silent_down(*, timeout_s: float, now=None, check_every_s: float |
     that it was away itself (it heard none of its nodes, or this detector did not run), nor
     before it has heard again for one full timeout (lifecycle.hearing_after_check): a web or
     database outage longer than the timeout must not mark every node down.
+    Nodes a cluster manager manages (Slurm) are left alone: their liveness is the manager's
+    (services.executor_inventory), and an observer agent's silence only stops their samples.
     """
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=timeout_s)
-    watched = Node.objects.select_for_update().filter(state__in=lifecycle.NODE_STATES_WATCHED)
+    watched = Node.objects.select_for_update().filter(
+        state__in=lifecycle.NODE_STATES_WATCHED, managed_by=NodeManager.AGENT
+    )
     silent = watched.filter(Q(last_heartbeat__lt=cutoff) | Q(last_heartbeat__isnull=True))
     silent_ids = list(silent.values_list("pk", flat=True))
     watched_count = watched.count()
@@ -174,7 +185,7 @@ def nodes_mark_silent_down(*, timeout_s: float, now=None, check_every_s: float |
     )
     if not lifecycle.silence_may_be_declared(hearing, now=now, timeout_s=timeout_s):
         return 0
-    return _nodes_go_down(node_ids=silent_ids, reason=f"no heartbeat for {timeout_s:g} s")
+    return nodes_go_down(node_ids=silent_ids, reason=f"no heartbeat for {timeout_s:g} s")
 
 
 def _hearing_after_check(*, now, timeout_s: float, check_every_s: float, heard_nobody: bool) -> lifecycle.Hearing:
@@ -192,10 +203,14 @@ def _hearing_after_check(*, now, timeout_s: float, check_every_s: float, heard_n
 @transaction.atomic
 def node_leave(*, node: Node, agent_user) -> Node:
     """The node's agent is shutting down (SIGTERM): the node goes down now and its jobs go
-    back to pending, rather than after the heartbeat timeout. Its next report brings it back."""
+    back to pending, rather than after the heartbeat timeout. Its next report brings it back.
+    A node a cluster manager manages stays as it is: its agent only observed it, and its jobs
+    are the manager's to run."""
     node = Node.objects.select_for_update().get(pk=node.pk)
     check_may_report(node, agent_user)
-    _nodes_go_down(node_ids=[node.pk], reason=f"agent left ({agent_user.get_username()})")
+    if node.managed_by != NodeManager.AGENT:
+        return node
+    nodes_go_down(node_ids=[node.pk], reason=f"agent left ({agent_user.get_username()})")
     node.refresh_from_db()
     return node
 
@@ -251,10 +266,11 @@ def agent_token_ensure(*, username: str) -> str:
     return Token.objects.get_or_create(user=user)[0].key
 
 
-def _nodes_go_down(*, node_ids: list[int], reason: str) -> int:
-    """The one place where nodes go down, for the silence detector, operators and agents that
-    leave. Their placed and running jobs go back to pending in the same transaction (signals.nodes_lost,
-    received by scheduler.dispatch), so a node is never down while the scheduler believes work runs on it.
+def nodes_go_down(*, node_ids: list[int], reason: str) -> int:
+    """The one place where nodes go down, for the silence detector, operators, agents that
+    leave and a cluster manager's inventory (executor_inventory). Their placed and running jobs
+    go back to pending in the same transaction (signals.nodes_lost, received by
+    scheduler.dispatch), so a node is never down while the scheduler believes work runs on it.
     Nodes already down are left alone, which keeps the requeue to exactly once."""
     hostnames = dict(
         Node.objects.filter(pk__in=node_ids).exclude(state=NodeState.DOWN).order_by("hostname")
@@ -272,7 +288,11 @@ def _nodes_go_down(*, node_ids: list[int], reason: str) -> int:
 
 
 def _note_report(node: Node) -> None:
-    """Apply what an agent's report means for the node's state (down -> ready, or draining)."""
+    """Apply what an agent's report means for the node's state (down -> ready, or draining).
+    Nothing for a node a cluster manager manages: its agent only observes, and whether the node
+    is up is the manager's to say."""
+    if node.managed_by != NodeManager.AGENT:
+        return
     state = lifecycle.node_state_after_report(node.state, drained=node.drained)
     if state != node.state:
         node.state, node.state_reason = state, ""
@@ -330,6 +350,32 @@ def _uuid_conflicts(*, node: Node, gpus: list[dict], rows: dict[str, Gpu]) -> di
     return errors
 
 
+def placeholder_uuid(manager: str, hostname: str, index: int) -> str:
+    """The UUID of a GPU known only from a cluster manager's inventory, until an agent reports the real one."""
+    return f"{manager}:{hostname}:{index}"
+
+
+def _placeholders_adopted(*, node: Node, gpus: list[dict], gpu_types: list, rows: dict[str, Gpu]) -> list:
+    """On a node a cluster manager manages, the rows its inventory made (placeholder_uuid)
+    take the UUIDs the observer reports at their indexes, re-keyed in `rows` (not saved:
+    _gpus_sync writes them), so their allocation history stays one row per device. A reported
+    GPU keeps the type the manager's inventory gave its row: the manager schedules by that
+    type. The GPU types to write, in the report's order."""
+    by_index = {row.index: row for row in rows.values() if row.node_id == node.pk and row.state != GpuState.MISSING}
+    types = list(gpu_types)
+    for position, gpu in enumerate(gpus):
+        row = rows.get(gpu["uuid"]) or by_index.get(gpu["index"])
+        if row is None or row.node_id != node.pk:
+            continue
+        if row.uuid != gpu["uuid"] and row.uuid == placeholder_uuid(node.managed_by, node.hostname, row.index):
+            del rows[row.uuid]
+            row.uuid = gpu["uuid"]
+            rows[row.uuid] = row
+        if row.uuid == gpu["uuid"]:
+            types[position] = row.gpu_type
+    return types
+
+
 def _gpus_sync(*, node: Node, gpus: list[dict], gpu_types: list, rows: dict[str, Gpu], now) -> None:
     """Make the GPU rows match the report.
 
@@ -363,7 +409,7 @@ def _gpus_sync(*, node: Node, gpus: list[dict], gpu_types: list, rows: dict[str,
             row.state = GpuState.MISSING
             row.state_reason = _clip(f"Not reported at registration on {now:%Y-%m-%d %H:%M:%S} UTC (was {was}).")
             to_update.append(row)
-    Gpu.objects.bulk_update(to_update, [*_GPU_REPORTED_FIELDS, "state", "state_reason"])
+    Gpu.objects.bulk_update(to_update, ["uuid", *_GPU_REPORTED_FIELDS, "state", "state_reason"])
     Gpu.objects.bulk_create(to_create)
 
 

@@ -24,6 +24,7 @@ class FakeControlPlane:
         self.heartbeat_status = 200  # e.g. 503: heartbeats fail while everything else works
         self.sample_attempts: list[float] = []  # time.monotonic() of each sample upload, answered or not
         self.assignments: list[dict] = []
+        self.assignment_polls = 0
         self.gpu_failures: list[dict] = []
         self.dropped_reports: list[int | None] = []
         self.left = False
@@ -71,6 +72,7 @@ class FakeControlPlane:
             self.gpu_failures.extend(body["gpus"])
             return 200, []
         if method == "GET" and path == f"/api/nodes/{NODE_ID}/assignments/":
+            self.assignment_polls += 1
             return 200, self.assignments
         if method == "POST" and path == "/api/telemetry/samples/":
             self.samples.extend(body["samples"])
