@@ -17,7 +17,7 @@ def executor_from_settings() -> Executor:
     """The executor GOGH_EXECUTOR names, configured from GOGH_SLURM."""
     if not executor_pushes():
         return AgentExecutor()
-    from ..executors.slurm import SlurmExecutor  # only a Slurm control plane needs its CLI driver
+    from ..executors.slurm.executor import SlurmExecutor  # only a Slurm control plane needs its CLI driver
 
     slurm = settings.GOGH_SLURM
     return SlurmExecutor(job_prefix=slurm["job_prefix"], partition=slurm["partition"], bin_dir=slurm["bin_dir"],
