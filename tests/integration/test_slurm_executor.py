@@ -19,6 +19,7 @@ import json
 import subprocess
 import sys
 import time
+import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ from catalog.models import GpuType, Measurement, Workload
 from scheduler.models import Allocation, ExecutorRun, Job
 from scheduler.services import solver_config_update
 from telemetry.models import Gpu, Node
+from telemetry.services.executor_inventory import executor_inventory_apply
 
 from .conftest import ROOT, free_port, wait_for_http, worker_argv
 from .keep_work import wait_for
@@ -38,7 +40,10 @@ from .test_http_api import call
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-PREFIX = "h4e2e"  # GOGH_SLURM_JOB_PREFIX of these stacks: their Slurm jobs are named h4e2e-<job id>
+#: Every Slurm job of these tests is named h4e2e-...: each stack's GOGH_SLURM_JOB_PREFIX is
+#: h4e2e-<a new word>, since job ids start again at 1 in each test's database while Slurm still
+#: lists the last test's jobs (MinJobAge).
+PREFIX = "h4e2e"
 FOREIGN = f"{PREFIX}-foreign"  # a job submitted straight to Slurm: not <prefix>-<int>, so not GOGH's
 NODES = ("n-k80", "n-p100", "n-v100")
 JOB = ROOT / "tests" / "integration" / "jobs" / "slurm_steps_job.py"
@@ -67,8 +72,8 @@ def slurm_jobs() -> dict[str, list[dict]]:
     return jobs
 
 
-def slurm_runs(job_id: int) -> list[dict]:
-    return slurm_jobs().get(f"{PREFIX}-{job_id}", [])
+def slurm_runs(stack: "Stack", job_id: int) -> list[dict]:
+    return slurm_jobs().get(f"{stack.prefix}-{job_id}", [])
 
 
 def cancel_our_slurm_jobs(timeout: float = 60) -> None:
@@ -104,6 +109,7 @@ def slurm_is_up():
 class Stack:
     base: str
     token: str
+    prefix: str
     spawn: object
     env: dict
     logs: list[Path] = field(default_factory=list)
@@ -115,6 +121,10 @@ class Stack:
         self.logs.append(log)
         wait_for(lambda: Node.objects.filter(hostname__in=NODES, managed_by="slurm", state="ready").count()
                  == len(NODES), "Slurm's three nodes ready in GOGH", self.logs, 60)
+
+    def running_in_slurm(self, job_id: int) -> dict | None:
+        runs = slurm_runs(self, job_id)
+        return runs[-1] if runs and runs[-1]["job_state"] == "RUNNING" else None
 
     def job(self, job_id: int) -> dict:
         status, body = call(self.base, f"/api/jobs/{job_id}/", self.token)
@@ -160,7 +170,8 @@ def start_stack(spawn, tmp_path, alice):
     def start(theta: int, beat: bool = True) -> Stack:
         seed_catalog()
         solver_config_update(by=None, values={"theta": theta})
-        env = {"GOGH_EXECUTOR": "slurm", "GOGH_SLURM_JOB_PREFIX": PREFIX, "GOGH_SLURM_SYNC_S": "1",
+        prefix = f"{PREFIX}-{uuid.uuid4().hex[:6]}"
+        env = {"GOGH_EXECUTOR": "slurm", "GOGH_SLURM_JOB_PREFIX": prefix, "GOGH_SLURM_SYNC_S": "1",
                "GOGH_SLURM_OUTPUT_DIR": str(tmp_path / "slurm-output"),
                "GOGH_SLURM_CHECKPOINT_DIR": str(tmp_path / "slurm-checkpoints"), "GOGH_SCHEDULING_INTERVAL_S": "5"}
         port = free_port()
@@ -168,8 +179,8 @@ def start_stack(spawn, tmp_path, alice):
             "daphne", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "gogh_web.asgi:application"],
             **env)
         _, worker_log = spawn("worker", worker_argv("slurm-e2e"), **env)
-        stack = Stack(base=f"http://127.0.0.1:{port}", token=Token.objects.create(user=alice).key, spawn=spawn,
-                      env=env, logs=[daphne_log, worker_log])
+        stack = Stack(base=f"http://127.0.0.1:{port}", token=Token.objects.create(user=alice).key, prefix=prefix,
+                      spawn=spawn, env=env, logs=[daphne_log, worker_log])
         wait_for_http(stack.base + "/api/", daphne, daphne_log)
         if beat:
             stack.start_beat()
@@ -198,11 +209,6 @@ def runs_of(job_id: int) -> list[ExecutorRun]:
     return list(ExecutorRun.objects.filter(job_id=job_id).select_related("node").order_by("submitted_at", "id"))
 
 
-def running_in_slurm(job_id: int) -> dict | None:
-    runs = slurm_runs(job_id)
-    return runs[-1] if runs and runs[-1]["job_state"] == "RUNNING" else None
-
-
 # --- the cases ------------------------------------------------------------------------
 
 def test_a_job_runs_in_slurm_on_the_node_and_gpu_type_the_round_chose_and_succeeds(start_stack):
@@ -212,7 +218,7 @@ def test_a_job_runs_in_slurm_on_the_node_and_gpu_type_the_round_chose_and_succee
     seen = {}
 
     def running_on_both_sides() -> bool:
-        seen["slurm"], seen["api"] = running_in_slurm(job_id), stack.job(job_id)
+        seen["slurm"], seen["api"] = stack.running_in_slurm(job_id), stack.job(job_id)
         return seen["slurm"] is not None and seen["api"]["state"] == "running" and bool(seen["api"]["allocations"])
 
     wait_for(running_on_both_sides, "the job running in Slurm and in the API", stack.every_log(), 90)
@@ -230,7 +236,7 @@ def test_a_job_runs_in_slurm_on_the_node_and_gpu_type_the_round_chose_and_succee
     assert run.external_id == str(slurm_run["job_id"]) and run.settled_at is not None and run.state == "succeeded"
     assert (run.node.hostname, run.gpu_type, run.num_gpus, run.shares) == (allocation["node"], allocation["gpu_type"],
                                                                             1, None)
-    (ended,) = slurm_runs(job_id)
+    (ended,) = slurm_runs(stack, job_id)
     assert (ended["job_state"], ended["exit_code"]) == ("COMPLETED", 0)
     lines = output(run)
     assert lines[0] == "started at step 0" and lines[-1] == "done at step 60", lines[:3] + lines[-3:]
@@ -239,14 +245,18 @@ def test_a_job_runs_in_slurm_on_the_node_and_gpu_type_the_round_chose_and_succee
 
 def test_two_jobs_placed_together_share_one_gpu_through_slurm_shards(start_stack):
     stack = start_stack(theta=2, beat=False)
-    # Both wait for Slurm's inventory (no sync runs before beat), so one round places them together.
+    # Both wait while Slurm's nodes are down (as Slurm's inventory service records them until
+    # the first sync, which beat runs), so that one round places them together.
+    executor_inventory_apply(manager="slurm", holders={}, nodes=[
+        {"name": name, "up": False, "reason": "not synced yet", "gpus": {name.removeprefix("n-"): 4}}
+        for name in NODES])
     first, second = submit(stack, 80), submit(stack, 80)
     stack.start_beat()
 
     seen = {}
 
     def both_running() -> bool:
-        seen.update({job_id: (running_in_slurm(job_id), stack.job(job_id)) for job_id in (first, second)})
+        seen.update({job_id: (stack.running_in_slurm(job_id), stack.job(job_id)) for job_id in (first, second)})
         return all(run and job["state"] == "running" for run, job in seen.values())
 
     wait_for(both_running, "both jobs running in Slurm and in the API", stack.every_log(), 90)
@@ -264,17 +274,17 @@ def test_two_jobs_placed_together_share_one_gpu_through_slurm_shards(start_stack
     for job_id in (first, second):
         done = stack.wait_job(job_id, lambda job: job["state"] in ENDED, "its end")
         assert (done["state"], done["steps_done"], done["restarts"]) == ("succeeded", 80, 0), done["state_reason"]
-        assert [job["job_state"] for job in slurm_runs(job_id)] == ["COMPLETED"]
+        assert [job["job_state"] for job in slurm_runs(stack, job_id)] == ["COMPLETED"]
 
 
 def test_a_job_cancelled_through_the_api_is_stopped_in_slurm(start_stack):
     stack = start_stack(theta=1)
     job_id = submit(stack, 600)
-    wait_for(lambda: running_in_slurm(job_id), "the job running in Slurm", stack.every_log(), 90)
+    wait_for(lambda: stack.running_in_slurm(job_id), "the job running in Slurm", stack.every_log(), 90)
 
     status, body = call(stack.base, f"/api/jobs/{job_id}/cancel/", stack.token, {"reason": "not needed"})
     assert status == 200 and json.loads(body)["state"] == "cancelled", body
-    wait_for(lambda: all(run["job_state"] not in LIVE for run in slurm_runs(job_id)), "the Slurm job's end",
+    wait_for(lambda: all(run["job_state"] not in LIVE for run in slurm_runs(stack, job_id)), "the Slurm job's end",
              stack.every_log(), 60)
     wait_for(lambda: ExecutorRun.objects.filter(job_id=job_id, settled_at__isnull=False).exists(),
              "the run settled", stack.every_log(), 30)
@@ -285,7 +295,7 @@ def test_a_job_cancelled_through_the_api_is_stopped_in_slurm(start_stack):
     assert output(run)[-1].startswith("preempted at step "), output(run)[-3:]
     job = stack.job(job_id)
     assert job["state"] == "cancelled" and job["state_reason"] == "Cancelled by alice. not needed", job
-    assert job["restarts"] == 0 and len(slurm_runs(job_id)) == 1
+    assert job["restarts"] == 0 and len(slurm_runs(stack, job_id)) == 1
 
 
 def test_a_job_failing_with_exit_code_3_fails_with_that_status(start_stack):
@@ -295,7 +305,7 @@ def test_a_job_failing_with_exit_code_3_fails_with_that_status(start_stack):
     done = stack.wait_job(job_id, lambda job: job["state"] in ENDED, "its end")
     assert done["state"] == "failed" and "Exited with status 3" in done["state_reason"], done["state_reason"]
     assert done["restarts"] == 0 and done["steps_done"] == 5
-    (slurm_run,) = slurm_runs(job_id)
+    (slurm_run,) = slurm_runs(stack, job_id)
     assert (slurm_run["job_state"], slurm_run["exit_code"]) == ("FAILED", 3 << 8)  # a wait status
     (run,) = runs_of(job_id)
     assert (run.state, run.exit_code, run.settled_at is not None) == ("failed", 3, True)
@@ -340,7 +350,7 @@ def test_jobs_on_a_node_drained_in_slurm_are_replaced_once_and_resume_from_their
         assert interruption.kind == "node_down" and interruption.was_running and job.restarts == 1, interruption
         first, second = runs_of(job_id)
         assert first.node.hostname == node and second.node.hostname != node, (first, second)
-        assert [run["nodes"] for run in slurm_runs(job_id)] == [node, second.node.hostname]
+        assert [run["nodes"] for run in slurm_runs(stack, job_id)] == [node, second.node.hostname]
         made = [int(line.split()[1].removeprefix("step=")) for line in output(first)
                 if line.startswith("GOGH_CHECKPOINT ")]
         resumed = interruption.resume_step
@@ -366,7 +376,7 @@ def test_gpus_held_by_a_job_submitted_straight_to_slurm_are_planned_around(start
     running = stack.wait_job(job_id, lambda job: job["state"] == "running" and bool(job["allocations"]), "running")
     (allocation,) = running["allocations"]
     assert allocation["node"] != "n-v100", allocation  # v100 draws the least power, but is held
-    assert [run["nodes"] for run in slurm_runs(job_id)] == [allocation["node"]]
+    assert [run["nodes"] for run in slurm_runs(stack, job_id)] == [allocation["node"]]
     assert not Allocation.objects.filter(gpu__node__hostname="n-v100").exists()
 
     slurm("scancel", foreign)  # the holder leaves: its GPUs are GOGH's to plan on again
