@@ -28,6 +28,7 @@ class ControlPlaneCollector:
         yield from telemetry_metrics.node_families()
         yield from scheduler_metrics.solve_families()
         yield from scheduler_metrics.prediction_families()
+        yield from scheduler_metrics.executor_families()
         yield from profiling_families()
 
 

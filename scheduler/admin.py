@@ -9,6 +9,8 @@ from . import services
 from .lifecycle import IllegalTransition
 from .models import (
     Allocation,
+    ExecutorRun,
+    ExecutorSync,
     Job,
     JobInterruption,
     Membership,
@@ -244,3 +246,27 @@ class SolverConfigChangeAdmin(RecordAdmin):
     list_filter = ["field", "changed_by"]
     date_hierarchy = "changed_at"
 
+
+
+@admin.register(ExecutorRun)
+class ExecutorRunAdmin(RecordAdmin):
+    """What the control plane submitted to a pushing executor (Slurm) and what became of each
+    run: read-only, as the executor sync wrote it (a changed row would no longer match the
+    executor's truth, and the next sync would act on it)."""
+
+    list_display = ["id", "executor", "external_id", "job", "node", "gpu_type", "num_gpus", "shares", "state",
+                    "native_state", "exit_code", "submitted_at", "stop_requested_at", "settled_at"]
+    list_filter = ["executor", "state", "node"]
+    search_fields = ["external_id", "job__name", "reason", "stop_reason"]
+    list_select_related = ["job", "node"]
+    date_hierarchy = "submitted_at"
+
+
+@admin.register(ExecutorSync)
+class ExecutorSyncAdmin(RecordAdmin):
+    """Each sync with a pushing executor: what it did, or the command that failed and why."""
+
+    list_display = ["id", "executor", "started_at", "ok", "command", rounded(ExecutorSync, "cpu_s"), "stats"]
+    list_filter = ["executor", "ok"]
+    search_fields = ["command", "error"]
+    date_hierarchy = "started_at"

@@ -4,6 +4,8 @@ and solve runs); and the tenancy rule of who sees what. For each kind: the dict 
 snapshot and the events carry, the snapshot's part (settings.GOGH_LIVE_KINDS), and what
 services call when objects change, inside their transaction.
 """
+import threading
+from contextlib import contextmanager
 from functools import partial
 
 from django.conf import settings
@@ -347,10 +349,34 @@ def jobs_changed(job_ids) -> None:
                ended=any(job.is_terminal for job in jobs))
 
 
+_batch = threading.local()
+
+
+@contextmanager
+def jobs_batched():
+    """The job events sent inside (by any service, in any number of transactions) sent as one
+    batch when it ends, once what it committed is committed: a sync that moves a thousand jobs
+    one transaction each builds their events in one read and stores them in one insert
+    (one batch per job cost the executor sync 40 ms a job). Nested: the outermost one sends."""
+    if getattr(_batch, "jobs", None) is not None:
+        yield
+        return
+    _batch.jobs, _batch.ended = {}, False
+    try:
+        yield
+    finally:
+        tenants, ended = _batch.jobs, _batch.ended
+        _batch.jobs = None
+        _send_jobs(tenants, ended=ended)
+
+
 def _send_jobs(tenants: dict[str, int], *, ended: bool) -> None:
     """When a job ended, the ended jobs its end pushed out of the window are deleted from pages:
     worked out after the commit, under the event lock (gogh_web/events/windows.py)."""
-    if tenants:
+    if getattr(_batch, "jobs", None) is not None:
+        _batch.jobs.update(tenants)
+        _batch.ended = _batch.ended or ended
+    elif tenants:
         send_changes(partial(_job_changes, tenants, ended))
 
 

@@ -1,11 +1,22 @@
 """The scheduler's metric families for /metrics (composed with the other apps' by
-gogh_web.metrics): the queue, the work jobs lost to restarts, the solver's rounds, and how far
-running jobs' observed throughput is from what was predicted. docs/telemetry.md lists them all."""
+gogh_web.metrics): the queue, the work jobs lost to restarts, the solver's rounds, how far
+running jobs' observed throughput is from what was predicted, and the executor's syncs.
+docs/telemetry.md lists them all."""
 from django.db.models import Count, Sum
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, SummaryMetricFamily
 
+from .executors.base import RUN_STATES
 from .lifecycle import JobState
-from .models import Allocation, InterruptionKind, Job, JobInterruption, SolveRun, SolveStatus
+from .models import (
+    Allocation,
+    ExecutorRun,
+    ExecutorSync,
+    InterruptionKind,
+    Job,
+    JobInterruption,
+    SolveRun,
+    SolveStatus,
+)
 from .selectors import observed_throughputs
 
 
@@ -128,3 +139,27 @@ def prediction_families():
 def _measuring(job) -> bool:
     """A probe or a profiling campaign's job runs to measure, not to serve: no SLO applies."""
     return bool(job.probe_gpu_type or job.campaign_id)
+
+
+def executor_families():
+    """A pushing executor's syncs (scheduler.dispatch.executor_sync): the kept records by
+    outcome (ok, or a command failed: the newest KEEP_SYNCS, so a gauge), the latest sync's
+    control-plane CPU seconds, and the runs not yet settled by their state (every state listed)."""
+    outcomes = dict(ExecutorSync.objects.values_list("ok").annotate(n=Count("id")).order_by())
+    syncs = GaugeMetricFamily("gogh_executor_syncs", "Executor syncs kept (the newest 1,000), by outcome.",
+                              labels=["outcome"])
+    syncs.add_metric(["ok"], outcomes.get(True, 0))
+    syncs.add_metric(["error"], outcomes.get(False, 0))
+    yield syncs
+    last = ExecutorSync.objects.filter(cpu_s__isnull=False).order_by("-started_at", "-id").first()
+    cpu = GaugeMetricFamily("gogh_executor_sync_last_cpu_seconds", "Control-plane CPU seconds of the latest sync.")
+    if last is not None:
+        cpu.add_metric([], last.cpu_s)
+    yield cpu
+    states = dict(ExecutorRun.objects.filter(settled_at__isnull=True).values_list("state").annotate(n=Count("id"))
+                  .order_by())
+    runs = GaugeMetricFamily("gogh_executor_runs_unsettled", "Runs submitted to the executor whose end is not "
+                             "applied yet, by state.", labels=["state"])
+    for state in RUN_STATES:
+        runs.add_metric([state], states.get(state, 0))
+    yield runs

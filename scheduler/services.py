@@ -357,8 +357,6 @@ def scheduling_round_run(*, trigger: str, dry_run: bool = False, solver: str | N
             news = _apply(allocation, run, now, exploration)
             if news:
                 _announce_round(run, allocation, news)
-            if any(item.kind != "pending" for item in news):
-                executor_sync_request()  # allocations opened or closed: push them now
     return RoundResult(solve_run=run, allocation=allocation)
 
 
@@ -480,6 +478,8 @@ def _apply(allocation: optimizer.Plan, run: SolveRun, now,
                             tuple(sorted(int(g) for g in placement.gpu_ids)), placement.predicted_throughput))
     writes.write(run)
     interruptions_record(stops + _moves_explained(moves, run), now=now, handover=True)
+    if any(item.kind != "pending" for item in news):
+        executor_sync_request()  # allocations opened or closed: a pushing executor hears of it now
     return news
 
 

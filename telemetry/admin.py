@@ -40,7 +40,7 @@ class GpuInline(admin.TabularInline):
     model = Gpu
     extra = 0
     can_delete = False
-    fields = [*_GPU_REPORTED, "state", "state_reason"]
+    fields = [*_GPU_REPORTED, "state", "state_reason", "external_holder"]
     readonly_fields = fields
     show_change_link = True
 
@@ -63,14 +63,16 @@ class ApprovalFilter(admin.SimpleListFilter):
 
 @admin.register(Node)
 class NodeAdmin(admin.ModelAdmin):
-    list_display = ["hostname", "state", "approved", "state_reason", "cell", "gpu_count", "last_heartbeat", "agent"]
-    list_filter = [ApprovalFilter, "state", "cell"]
+    list_display = [
+        "hostname", "state", "approved", "state_reason", "managed_by", "cell", "gpu_count", "last_heartbeat", "agent",
+    ]
+    list_filter = [ApprovalFilter, "state", "managed_by", "cell"]
     search_fields = ["hostname"]
     list_select_related = ["agent"]
     raw_id_fields = ["agent"]
     readonly_fields = [
-        "hostname", "labels", "cell", "state", "state_reason", "approved_at", "approved_by", "agent_version",
-        "last_heartbeat", "registered_at", "updated_at", "samples_dropped",
+        "hostname", "labels", "cell", "state", "state_reason", "managed_by", "approved_at", "approved_by",
+        "agent_version", "last_heartbeat", "registered_at", "updated_at", "samples_dropped",
     ]
     inlines = [GpuInline]
     actions = ["approve", "revoke", "drain", "undrain", "mark_down"]
@@ -120,11 +122,11 @@ class NodeAdmin(admin.ModelAdmin):
 
 @admin.register(Gpu)
 class GpuAdmin(admin.ModelAdmin):
-    list_display = ["node", "index", "gpu_type", "state", "pcie_switch", "numa_node", "uuid"]
+    list_display = ["node", "index", "gpu_type", "state", "external_holder", "pcie_switch", "numa_node", "uuid"]
     list_filter = ["gpu_type", "state"]
     search_fields = ["uuid", "node__hostname"]
     list_select_related = ["node", "gpu_type"]
-    readonly_fields = ["node", *_GPU_REPORTED, "state", "state_reason"]
+    readonly_fields = ["node", *_GPU_REPORTED, "state", "state_reason", "external_holder"]
     actions = ["disable", "enable"]
 
     def has_add_permission(self, request):

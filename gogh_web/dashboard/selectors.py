@@ -22,7 +22,7 @@ from scheduler.problem_source import ACTIVE_STATES
 from scheduler.profiling.live import gpu_type_profiles_snapshot, profile_label
 from scheduler.selectors import jobs_visible_to
 from telemetry.live import gpus_data, nodes_data
-from telemetry.models import Gpu, GpuSample, GpuSampleMinute, GpuState, Node, NodeState
+from telemetry.models import Gpu, GpuSample, GpuSampleMinute, GpuState, Node, NodeManager, NodeState
 
 from . import tradeoff
 from .models import TradeoffSweep
@@ -51,20 +51,27 @@ def cluster_overview(*, now=None) -> dict:
     """Nodes and GPUs as the live snapshot holds them (a node's GPU count leaves out MISSING
     GPUs, as the live one does), GPUs counted by type and state with how the catalog knows each
     type (profiled, profiling k of n cases, ...: scheduler.profiling.live), power now and energy
-    today."""
+    today. `node_rows` are the nodes as the page's table shows them: who manages each (its
+    agent, or Slurm) and the GPUs a run GOGH did not submit holds (cluster.js does the same)."""
     now = now or timezone.now()
     gpus = sorted(gpus_data(Gpu.objects.all()).values(), key=lambda g: (g["node"], g["index"]))
     nodes = sorted(nodes_data(Node.objects.all()).values(), key=lambda n: n["hostname"])
     by_type: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    held = held_gpus(gpus)
     for gpu in gpus:
         by_type[gpu["gpu_type"]][gpu["state"]] += 1
     profiles = gpu_type_profiles_snapshot(None)
     return {
         "nodes": nodes,
+        "node_rows": [
+            {**node, "managed_by_label": NodeManager(node["managed_by"]).label, "held": held.get(node["id"], [])}
+            for node in nodes
+        ],
         "nodes_down": sum(n["state"] == NodeState.DOWN for n in nodes),
         "profiles": profiles,
         "gpu_type_rows": [
-            {"gpu_type": t, "states": dict(states), "profile": profile_label(profiles[t]) if t in profiles else ""}
+            {"gpu_type": t, "states": dict(states), "profile": profile_label(profiles[t]) if t in profiles else "",
+             "held": sum(g["gpu_type"] == t for node_held in held.values() for g in node_held)}
             for t, states in sorted(by_type.items())
         ],
         "gpus": gpus,
@@ -73,6 +80,16 @@ def cluster_overview(*, now=None) -> dict:
         "energy_today_wh": energy_today_wh(now=now),
         "stale_s": stale_after_s(),
     }
+
+
+def held_gpus(gpus: list[dict]) -> dict[int, list[dict]]:
+    """{node id: its GPUs (live dicts, not missing) that a run GOGH did not submit holds}: GOGH
+    plans nothing on them (telemetry's Gpu.external_holder, set from Slurm's foreign jobs)."""
+    held: dict[int, list[dict]] = defaultdict(list)
+    for gpu in gpus:
+        if gpu["external_holder"] and gpu["state"] != GpuState.MISSING:
+            held[gpu["node_id"]].append(gpu)
+    return dict(held)
 
 
 def energy_today_wh(*, now=None) -> float:

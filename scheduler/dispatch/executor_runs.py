@@ -11,8 +11,10 @@ was submitted (Job.placed_at changes whenever it is placed anew) and still holds
 run's node; any other run is stale and is being stopped (executor_stops.py)."""
 from datetime import UTC, datetime
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import Exists, F, OuterRef, Q
 
 from gogh_web.activity import announce
 from telemetry.models import Gpu
@@ -25,6 +27,7 @@ from ..executors.base import (
     PENDING,
     PREEMPTED,
     RESUME_EXIT_CODE,
+    RUNNING,
     SUCCEEDED,
     TIMEOUT,
     RunStatus,
@@ -36,9 +39,16 @@ from ..services import job_transition, scheduling_round_request
 from . import stops
 from .executor_output import output_grew, output_read
 from .progress import job_ended, late_end, run_report
-from .report_rules import NotAssigned, Report
+from .report_rules import NotAssigned, Report, check_report, record_steps
 
 _ON_A_GPU = (JobState.PLACED.value, JobState.RUNNING.value)
+#: The shortest stretch of a run's progress its throughput is measured over (two syncs' reads).
+RATE_MIN_S = 10.0
+#: What _news reads of a run and its job (the job's command, environment and the rest are not).
+_NEWS_FIELDS = ("id", "job_id", "external_id", "state", "native_state", "reason", "gpu_indexes", "node_id",
+                "stop_requested_at", "submitted_at", "output_path", "output_offset", "job__state", "job__placed_at",
+                "job__tenant_id", "job__campaign_id", "job__total_steps", "job__checkpoint_step", "rate_step",
+                "rate_at")
 #: The report status of a run's end, in the agent path's words (progress.REPORT_STATUSES).
 _REPORTED = {SUCCEEDED: "succeeded", FAILED: "failed", TIMEOUT: "failed"}
 
@@ -53,6 +63,16 @@ def open_nodes(job_ids) -> dict[int, set[int]]:
     return nodes
 
 
+def not_current(executor: str):
+    """The unsettled runs of `executor` that are not their job's current one (is_current's
+    negation, as one query)."""
+    on_its_node = Allocation.objects.filter(job=OuterRef("job"), end__isnull=True, gpu__node=OuterRef("node"))
+    return ExecutorRun.objects.filter(executor=executor, settled_at__isnull=True).filter(
+        Q(stop_requested_at__isnull=False) | ~Q(job__state__in=_ON_A_GPU) | Q(job__placed_at__isnull=True)
+        | Q(job__placed_at__gt=F("submitted_at")) | ~Exists(on_its_node)
+    )
+
+
 def is_current(run: ExecutorRun, job: Job, nodes: set[int]) -> bool:
     """Whether `run` is the job's current run (the module's docstring), not one being stopped."""
     return (
@@ -61,16 +81,66 @@ def is_current(run: ExecutorRun, job: Job, nodes: set[int]) -> bool:
     )
 
 
-def runs_apply(statuses: dict[str, RunStatus], *, executor: str, now, stats: dict) -> None:
+def runs_apply(statuses: dict[str, RunStatus], *, executor: str, waited: set[str], now, stats: dict) -> None:
     """Apply the snapshot's `statuses` (external id -> status) to every unsettled run of
-    `executor`. Runs where nothing changed (same state and GPUs, no new output, nothing for
-    their job to do) are passed over without a write, so a steady sync costs a few queries."""
-    runs = list(ExecutorRun.objects.filter(executor=executor, settled_at__isnull=True).select_related("job"))
+    `executor` it was taken for (`waited`). Runs where nothing changed (same state and GPUs,
+    no new output, nothing for their job to do) are passed over without a write, so a steady
+    sync costs a few queries."""
+    runs = [run for run in ExecutorRun.objects.filter(executor=executor, settled_at__isnull=True)
+            .select_related("job").only(*_NEWS_FIELDS) if run.external_id in waited]
     nodes = open_nodes([run.job_id for run in runs])
+    steps: dict[int, int] = {}
+    offsets: dict[int, int] = {}
     for run in runs:
         status = statuses.get(run.external_id)
-        if _news(run, status, nodes.get(run.job_id, set())):
-            _apply_locked(run.pk, status, now, stats)
+        held = nodes.get(run.job_id, set())
+        if not _news(run, status, held):
+            continue
+        if _steps_only(run, status, held, steps, offsets, stats, now):
+            continue
+        _apply_locked(run.pk, status, now, stats)
+    _record_steps(runs, steps, offsets)
+
+
+def _steps_only(run: ExecutorRun, status: RunStatus | None, nodes: set[int], steps: dict[int, int],
+                offsets: dict[int, int], stats: dict, now) -> bool:
+    """The common news of a running job's run, new progress lines and nothing else (no
+    checkpoint, length, measurement, nor change of state or GPUs), noted in `steps` and
+    `offsets` for _record_steps (through the same report rules); False for any other news,
+    and for a throughput due, which _apply_locked applies."""
+    job = run.job
+    if not (status is not None and status.state == RUNNING and job.state == JobState.RUNNING.value
+            and job.campaign_id is None
+            and is_current(run, job, nodes) and list(status.gpu_indexes) == list(run.gpu_indexes)
+            and (status.native_state, status.reason) == (run.native_state, run.reason)):
+        return False
+    news = output_read(run.output_path, run.output_offset)
+    if news.checkpoint is not None or news.measurements or news.total is not None and job.total_steps is None \
+            or _rate_due(run, news.step, now, final=False) is not None:
+        return False
+    offsets[run.pk] = news.offset
+    if news.step is not None:
+        try:
+            check_report(job, Report(status="running", steps=news.step))
+            steps[job.pk] = news.step
+            stats["progressed"] = stats.get("progressed", 0) + 1
+        except ValidationError:
+            stats["reports_refused"] = stats.get("reports_refused", 0) + 1
+    return True
+
+
+@transaction.atomic
+def _record_steps(runs: list[ExecutorRun], steps: dict[int, int], offsets: dict[int, int]) -> None:
+    """The progress _steps_only noted, and how far each run's output was read, in a few
+    statements; the jobs' pages hear of it."""
+    record_steps(steps)
+    table = connection.ops.quote_name(ExecutorRun._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.executemany(f"UPDATE {table} SET output_offset = %s WHERE id = %s",
+                           [(offset, run_id) for run_id, offset in offsets.items()])
+    for run in runs:
+        if run.job_id in steps:
+            job_changed(run.job)
 
 
 def _news(run: ExecutorRun, status: RunStatus | None, nodes: set[int]) -> bool:
@@ -94,9 +164,11 @@ def _apply_locked(run_id: int, status: RunStatus | None, now, stats: dict) -> No
         return  # another sync settled it meanwhile
     job = Job.objects.select_for_update().select_related("workload").get(pk=run.job_id)
     current = is_current(run, job, open_nodes([job.pk]).get(job.pk, set()))
+    read_back = list(run.gpu_indexes)
     _stamp(run, status, now)
     if status is not None and status.state != PENDING and current:
-        _repoint(job, run, status.gpu_indexes)
+        if list(status.gpu_indexes) != read_back:
+            _repoint(job, run, status.gpu_indexes)
         job = _progress(job, run, status, now, stats)
     if status is None or status.state in ENDED:
         if current:
@@ -117,7 +189,7 @@ def _stamp(run: ExecutorRun, status: RunStatus | None, now) -> None:
     run.state, run.native_state, run.reason = status.state, status.native_state[:32], status.reason[:300]
     run.exit_code = status.exit_code
     if status.state != PENDING:
-        run.gpu_indexes = list(status.gpu_indexes)
+        run.gpu_indexes = list(status.gpu_indexes) or run.gpu_indexes  # an ended run's are no longer listed
         run.started_at = run.started_at or _when(status.started_at, now)
     if status.state in ENDED:
         run.ended_at = run.ended_at or _when(status.ended_at, now)
@@ -164,22 +236,41 @@ def _progress(job: Job, run: ExecutorRun, status: RunStatus, now, stats: dict) -
     they refuse stores nothing; its lines are passed over), the job running."""
     word = _REPORTED.get(status.state, "preempted") if status.state in ENDED else "running"
     report, measurements = _report(job, run, word)
+    placed = job.state == JobState.PLACED.value
+    started_by = f"Slurm (job {run.external_id})"
     if report is not None:
+        rate = _rate_due(run, report.steps, now, final=word != "running")
+        if rate is not None or run.rate_at is None or report.steps < run.rate_step:
+            run.rate_step, run.rate_at = report.steps, now  # the next throughput counts from here
+        # Where it runs, for the start's announcement, a measurement, a campaign's results.
         allocations = list(Allocation.objects.filter(job=job, end__isnull=True)
-                           .select_related("gpu__node", "gpu__gpu_type").prefetch_related("partners"))
+                           .select_related("gpu__node", "gpu__gpu_type").prefetch_related("partners")
+                           ) if placed or rate is not None or job.campaign_id is not None else []
         try:
-            job, _ = run_report(job, report, allocations, steps_per_s=None, measurements=measurements,
-                                started_by=f"Slurm (job {run.external_id})", now=now)
+            job, _ = run_report(job, report, allocations, steps_per_s=rate, measurements=measurements,
+                                started_by=started_by, now=now)
         except ValidationError as refused:
             stats["reports_refused"] = stats.get("reports_refused", 0) + 1
             announce("job %s: its run's output was refused: %s", job.pk, "; ".join(refused.messages))
-        job.refresh_from_db()
-        job_changed(job)
-    if job.state == JobState.PLACED.value:
-        job = job_transition(job=job, to=JobState.RUNNING.value, reason=f"Started by Slurm (job {run.external_id}).",
-                             now=now)
+        job_changed(job)  # its progress
+    ran = status.state == RUNNING or status.started_at is not None
+    if job.state == JobState.PLACED.value and ran:  # not a run cancelled or failed before it started
+        job = job_transition(job=job, to=JobState.RUNNING.value, reason=f"Started by {started_by}.", now=now)
+    if placed and job.state != JobState.PLACED.value:
         stats["started"] = stats.get("started", 0) + 1
     return job
+
+
+def _rate_due(run: ExecutorRun, step: int | None, now, *, final: bool) -> float | None:
+    """The run's steps per second since its rate mark (rate_step at rate_at), when a
+    throughput is due (progress.py makes it a catalog measurement, at most one per
+    GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S): once the mark is that old, or at the run's end
+    over at least RATE_MIN_S. None otherwise, or when the run made no progress since."""
+    if run.rate_at is None or step is None or step <= run.rate_step:
+        return None
+    seconds = (now - run.rate_at).total_seconds()
+    wanted = RATE_MIN_S if final else max(RATE_MIN_S, settings.GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S)
+    return (step - run.rate_step) / seconds if seconds >= wanted else None
 
 
 def _ended(job: Job, run: ExecutorRun, status: RunStatus | None, now, stats: dict) -> None:

@@ -12,19 +12,17 @@ from gogh_web.activity import announce
 
 from ..executors.base import PENDING, Executor, ExecutorError, RunStatus
 from ..models import ExecutorRun
-from .executor_runs import is_current, open_nodes
+from .executor_runs import not_current
 
 
-def stops_apply(executor: Executor, statuses: dict[str, RunStatus], *, now, stats: dict,
+def stops_apply(executor: Executor, statuses: dict[str, RunStatus], *, waited: set[str], now, stats: dict,
                 errors: list[ExecutorError]) -> None:
-    """Notice or kill every unsettled run that is no longer its job's current one. A signal
-    the executor refuses is recorded in `errors` and tried again at the next sync (the run's
-    row is left as it was)."""
-    runs = list(ExecutorRun.objects.filter(executor=executor.name, settled_at__isnull=True).select_related("job"))
-    nodes = open_nodes([run.job_id for run in runs])
-    for run in runs:
-        if run.stop_requested_at is None and is_current(run, run.job, nodes.get(run.job_id, set())):
-            continue
+    """Notice or kill every unsettled run the snapshot was taken for (`waited`) that is no
+    longer its job's current one. A signal the executor refuses is recorded in `errors` and
+    tried again at the next sync (the run's row is left as it was)."""
+    for run in not_current(executor.name).select_related("job"):
+        if run.external_id not in waited:
+            continue  # submitted by another sync since the snapshot: the next sync judges it
         status = statuses.get(run.external_id)
         started = status is not None and status.state != PENDING
         if run.stop_requested_at is not None and (run.kill_at > now or not started):
@@ -42,7 +40,7 @@ def stops_apply(executor: Executor, statuses: dict[str, RunStatus], *, now, stat
 
 @transaction.atomic
 def _requested(run: ExecutorRun, *, kill: bool, now) -> None:
-    grace = timedelta(0 if kill else run.job.preemption_grace_s)
+    grace = timedelta(seconds=0 if kill else run.job.preemption_grace_s)
     ExecutorRun.objects.filter(pk=run.pk, stop_requested_at__isnull=True).update(
         stop_requested_at=now, kill_at=now + grace, stop_reason=run.job.state_reason[:300]
     )

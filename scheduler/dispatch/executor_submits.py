@@ -67,8 +67,11 @@ def _launch_locked(executor: Executor, job_id: int, nodes: dict[str, NodeStatus]
                 gpu_type=launch.gpu_type, num_gpus=launch.num_gpus, shares=launch.shares,
                 output_path=launch.output_path, submitted_at=now,
             )
-    except IntegrityError:
-        executor.signal(external_id, kill=True)  # another sync submitted it first: this copy goes
+    except IntegrityError:  # another sync submitted it first: this copy goes
+        try:
+            executor.signal(external_id, kill=True)
+        except ExecutorError as error:
+            errors.append(error)  # the copy runs as a foreign run until someone cancels it
         return None
     announce("job %s submitted to Slurm as job %s on %s", job.pk, external_id, launch.node)
     return launch

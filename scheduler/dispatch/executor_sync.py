@@ -19,6 +19,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
+from .. import live
 from ..executors.base import Executor, ExecutorError
 from ..models import ExecutorRun, ExecutorSync
 from .executor_inventory import inventory_apply
@@ -38,8 +39,11 @@ def executor_sync(*, executor: Executor | None = None, now=None) -> ExecutorSync
         return None
     started, cpu = now or timezone.now(), time.process_time()
     unsettled = ExecutorRun.objects.filter(executor=executor.name, settled_at__isnull=True)
+    # Only these runs are judged by this snapshot: one another sync submits meanwhile is not
+    # in it, and must not be taken for a run Slurm lost.
+    waited = set(unsettled.values_list("external_id", flat=True))
     try:
-        snapshot = executor.snapshot(waiting_on=list(unsettled.values_list("external_id", flat=True)))
+        snapshot = executor.snapshot(waiting_on=sorted(waited))
     except ExecutorError as error:
         return _record(executor, started, cpu, stats={}, errors=[error])
     now = now or timezone.now()
@@ -52,10 +56,11 @@ def executor_sync(*, executor: Executor | None = None, now=None) -> ExecutorSync
                         known=set(unsettled.values_list("external_id", flat=True)), now=now, stats=stats)
     except ValidationError as refused:  # all or nothing: the inventory is tried again next sync
         errors.append(ExecutorError("inventory", "; ".join(refused.messages)))
-    runs_apply(statuses, executor=executor.name, now=now, stats=stats)
-    stops_apply(executor, statuses, now=now, stats=stats, errors=errors)
-    submits_apply(executor, {node.name: node for node in snapshot.nodes}, slurm=slurm, now=now, stats=stats,
-                  errors=errors)
+    with live.jobs_batched():
+        runs_apply(statuses, executor=executor.name, waited=waited, now=now, stats=stats)
+        stops_apply(executor, statuses, waited=waited, now=now, stats=stats, errors=errors)
+        submits_apply(executor, {node.name: node for node in snapshot.nodes}, slurm=slurm, now=now, stats=stats,
+                      errors=errors)
     return _record(executor, started, cpu, stats=stats, errors=errors)
 
 

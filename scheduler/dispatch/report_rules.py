@@ -6,6 +6,7 @@ writes); a final report keeps its end or stop, without what the rules refuse of 
 from dataclasses import dataclass, replace
 
 from django.core.exceptions import ValidationError
+from django.db import connection
 
 from ..models import Job
 
@@ -100,3 +101,19 @@ def record_progress(job: Job, report: Report, now) -> None:
     if report.total_steps is not None and job.total_steps is None:
         values["total_steps"] = report.total_steps
     Job.objects.filter(pk=job.pk).update(**values)
+
+
+def record_steps(steps: dict[int, int]) -> None:
+    """Where many running jobs' runs are ({job id: step}, each checked by check_report: steps
+    alone, no checkpoint or length), stored as record_progress stores it, in two statements
+    for any number of jobs: a sync that reads a thousand runs' progress every few seconds
+    cannot afford a locked transaction each. A job no longer running (a round moved it since
+    it was read) is left alone: its interruption set where its next run starts."""
+    if not steps:
+        return
+    table = connection.ops.quote_name(Job._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.executemany(f"UPDATE {table} SET current_step = %s WHERE id = %s AND state = %s",
+                           [(step, job_id, RUNNING) for job_id, step in steps.items()])
+        cursor.executemany(f"UPDATE {table} SET steps_done = %s WHERE id = %s AND state = %s AND steps_done < %s",
+                           [(step, job_id, RUNNING, step) for job_id, step in steps.items()])

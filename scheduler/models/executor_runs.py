@@ -39,6 +39,8 @@ class ExecutorRun(models.Model):
     kill_at = models.DateTimeField(null=True, blank=True, help_text="When it is killed if still running.")
     stop_reason = models.CharField(max_length=300, blank=True)
     settled_at = models.DateTimeField(null=True, blank=True, help_text="When its end was applied to the job.")
+    rate_step = models.BigIntegerField(null=True, blank=True, help_text="The step its throughput is measured from.")
+    rate_at = models.DateTimeField(null=True, blank=True, help_text="When its output reached rate_step.")
 
     class Meta:
         ordering = ["-submitted_at", "-id"]

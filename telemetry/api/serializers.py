@@ -94,7 +94,7 @@ class GpuSerializer(serializers.ModelSerializer):
         model = Gpu
         fields = [
             "id", "node", "index", "uuid", "gpu_type", "product_name", "pci_bus_id", "pcie_switch",
-            "numa_node", "memory_gb", "state", "state_reason",
+            "numa_node", "memory_gb", "state", "state_reason", "external_holder",
         ]
         read_only_fields = fields
 
@@ -122,9 +122,9 @@ class NodeSerializer(serializers.ModelSerializer):
     class Meta:
         model = Node
         fields = [
-            "id", "hostname", "labels", "cell", "state", "state_reason", "approved", "approved_at", "approved_by",
-            "agent", "agent_version", "driver_version", "last_heartbeat", "registered_at", "updated_at", "gpu_count",
-            "gpus",
+            "id", "hostname", "labels", "cell", "state", "state_reason", "managed_by", "approved", "approved_at",
+            "approved_by", "agent", "agent_version", "driver_version", "last_heartbeat", "registered_at", "updated_at",
+            "gpu_count", "gpus",
         ]
         read_only_fields = fields
 

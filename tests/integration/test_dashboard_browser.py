@@ -24,6 +24,7 @@ from gogh_web.dashboard.tradeoff import sweep_grid
 from scheduler.live import job_changed
 from scheduler.models import Job, SolverConfigChange
 from telemetry.models import Gpu, GpuSample, Node
+from telemetry.services.executor_inventory import executor_inventory_apply
 from telemetry.services.nodes import node_register
 
 from .conftest import (
@@ -240,6 +241,42 @@ def test_a_node_registered_after_load_appears_on_the_cluster_page(stack, chromiu
     # the new GPU, counted by type and state (its event may come just after the node's)
     page.wait_for_function(
         "() => document.getElementById('gpu-type-table').innerText.includes('healthy 3')", timeout=WAIT_MS
+    )
+    assert page.errors == []
+
+
+def test_a_slurm_node_and_a_gpu_others_hold_show_live_on_the_cluster_page(stack, chromium, demo):
+    """Slurm's inventory brings a node (managed by Slurm) with a GPU a foreign job holds: the node
+    table says who manages it and names the holder under it, the GPUs-by-type table counts it
+    held; the holder's job ends and both follow, without a reload."""
+    base, _ = stack
+    page = signed_in(chromium, base, "alice")
+    page.goto(base + "/dashboard/")
+    page.wait_for_selector("#live-status[data-status=live]", timeout=WAIT_MS)
+    assert page.inner_text("#node-table tr[data-node] .managed-by") == "GOGH agent"
+
+    def slurm(holders):
+        with transaction.atomic():
+            executor_inventory_apply(manager="slurm", holders=holders,
+                                     nodes=[{"name": "n-v100", "up": True, "reason": "", "gpus": {"v100": 2}}])
+        return Node.objects.get(hostname="n-v100")
+
+    node = off_the_loop(lambda: slurm({("n-v100", 1): "someone-else (Slurm job 12)"}))
+    row = f'#node-table tr[data-node="{node.pk}"]'
+    page.wait_for_selector(row, timeout=WAIT_MS)
+    assert page.inner_text(f"{row} .managed-by") == "Slurm"
+    page.wait_for_function(
+        "r => { const el = document.querySelector(r + ' .held');"
+        " return el && el.innerText === 'GPU 1 held by someone-else (Slurm job 12)'; }",
+        arg=row, timeout=WAIT_MS,
+    )
+    page.wait_for_function(
+        "() => document.getElementById('gpu-type-table').innerText.includes('held 1')", timeout=WAIT_MS
+    )
+    off_the_loop(lambda: slurm({}))
+    page.wait_for_function("r => !document.querySelector(r + ' .held')", arg=row, timeout=WAIT_MS)
+    page.wait_for_function(
+        "() => !document.getElementById('gpu-type-table').innerText.includes('held')", timeout=WAIT_MS
     )
     assert page.errors == []
 

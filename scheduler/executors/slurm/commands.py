@@ -39,7 +39,7 @@ def run(
         raise ExecutorError(command, f"{argv[0]} not found (Slurm's client, GOGH_SLURM_BIN_DIR)") from None
     except subprocess.TimeoutExpired:
         raise ExecutorError(command, f"no answer in {timeout_s:g} s (is slurmctld up?)") from None
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in an argument or the environment
         raise ExecutorError(command, f"cannot run it: {exc}") from None
     if done.returncode != 0:
         raise ExecutorError(command, _failure(done))

@@ -25,11 +25,10 @@ DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 #: Variables sbatch reads as its own options (SBATCH_ACCOUNT, SBATCH_QOS, ...) and Slurm's own:
 #: a job's environment may not set them, or it could choose its account or limits itself.
 RESERVED_PREFIXES = ("SBATCH_", "SLURM_")
-#: scancel's answers for a job that has already ended (or that slurmctld has forgotten).
+#: scancel's and squeue's answers for a job that has already ended (or that slurmctld has forgotten).
 ALREADY_ENDED = ("Invalid job id specified", "already completing or completed")
-#: scancel's answer to a signal for a job whose script has not started (pending, prolog running).
-NOT_STARTED = "Job can not be altered now"
-_JOB_ID = re.compile(r"([0-9]+)(?:;\S+)?")
+_SLURM_ID = re.compile(r"[0-9]+")
+_JOB_ID = re.compile(r"([0-9]+)(?:;\S+)?")  # sbatch --parsable: "<id>" or "<id>;<cluster>"
 
 
 class SlurmExecutor(Executor):
@@ -50,7 +49,7 @@ class SlurmExecutor(Executor):
         nodes = parse_sinfo(self._run(["sinfo", "--json"]), partition=self.partition)
         runs = parse_squeue(self._run(["squeue", "--json"]), self.job_prefix)
         listed = {run.external_id for run in runs}
-        gone = sorted({str(i) for i in waiting_on if str(i).isdigit()} - listed, key=int)
+        gone = sorted({str(i) for i in waiting_on if _SLURM_ID.fullmatch(str(i))} - listed, key=int)
         if gone:
             argv = [*shlex.split(SACCT), "-j", ",".join(gone)]
             wanted = set(gone)
@@ -93,20 +92,20 @@ class SlurmExecutor(Executor):
         return {**environment, **launch.environment}
 
     def signal(self, external_id: str, *, kill: bool) -> None:
-        """The notice is SIGTERM to the batch script and all its processes (--full); a run whose
-        script has not started yet has nothing to save, so its notice cancels it."""
-        argv = ["scancel", external_id] if kill else ["scancel", "--signal=TERM", "--full", external_id]
+        """The notice is SIGTERM to the batch script and all its processes (--full). A run whose
+        script has not started has nothing to save, and scancel would retry a signal to it for
+        many seconds: its notice cancels it."""
         try:
-            self._run(argv)
+            if kill or self._waiting(external_id):
+                self._run(["scancel", external_id])
+            else:
+                self._run(["scancel", "--signal=TERM", "--full", external_id])
         except ExecutorError as exc:
-            if any(answer in exc.message for answer in ALREADY_ENDED):
-                return
-            if kill or NOT_STARTED not in exc.message or not self._waiting(external_id):
+            if not any(answer in exc.message for answer in ALREADY_ENDED):
                 raise
-            self.signal(external_id, kill=True)
 
     def _waiting(self, external_id: str) -> bool:
-        state = self._run(["squeue", "-h", "-j", external_id, "-o", "%T"]).strip()
+        state = self._run(["squeue", "-h", "-t", "all", "-j", external_id, "-o", "%T"]).strip()
         return SLURM_STATES.get(state) == PENDING
 
     def _run(self, argv: list[str], *, stdin: str | None = None, env: dict[str, str] | None = None) -> str:

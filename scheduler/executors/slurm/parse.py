@@ -101,7 +101,10 @@ def parse_sinfo(text: str, *, partition: str = "", command: str = SINFO) -> list
             continue
         state = str(_field(node, "state", command, name)).lower()
         reason = _field(node, "reason", command, name)
-        flags = {str(flag).upper() for flag in _field(node, "state_flags", command, name)}
+        flags = _field(node, "state_flags", command, name)
+        if not isinstance(flags, list):
+            raise ExecutorError(command, f"node {name}: state_flags {flags!r} is not a list")
+        flags = {str(flag).upper() for flag in flags}
         gpus, shards = _node_gres(_field(node, "gres", command, name), command, name)
         up = state not in DOWN_STATES and not flags & DOWN_FLAGS
         reason = "" if up else reason or "+".join([state, *sorted(flags)])

@@ -1,7 +1,9 @@
 /* Cluster page: power and utilization per GPU as Plotly bars, the GPUs-by-type counts (with how
    the catalog knows each type: profiled, profiling k of n cases, ...) and the node table, all
    drawn from the live layer's GPU, node and gpu_type_profile dicts (the server renders the same
-   dicts first), so a GPU or node that appears after load is shown too. */
+   dicts first), so a GPU or node that appears after load is shown too. A node says who manages it
+   (its agent, or Slurm); a GPU a run GOGH did not submit holds (external_holder) is counted
+   "held" by type and named under its node (selectors.cluster_overview does the same). */
 (function () {
   "use strict";
   var G = window.GoghDash;
@@ -21,7 +23,10 @@
     yaxis2: { title: { text: "utilization" }, overlaying: "y", side: "right", range: [0, 1], automargin: true },
   };
 
+  var MANAGERS = { agent: "GOGH agent", slurm: "Slurm" };  // telemetry.models.NodeManager's labels
+
   function values(map) { return Object.keys(map).map(function (k) { return map[k]; }); }
+  function held(g) { return g.external_holder && g.state !== "missing"; }
   function label(g) { return g.node + "/" + g.index; }
   /* scheduler.profiling.live.profile_label, for the live dicts. The snapshot holds every GPU type
      the catalog had when the page loaded; a type without a dict was created since (an agent
@@ -43,16 +48,21 @@
       { type: "bar", name: "power (W)", x: names, y: list.map(function (g) { return g.power_w; }), offsetgroup: "power", marker: { color: "#2a5bd7" } },
       { type: "bar", name: "utilization", x: names, y: list.map(function (g) { return g.utilization; }), yaxis: "y2", offsetgroup: "utilization", marker: { color: "#e8a33d" } },
     ], layout, { responsive: true, displaylogo: false });
-    var types = {};
+    var types = {}, heldByType = {};
     list.forEach(function (g) {
       var states = (types[g.gpu_type] = types[g.gpu_type] || {});
       states[g.state] = (states[g.state] || 0) + 1;
+      if (held(g)) heldByType[g.gpu_type] = (heldByType[g.gpu_type] || 0) + 1;
     });
     var rows = Object.keys(types).sort().map(function (type) {
       var badges = [];
       Object.keys(types[type]).sort().forEach(function (state) {
         badges.push(G.el("span", { class: "badge state-" + state }, [state + " " + types[type][state]]), " ");
       });
+      if (heldByType[type]) {
+        badges.push(G.el("span", { class: "badge state-held", title: "held by runs GOGH did not submit: nothing is planned on them" },
+                         ["held " + heldByType[type]]));
+      }
       return G.el("tr", {}, [G.el("td", {}, [type]), G.el("td", {}, badges), G.el("td", { class: "profile" }, [profileLabel(profiles[type])])]);
     });
     var tbody = document.querySelector("#gpu-type-table tbody");
@@ -62,13 +72,24 @@
   function drawNodes() {
     var list = values(nodes).sort(byText(function (n) { return n.hostname; }));
     var down = list.filter(function (n) { return n.state === "down"; }).length;
+    var heldOn = {};
+    values(gpus).filter(held).sort(function (a, b) { return a.index - b.index; }).forEach(function (g) {
+      (heldOn[g.node_id] = heldOn[g.node_id] || []).push(g);
+    });
     var rows = list.map(function (node) {
       var state = [G.el("span", { class: "badge state-" + node.state }, [node.state])];
       if (node.state_reason) state.push(" ", G.el("small", {}, [node.state_reason]));
-      return G.el("tr", { "data-node": node.id }, [G.el("td", {}, [node.hostname]), G.el("td", {}, state), G.el("td", {}, [String(node.gpu_count)])]);
+      var gpuCell = [String(node.gpu_count)];
+      (heldOn[node.id] || []).forEach(function (g) {
+        gpuCell.push(" ", G.el("small", { class: "held" }, ["GPU " + g.index + " held by " + g.external_holder]));
+      });
+      return G.el("tr", { "data-node": node.id }, [
+        G.el("td", {}, [node.hostname]), G.el("td", {}, state),
+        G.el("td", { class: "managed-by" }, [MANAGERS[node.managed_by] || node.managed_by]), G.el("td", {}, gpuCell),
+      ]);
     });
     var tbody = document.querySelector("#node-table tbody");
-    tbody.replaceChildren.apply(tbody, rows.length ? rows : [G.el("tr", {}, [G.el("td", { colspan: 3 }, ["No nodes registered."])])]);
+    tbody.replaceChildren.apply(tbody, rows.length ? rows : [G.el("tr", {}, [G.el("td", { colspan: 4 }, ["No nodes registered."])])]);
     document.getElementById("nodes-count").textContent = String(list.length);
     var counter = document.getElementById("nodes-down");
     counter.textContent = String(down);
@@ -84,6 +105,7 @@
   // GPU events come several a second (each sample batch); the chart, counts and power follow
   // at most once a second, always ending on the newest state.
   var redrawGpus = G.throttledRedraw(drawGpus, 1000);
+  var redrawNodes = G.throttledRedraw(drawNodes, 1000);  // a GPU's holder is shown under its node
   redrawGpus();
   G.live({
     onState: function (state) {
@@ -95,7 +117,7 @@
     },
     onEvent: function (ev, state) {
       if (ev.kind === "node") { nodes = copy(state.node); drawNodes(); }
-      if (ev.kind === "gpu") { gpus = copy(state.gpu); redrawGpus(); }
+      if (ev.kind === "gpu") { gpus = copy(state.gpu); redrawGpus(); redrawNodes(); }
       if (ev.kind === "gpu_type_profile") { profiles = copy(state.gpu_type_profile); redrawGpus(); }
     },
   });

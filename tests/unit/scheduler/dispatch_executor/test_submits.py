@@ -11,8 +11,8 @@ def test_a_placed_job_is_submitted_once_with_its_placement_and_contract(slurm, p
     sync = executor_sync(executor=slurm)
     assert sync.ok and sync.stats["submitted"] == 1
     [launch] = slurm.launches
-    assert (launch.job_id, launch.node, launch.gpu_type, launch.num_gpus, launch.shares) == (job.pk, "n-v100", "v100", 2,
-                                                                                            None)
+    placement = (launch.job_id, launch.node, launch.gpu_type, launch.num_gpus, launch.shares)
+    assert placement == (job.pk, "n-v100", "v100", 2, None)
     assert (launch.command, launch.account, launch.grace_s) == ("python train.py", "acct-research", 45)
     checkpoints = slurm_settings["checkpoint_dir"] / f"job-{job.pk}"
     assert launch.environment == {
@@ -69,3 +69,21 @@ def test_a_refused_submit_sends_that_job_back_to_pending_and_the_others_go_on(sl
     assert not sync.ok and sync.command == "sbatch --parsable" and "Invalid account" in sync.error
     assert sync.stats["refused"] == 1 and sync.stats["submitted"] == 1
     assert ExecutorSync.objects.count() == 1
+
+
+def test_a_copy_submitted_by_a_sync_that_lost_the_race_is_cancelled(slurm, place, monkeypatch):
+    """Two syncs at once may both submit a job: the database keeps one unsettled run per job,
+    so the second copy is cancelled in Slurm and nothing of it is stored."""
+    job = place()
+    real = slurm.submit
+
+    def racing(launch):
+        external_id = real(launch)
+        ExecutorRun.objects.create(job_id=launch.job_id, executor="slurm", external_id="999",
+                                   submitted_at=timezone.now())
+        return external_id
+
+    monkeypatch.setattr(slurm, "submit", racing)
+    executor_sync(executor=slurm)
+    assert slurm.signals == [("1000", True)]
+    assert list(ExecutorRun.objects.filter(job=job).values_list("external_id", flat=True)) == ["999"]

@@ -122,6 +122,11 @@ def test_sinfo_without_a_field_it_reads_is_an_error_naming_it(field):
     assert caught.value.command == "sinfo --json"
 
 
+def test_state_flags_that_are_not_a_list_are_an_error():
+    with pytest.raises(ExecutorError, match="node n-v100: state_flags 'DRAIN' is not a list"):
+        one_node(state_flags="DRAIN")
+
+
 @pytest.mark.parametrize("gres", ["gpu:v100:x", "gpu", "gpu:v100:4:1", 4])
 def test_a_gres_the_parser_cannot_read_is_an_error_naming_the_node(gres):
     with pytest.raises(ExecutorError, match="node n-v100: gres"):

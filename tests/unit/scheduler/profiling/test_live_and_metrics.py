@@ -56,6 +56,6 @@ def test_the_cluster_page_says_it_per_gpu_type_and_hands_its_script_the_profiles
     response = client.get("/dashboard/")
     assert response.status_code == 200
     assert response.context["gpu_type_rows"] == [
-        {"gpu_type": "v100", "states": {"healthy": 2}, "profile": "profiling 1 of 6 cases"}]
+        {"gpu_type": "v100", "states": {"healthy": 2}, "profile": "profiling 1 of 6 cases", "held": 0}]
     assert b'<td class="profile">profiling 1 of 6 cases</td>' in response.content
     assert b'"profiles": {"v100": {"gpu_type": "v100", "status": "profiling"' in response.content
