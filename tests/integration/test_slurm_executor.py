@@ -366,7 +366,7 @@ def test_gpus_held_by_a_job_submitted_straight_to_slurm_are_planned_around(start
     foreign = slurm("sbatch", "--parsable", "-J", FOREIGN, "-w", "n-v100", "--gres=gpu:v100:4",
                     "-o", "/dev/null", "--wrap", "sleep 600").strip().split(";")[0]
     wait_for(lambda: any(job["job_state"] == "RUNNING" for job in slurm_jobs().get(FOREIGN, [])),
-             "the foreign job running", stack.every_log(), 60)
+             "the foreign job running (other sessions' jobs may hold n-v100 for a while)", stack.every_log(), 120)
     wait_for(lambda: not Gpu.objects.filter(node__hostname="n-v100", external_holder="").exists(),
              "n-v100's GPUs held", stack.every_log(), 30)
     assert all(foreign in holder or FOREIGN in holder for holder in
