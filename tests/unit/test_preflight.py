@@ -33,12 +33,14 @@ def run(argv, **env) -> tuple[subprocess.CompletedProcess, float]:
 def test_a_server_that_does_not_answer_stops_the_preflight_at_once_with_one_line(closed_port):
     done, seconds = run([sys.executable, "-m", "tests.preflight", "--no-start",
                          "--database", f"postgres://gogh:secret@127.0.0.1:{closed_port}/gogh",
-                         "--redis", f"redis://127.0.0.1:{closed_port}/0", "--chromium", sys.executable])
+                         "--redis", f"redis://127.0.0.1:{closed_port}/0", "--chromium", sys.executable,
+                         "--sinfo", "/nonexistent/sinfo"])
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.splitlines() == [
         f"PostgreSQL is not answering on 127.0.0.1:{closed_port} (Connection refused); "
-        f"Redis is not answering on 127.0.0.1:{closed_port} (Connection refused): "
-        "run `make services` (needs root) or set TEST_DATABASE_URL or TEST_REDIS_URL"
+        f"Redis is not answering on 127.0.0.1:{closed_port} (Connection refused); "
+        "Slurm is not installed (/nonexistent/sinfo not found): "
+        "run `make services` (`bash .ci/services`, needs root) or set TEST_DATABASE_URL or TEST_REDIS_URL"
     ]
     assert "secret" not in done.stderr
     assert seconds < 10  # no waiting on connect timeouts; Python's start-up is most of it
@@ -49,6 +51,39 @@ def test_a_missing_chromium_is_named_with_its_path():
         "Chromium is not installed at /nonexistent/chromium (the browser tests drive it)"
     )
     assert preflight.chromium_problem(sys.executable) is None
+
+
+def fake_sinfo(folder: Path, script: str) -> str:
+    """An executable standing in for Slurm's sinfo (the edge the preflight calls)."""
+    path = folder / "sinfo"
+    path.write_text(f"#!/bin/sh\n{script}\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+@pytest.mark.parametrize("script, problem", [
+    ("printf 'n-k80\\nn-p100\\nn-v100\\n'", None),
+    ("printf 'n-k80\\nn-v100\\n'", "Slurm does not list the test nodes n-p100"),
+    ("echo 'sinfo: error: Unable to contact slurm controller (connect failure)' >&2; exit 1",
+     "Slurm is not answering (Unable to contact slurm controller (connect failure))"),
+])
+def test_slurm_must_list_the_three_test_nodes(tmp_path, script, problem):
+    assert preflight.slurm_problem(fake_sinfo(tmp_path, script)) == problem
+
+
+def test_a_slurm_that_hangs_is_named_within_its_timeout(tmp_path, monkeypatch):
+    monkeypatch.setattr(preflight, "SLURM_TIMEOUT_S", 0.5)
+    began = time.monotonic()
+    assert preflight.slurm_problem(fake_sinfo(tmp_path, "exec sleep 30")) == (
+        f"Slurm is not answering ({tmp_path / 'sinfo'} ran past 0.5 s)")
+    assert time.monotonic() - began < 5
+
+
+def test_a_missing_slurm_alone_says_to_run_the_services_script():
+    assert preflight.one_line([("Slurm is not installed (sinfo not found)", "")], after_services=False) == (
+        "Slurm is not installed (sinfo not found): run `make services` (`bash .ci/services`, needs root)")
+    assert preflight.one_line([("Slurm is not installed (sinfo not found)", "")], after_services=True) == (
+        "Slurm is not installed (sinfo not found), even after `make services` (its output is above): fix that")
 
 
 @pytest.mark.parametrize("after_start", [[], [("Redis is not answering on 127.0.0.1:6379 (x)", "TEST_REDIS_URL")]])

@@ -15,7 +15,7 @@ QUEUE_OF = {
     "catalog.tasks.predictor_retrain": PREDICTIONS,
     "catalog.tasks.predictor_retrain_if_due": PREDICTIONS,
     "scheduler.tasks.predictions_reconcile": MAINTENANCE,
-    "scheduler.tasks.executor_sync": MAINTENANCE,
+    "scheduler.tasks.executor_sync": ROUNDS,
     "telemetry.tasks.gpu_samples_downsample": MAINTENANCE,
     "telemetry.tasks.nodes_mark_silent_down": MAINTENANCE,
     "gogh_web.events.tasks.events_prune": MAINTENANCE,
