@@ -46,12 +46,9 @@ def _launch_locked(executor: Executor, job_id: int, nodes: dict[str, NodeStatus]
     if job is None or job.state != JobState.PLACED.value or \
             ExecutorRun.objects.filter(job=job, settled_at__isnull=True).exists():
         return None
-    allocations = list(
-        Allocation.objects.filter(job=job, end__isnull=True).select_related("gpu__node", "gpu__gpu_type")
-        .annotate(partner_count=Count("partners")).order_by("gpu__index")
-    )
+    allocations = open_allocations(job)
     try:
-        launch = _launch(job, allocations, nodes, slurm, run_number=job.executor_runs.count() + 1)
+        launch = launch_for(job, allocations, nodes, slurm)
         external_id = executor.submit(launch)
     except ExecutorError as error:
         errors.append(error)
@@ -62,11 +59,7 @@ def _launch_locked(executor: Executor, job_id: int, nodes: dict[str, NodeStatus]
         return None
     try:
         with transaction.atomic():
-            ExecutorRun.objects.create(
-                job=job, executor=executor.name, external_id=external_id, node=allocations[0].gpu.node,
-                gpu_type=launch.gpu_type, num_gpus=launch.num_gpus, shares=launch.shares,
-                output_path=launch.output_path, submitted_at=now,
-            )
+            run_record(job, launch, allocations, executor=executor.name, external_id=external_id, now=now)
     except IntegrityError:  # another sync submitted it first: this copy goes
         try:
             executor.signal(external_id, kill=True)
@@ -77,10 +70,28 @@ def _launch_locked(executor: Executor, job_id: int, nodes: dict[str, NodeStatus]
     return launch
 
 
-def _launch(job: Job, allocations: list[Allocation], nodes: dict[str, NodeStatus], slurm: dict, *,
-            run_number: int) -> Launch:
-    """The job's run as placed; ExecutorError (command "submit") for a placement the executor
-    cannot express: GPUs on several nodes, or a shared GPU on a node without shares."""
+def open_allocations(job: Job) -> list[Allocation]:
+    """The job's open allocations with what a Launch reads of them (GPU, node, partners)."""
+    return list(
+        Allocation.objects.filter(job=job, end__isnull=True).select_related("gpu__node", "gpu__gpu_type")
+        .annotate(partner_count=Count("partners")).order_by("gpu__index")
+    )
+
+
+def run_record(job: Job, launch: Launch, allocations: list[Allocation], *, executor: str, external_id: str,
+               now) -> ExecutorRun:
+    """The record of a submitted run (IntegrityError when the job has an unsettled one)."""
+    return ExecutorRun.objects.create(
+        job=job, executor=executor, external_id=external_id, node=allocations[0].gpu.node,
+        gpu_type=launch.gpu_type, num_gpus=launch.num_gpus, shares=launch.shares,
+        output_path=launch.output_path, submitted_at=now,
+    )
+
+
+def launch_for(job: Job, allocations: list[Allocation], nodes: dict[str, NodeStatus], slurm: dict) -> Launch:
+    """The job's next run as placed; ExecutorError (command "submit") for a placement the
+    executor cannot express: GPUs on several nodes, or a shared GPU on a node without shares."""
+    run_number = job.executor_runs.count() + 1
     hosts = sorted({allocation.gpu.node.hostname for allocation in allocations})
     if len(hosts) != 1:
         raise ExecutorError("submit", f"a run is on one node; this placement spans {', '.join(hosts) or 'none'}")

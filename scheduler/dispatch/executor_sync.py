@@ -5,6 +5,8 @@ allocations, and when a job is cancelled (services.executor_sync_request).
 
  1. one snapshot of the executor, outside any transaction; a command that fails is recorded
     (ExecutorSync ok=False, with the command and its message) and nothing else is written;
+ 2. runs named for a GOGH job that it has no record of (a submit whose record was lost):
+    adopted where their job is placed, else killed (executor_orphans.py);
  2-3. its inventory and the runs GOGH did not submit -> telemetry (executor_inventory.py);
  4. each unsettled run against its status (executor_runs.py);
  5. runs whose job left their node are stopped, notice then kill (executor_stops.py);
@@ -23,6 +25,7 @@ from .. import live
 from ..executors.base import Executor, ExecutorError
 from ..models import ExecutorRun, ExecutorSync
 from .executor_inventory import inventory_apply
+from .executor_orphans import orphans_apply
 from .executor_runs import runs_apply
 from .executor_settings import executor_from_settings
 from .executor_stops import stops_apply
@@ -51,6 +54,8 @@ def executor_sync(*, executor: Executor | None = None, now=None) -> ExecutorSync
     stats: dict = {"runs": len(snapshot.runs)}
     errors: list[ExecutorError] = []
     slurm = settings.GOGH_SLURM
+    nodes = {node.name: node for node in snapshot.nodes}
+    orphans_apply(executor, snapshot.runs, nodes, slurm=slurm, now=now, stats=stats, errors=errors)
     try:
         inventory_apply(snapshot, manager=executor.name, gres_types=slurm["gres_types"],
                         known=set(unsettled.values_list("external_id", flat=True)), now=now, stats=stats)
@@ -59,8 +64,7 @@ def executor_sync(*, executor: Executor | None = None, now=None) -> ExecutorSync
     with live.jobs_batched():
         runs_apply(statuses, executor=executor.name, waited=waited, now=now, stats=stats)
         stops_apply(executor, statuses, waited=waited, now=now, stats=stats, errors=errors)
-        submits_apply(executor, {node.name: node for node in snapshot.nodes}, slurm=slurm, now=now, stats=stats,
-                      errors=errors)
+        submits_apply(executor, nodes, slurm=slurm, now=now, stats=stats, errors=errors)
     return _record(executor, started, cpu, stats=stats, errors=errors)
 
 
