@@ -270,7 +270,9 @@ def executor_sync_request() -> None:
     commits, so that a decision or a cancel reaches the executor now rather than at the next
     periodic sync. Requests made before the message is sent fold into one; one lost costs at
     most GOGH_SLURM["sync_s"]."""
-    if settings.GOGH_EXECUTOR != "agent":
+    from .dispatch.executor_settings import executor_pushes  # dispatch builds on these services
+
+    if executor_pushes():
         outbox_enqueue(task=EXECUTOR_SYNC_TASK, key=EXECUTOR_SYNC_KEY)
 
 
