@@ -23,8 +23,10 @@ import re
 import signal
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import pytest
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from catalog.services import catalog_load_reference
@@ -92,6 +94,7 @@ class Progress:
     ids: list[int] = field(default_factory=list)
     urgent: int | None = None
     left: int | None = None  # the job that ran on LEAVING when its agent left
+    left_at: datetime | None = None  # when it was told to leave
 
 
 def run_scenario(cluster, watch: JobsWatch) -> Progress:
@@ -107,8 +110,8 @@ def run_scenario(cluster, watch: JobsWatch) -> Progress:
         elif now.waiting and polls % 2 == 0 and (len(now.ids) < LONG or now.urgent is not None):
             now.ids.append(submit(watch, *now.waiting.pop(0)))
         elif now.urgent is not None and now.left is None and (job_id := progressing_on(LEAVING, items)):
+            now.left, now.left_at = job_id, timezone.now()
             cluster.agents[LEAVING].send_signal(signal.SIGTERM)
-            now.left = job_id
         elif now.left is not None and all(state in ("succeeded", "failed", "cancelled") for state in states):
             return now
         time.sleep(0.5)
@@ -149,8 +152,12 @@ def test_jobs_keep_their_work_through_the_demo_scenario(scenario):
     # Its node's agent stopped it on leaving: recorded as the node going down, or (when the job's
     # own exit 75 reached the control plane first) as a run that stopped asking to be resumed.
     # Jobs there never checkpoint: it lost (and redid) every step since where that run resumed.
-    (left,) = JobInterruption.objects.filter(job_id=now.left, kind__in=["node_down", "stopped"])
-    assert left.was_running and left.reason.strip() and left.steps_lost == left.steps_done - left.resume_step > 0
+    # A round between that stop report and the node's leave may place the job on the leaving node
+    # again; the leave then requeues that placement, which ran nothing and lost nothing.
+    ran, *after = JobInterruption.objects.filter(job_id=now.left, at__gte=now.left_at).order_by("at", "id")
+    assert ran.kind in {"node_down", "stopped"} and ran.was_running and ran.reason.strip(), ran
+    assert ran.steps_lost == ran.steps_done - ran.resume_step > 0, ran
+    assert all(not i.was_running and i.steps_lost == 0 and i.kind == "node_down" for i in after), after
 
 
 def steps_done_never_decreases(watch: JobsWatch, job_id: int) -> None:
