@@ -6,7 +6,7 @@ from .jobs import Job
 from .profiling import CampaignState, CampaignTrigger, ProfilingCampaign
 from .solve_runs import SolveRun, SolveStatus, SolveTrigger
 from .solver_config import SolverConfig, SolverConfigChange
-from .tenancy import Membership, Tenant
+from .tenancy import Membership, Tenant, TenantEnergyDay, TenantQuota, TenantUsage
 
 __all__ = [
     "Allocation",
@@ -26,4 +26,7 @@ __all__ = [
     "SolverConfig",
     "SolverConfigChange",
     "Tenant",
+    "TenantEnergyDay",
+    "TenantQuota",
+    "TenantUsage",
 ]

@@ -49,6 +49,9 @@ class Job(models.Model):
     )
     restarts = models.PositiveIntegerField(default=0, help_text="Runs interrupted after they started.")
     steps_lost = models.BigIntegerField(default=0, help_text="Steps done and lost to restarts (redone since).")
+    energy_kwh = models.FloatField(
+        default=0.0, help_text="Energy its runs drew: its share of its GPUs' measured power (split when co-located).",
+    )
     handover_until = models.DateTimeField(
         null=True, blank=True,
         help_text="Moved or preempted while running: its next run waits for the last one to stop, until then at most.",

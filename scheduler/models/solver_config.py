@@ -88,6 +88,10 @@ class SolverConfig(models.Model):
         default=1024, validators=[MinValueValidator(1), MaxValueValidator(10**6)]
     )
     seed = models.IntegerField(default=0)
+    fair_share_half_life_h = models.FloatField(
+        default=168.0, validators=[MinValueValidator(0.01), MaxValueValidator(24 * 365)],
+        help_text="Tenants' past usage counts half after this many hours (Slurm's PriorityDecayHalfLife, 7 days).",
+    )
     shadow_mode = models.BooleanField(
         default=False,
         help_text="Record decisions and predictions without dispatching (fills the catalog before going live).",

@@ -100,6 +100,20 @@ class JobSpec:
     # predicted throughput (even unknown), and is admitted after every non-probe job.
     probe: bool = False
     only_gpu_type: str | None = None  # None: any type
+    # Its tenant's fair-share factor (fair_share.py), 0..1: within a priority level, jobs of
+    # tenants that used less of their share are admitted first (admission.py).
+    fair_share: float = 1.0
+
+
+@dataclass(frozen=True)
+class QuotaSpec:
+    """A tenant's nominal quota (docs/tenants.md): `gpus` GPUs of `gpu_type` are its own whenever
+    its jobs can use them; while they do not, tenants that may borrow use them, and give them
+    back (preempted with notice) when the owner's jobs need them."""
+
+    tenant: str
+    gpu_type: str
+    gpus: int
 
 
 @dataclass(frozen=True)
@@ -150,6 +164,10 @@ class Problem:
     # share of a cell), as (job id, GPU type, GPUs, consolidated, partner ids) per admitted
     # job; the ILP starts from it where it admits more than its greedy decision (start.py).
     admission_start: tuple[tuple[str, str, int, bool, tuple[str, ...]], ...] | None = None
+    # Tenants' nominal quotas per GPU type (none: no quotas, every tenant borrows freely), and
+    # the tenants that may not run beyond their own quota.
+    quotas: tuple[QuotaSpec, ...] = ()
+    no_borrowing: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
