@@ -65,8 +65,10 @@ class IllegalTransition(ValueError):
 
 def node_state_after_report(current: str, *, drained: bool) -> str:
     """The state of a node whose agent has just registered or heartbeated: a down node comes
-    back draining if an operator drained it (a flap must not undo a drain), ready otherwise."""
-    if current != DOWN:
+    back draining if an operator drained it (a flap must not undo a drain), ready otherwise.
+    A node draining without an operator's drain was draining because its agent was leaving
+    (telemetry.services.node_leaving): its agent reporting again means it is back, ready."""
+    if current == READY or (current == DRAINING and drained):
         return current
     return DRAINING if drained else READY
 

@@ -22,9 +22,10 @@ heartbeat and registration answers (fence_after_s, derived from its timeout), so
 configurations need not agree. Assignments asked for before the agent was in touch again are
 not acted upon: they may list jobs the control plane has since placed elsewhere.
 
-Stopping (SIGTERM, or `stop()`): the jobs get SIGTERM and the grace period, the buffer gets one
-last upload, and the node leaves (POST /api/nodes/{id}/leave/): it goes down at once and its
-jobs go back to pending, instead of waiting for the heartbeat timeout.
+Stopping (SIGTERM, or `stop()`): the node stops taking work (POST /api/nodes/{id}/leaving/:
+draining until it leaves), the jobs get SIGTERM and the grace period, the buffer gets one last
+upload, and the node leaves (POST /api/nodes/{id}/leave/): it goes down at once and its jobs go
+back to pending, instead of waiting for the heartbeat timeout.
 
 Observer (config.observe, --observe): on a node whose jobs a cluster manager (Slurm) runs, the
 agent registers, heartbeats, samples and reports dead GPUs, but never asks for assignments, so
@@ -168,6 +169,8 @@ class Agent:
         return False
 
     def _shutdown(self) -> None:
+        if not self.config.observe:
+            self._announce_leaving()
         with self._lock:
             self._supervise()  # a job that ended just before reports its end, not a stop
             self._stop_all(LEAVING)
@@ -186,6 +189,15 @@ class Agent:
             log.info("left the control plane")
         except (Unreachable, Refused) as exc:
             log.warning("could not leave cleanly (%s); the node goes down after the heartbeat timeout", exc)
+
+    def _announce_leaving(self) -> None:
+        """Before its jobs are stopped, the node stops taking work: otherwise a round may place a
+        job there again between that job's stop report and the leave. A control plane that does
+        not answer (or predates the call) only loses that: the leave still follows."""
+        try:
+            self.client.leaving(self.node_id)
+        except (Unreachable, Refused) as exc:
+            log.warning("could not announce the leave (%s); stopping the jobs anyway", exc)
 
     def _sample_loop(self) -> None:
         interval = self.config.sample_interval_s

@@ -69,6 +69,9 @@ class ControlPlane:
         """`body`: {} or {"driver_version": ...} (a control plane that knows the field)."""
         return self._call("POST", f"/api/nodes/{node_id}/heartbeat/", body or {})
 
+    def leaving(self, node_id: int) -> dict:
+        return self._call("POST", f"/api/nodes/{node_id}/leaving/", {})
+
     def leave(self, node_id: int) -> dict:
         return self._call("POST", f"/api/nodes/{node_id}/leave/", {})
 

@@ -74,6 +74,14 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
         node = services.node_leave(node=self.get_object(), agent_user=request.user)
         return Response(HeartbeatSerializer(node).data)
 
+    @extend_schema(request=None, responses={200: HeartbeatSerializer})
+    @action(detail=True, methods=["post"], permission_classes=[IsAgentOrStaff])
+    def leaving(self, request, pk=None):
+        """The node's agent is about to stop its jobs and leave: the node takes no new work."""
+        EmptyBodySerializer(data=request.data).is_valid(raise_exception=True)
+        node = services.node_leaving(node=self.get_object(), agent_user=request.user)
+        return Response(HeartbeatSerializer(node).data)
+
     @extend_schema(request=GpuFailureReportSerializer, responses={200: NodeGpuSerializer(many=True)})
     @action(detail=True, methods=["post"], permission_classes=[IsAgentOrStaff], url_path="gpu-failures")
     def gpu_failures(self, request, pk=None):

@@ -216,6 +216,25 @@ def node_leave(*, node: Node, agent_user) -> Node:
 
 
 @transaction.atomic
+def node_leaving(*, node: Node, agent_user) -> Node:
+    """The node's agent is about to stop its jobs and leave: the node takes no new work from
+    now on (draining, as Kubernetes cordons a node before a graceful shutdown), so that no round
+    places a job there between a job's stop report and the leave. Its running jobs stay where
+    they are until they report their stop. Not an operator's drain (Node.drained stays as it
+    is): the node comes back ready when its agent reports again. A node a cluster manager
+    manages, or one not ready, stays as it is."""
+    node = Node.objects.select_for_update().get(pk=node.pk)
+    check_may_report(node, agent_user)
+    if node.managed_by != NodeManager.AGENT or node.state != NodeState.READY:
+        return node
+    node.state, node.state_reason = NodeState.DRAINING, _clip(f"its agent is leaving ({agent_user.get_username()})")
+    node.save(update_fields=["state", "state_reason", "updated_at"])
+    live.node_changed(node.pk)
+    announce("node %s draining: its agent is stopping its jobs to leave", node.hostname)
+    return node
+
+
+@transaction.atomic
 def gpu_set_state(*, gpu: Gpu, state: str, reason: str = "") -> Gpu:
     """An operator's move on one GPU: disable, mark failed, or make healthy again."""
     gpu = Gpu.objects.select_for_update().get(pk=gpu.pk)

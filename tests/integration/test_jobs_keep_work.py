@@ -152,12 +152,10 @@ def test_jobs_keep_their_work_through_the_demo_scenario(scenario):
     # Its node's agent stopped it on leaving: recorded as the node going down, or (when the job's
     # own exit 75 reached the control plane first) as a run that stopped asking to be resumed.
     # Jobs there never checkpoint: it lost (and redid) every step since where that run resumed.
-    # A round between that stop report and the node's leave may place the job on the leaving node
-    # again; the leave then requeues that placement, which ran nothing and lost nothing.
-    ran, *after = JobInterruption.objects.filter(job_id=now.left, at__gte=now.left_at).order_by("at", "id")
-    assert ran.kind in {"node_down", "stopped"} and ran.was_running and ran.reason.strip(), ran
-    assert ran.steps_lost == ran.steps_done - ran.resume_step > 0, ran
-    assert all(not i.was_running and i.steps_lost == 0 and i.kind == "node_down" for i in after), after
+    # Its node drained before its jobs were stopped, so no round placed it there again before
+    # the leave (the leave would have requeued that placement: a second interruption).
+    (left,) = JobInterruption.objects.filter(job_id=now.left, kind__in=["node_down", "stopped"], at__gte=now.left_at)
+    assert left.was_running and left.reason.strip() and left.steps_lost == left.steps_done - left.resume_step > 0
 
 
 def steps_done_never_decreases(watch: JobsWatch, job_id: int) -> None:

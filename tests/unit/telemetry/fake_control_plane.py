@@ -28,6 +28,9 @@ class FakeControlPlane:
         self.gpu_failures: list[dict] = []
         self.dropped_reports: list[int | None] = []
         self.left = False
+        self.leaving = False
+        self.leave_order: list[str] = []  # "leaving", "leave" and each final report's status, as received
+        self.leaving_status = 200  # e.g. 404: a control plane from before the leaving call
         self.node_deleted = False  # an operator deleted the node: its endpoints answer 404
         self.lock = threading.Lock()
         with socket.socket() as sock:
@@ -80,6 +83,8 @@ class FakeControlPlane:
             return 201, {"accepted": len(body["samples"])}
         if method == "POST" and path == "/api/telemetry/job-progress/":
             self.progress.append(body)
+            if body.get("status") not in (None, "running"):
+                self.leave_order.append(body["status"])
             return 200, {"job": body["job"]}
         if method == "POST" and path == "/api/telemetry/job-progress/batch/":
             self.progress_batches.append(body["reports"])
@@ -88,9 +93,18 @@ class FakeControlPlane:
                 status = self.progress_status.get(report["job"], 200)
                 if status == 200:
                     self.progress.append(report)
+                    if report.get("status") not in (None, "running"):
+                        self.leave_order.append(report["status"])
                 answers.append({"job": report["job"], "status": status})
             return 200, {"results": answers}
+        if method == "POST" and path == f"/api/nodes/{NODE_ID}/leaving/":
+            self.leave_order.append("leaving")
+            if self.leaving_status != 200:
+                return self.leaving_status, {"detail": "Not found."}
+            self.leaving = True
+            return 200, {"state": "draining"}
         if method == "POST" and path == f"/api/nodes/{NODE_ID}/leave/":
+            self.leave_order.append("leave")
             self.left = True
             return 200, {"state": "down"}
         return 404, {"detail": "Not found."}

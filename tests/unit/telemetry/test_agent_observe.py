@@ -55,7 +55,7 @@ def test_an_observer_samples_and_heartbeats_but_never_polls_or_runs_a_job(plane,
     assert plane.assignment_polls == 0
     assert not marker.exists() and not os.path.exists(tmp_path / "logs" / "job-1.out")
     assert plane.progress == [] and plane.progress_batches == []
-    assert not plane.left  # Slurm says whether the node is up, not its observer
+    assert not plane.left and not plane.leaving  # Slurm says whether the node is up, not its observer
 
 
 def test_without_observe_the_same_agent_polls_runs_the_job_and_leaves(plane, tmp_path):

@@ -31,6 +31,7 @@ def may_declare(hearing, seconds):
 
 @pytest.mark.parametrize("current, drained, after", [
     (DOWN, True, DRAINING), (DOWN, False, READY), (DRAINING, True, DRAINING), (READY, False, READY),
+    (DRAINING, False, READY),  # draining only because its agent was leaving: back
 ])
 def test_a_down_node_comes_back_draining_when_drained(current, drained, after):
     assert lifecycle.node_state_after_report(current, drained=drained) == after

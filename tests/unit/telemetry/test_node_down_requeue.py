@@ -6,11 +6,13 @@ import pytest
 from django.utils import timezone
 
 from scheduler.dispatch import requeue
-from scheduler.models import Allocation, Job
+from scheduler.models import Allocation, Job, SolverConfig
+from scheduler.problem_source import _kept_in_place, problem_from_database
 from scheduler.services import job_transition
 from telemetry.models import Gpu, Node
 from telemetry.services import (
     node_heartbeat,
+    node_leaving,
     node_register,
     node_set_state,
     nodes_mark_silent_down,
@@ -109,3 +111,40 @@ def test_a_node_goes_down_only_with_its_jobs_requeued_in_the_same_transaction(jo
     monkeypatch.undo()
     node_set_state(node=node1, state="down", reason="maintenance")
     assert Node.objects.get(pk=node1.pk).state == "down" and states(jobs)["running"] == "pending"
+
+
+def test_an_agent_announcing_its_leave_drains_its_node_until_the_leave(jobs, node1, agent, client_for, make_user,
+                                                                      monkeypatch):
+    """Leaving: the node takes no new work (its GPUs are out of the rounds' problem) while its
+    running jobs stay put until they report their stop; not an operator's drain: the leave
+    takes it down, and its agent's next report makes it ready."""
+    intruder = make_user("agent-x", agent=True)
+    assert client_for(intruder).post(f"/api/nodes/{node1.pk}/leaving/", {}, format="json").status_code == 403
+    assert Node.objects.get(pk=node1.pk).state == "ready"
+    assert client_for(agent).post(f"/api/nodes/{node1.pk}/leaving/", {"x": 1}, format="json").status_code == 400
+    response = client_for(agent).post(f"/api/nodes/{node1.pk}/leaving/", {}, format="json")
+    assert response.status_code == 200 and response.json()["state"] == "draining"
+    node = Node.objects.get(pk=node1.pk)
+    assert node.state == "draining" and not node.drained and "leaving" in node.state_reason
+    assert states(jobs)["running"] == "running"  # kept where it is until it reports its stop
+    kept_jobs, kept_gpus = _kept_in_place()
+    assert jobs["running"].pk in kept_jobs
+    assert not set(Gpu.objects.filter(node=node1).values_list("pk", flat=True)) & {
+        int(gpu.id) for gpu in problem_from_database(SolverConfig.load()).gpus}
+    response = client_for(agent).post(f"/api/nodes/{node1.pk}/leave/", {}, format="json")
+    assert response.json()["state"] == "down" and states(jobs)["running"] == "pending"
+    assert node_heartbeat(node=Node.objects.get(pk=node1.pk), agent_user=agent).state == "ready"
+
+
+def test_an_agent_restarted_before_its_leave_brings_its_node_back_ready(node1, agent):
+    node_leaving(node=node1, agent_user=agent)
+    assert node_heartbeat(node=Node.objects.get(pk=node1.pk), agent_user=agent).state == "ready"
+
+
+def test_leaving_leaves_an_operators_drain_and_a_down_node_as_they_are(node1, agent):
+    node_set_state(node=node1, state="draining", reason="maintenance")
+    node = node_leaving(node=Node.objects.get(pk=node1.pk), agent_user=agent)
+    assert (node.state, node.state_reason, node.drained) == ("draining", "maintenance", True)
+    assert node_heartbeat(node=node, agent_user=agent).state == "draining"  # the operator's drain stays
+    node_set_state(node=Node.objects.get(pk=node1.pk), state="down", reason="gone")
+    assert node_leaving(node=Node.objects.get(pk=node1.pk), agent_user=agent).state == "down"

@@ -55,8 +55,9 @@ def test_state_values_match_the_models():
     assert set(GpuState.values) == lifecycle.GPU_STATES
 
 
-def test_reports_revive_down_nodes_only():
+def test_reports_revive_down_nodes_and_nodes_their_agent_was_leaving():
     assert lifecycle.node_state_after_report("down", drained=False) == "ready"
+    assert lifecycle.node_state_after_report("draining", drained=False) == "ready"
     assert lifecycle.node_state_after_report("draining", drained=True) == "draining"
     assert lifecycle.node_state_after_report("ready", drained=False) == "ready"
 
