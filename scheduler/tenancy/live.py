@@ -1,7 +1,11 @@
 """The live kind `tenant` (docs/live-updates.md): a tenant's overview (selectors.tenant_overviews)
 and its energy per day over the last CHART_DAYS days, seen by its members and staff. Sent when
 an admin changes its settings or quotas (services.py) and when the accounting writes its usage
-or energy: that code calls `tenants_changed` inside its transaction."""
+or energy: that code calls `tenants_changed` inside its transaction.
+
+The GPUs a tenant holds now are left out: they change with every placement, and the page works
+them out from the `job` and `gpu` kinds it already follows (static/js/dashboard/tenants.js), so
+a round sends no tenant events and the state a page replays stays the snapshot's."""
 from datetime import timedelta
 
 from django.utils import timezone
@@ -13,6 +17,8 @@ from . import selectors
 
 #: Days of energy the Tenants page charts.
 CHART_DAYS = 30
+#: Parts of an overview that follow the jobs' placements, not the tenant's own rows.
+PLACEMENT_PARTS = ("in_use", "borrowed")
 
 
 def tenants_data(tenants) -> dict[str, dict]:
@@ -21,9 +27,13 @@ def tenants_data(tenants) -> dict[str, dict]:
     today = timezone.now().date()
     series = selectors.energy_per_day([t.pk for t in tenants], start=today - timedelta(days=CHART_DAYS - 1))
     return {
-        str(t.pk): {**overview, "energy_days": series.get(t.pk, [])}
+        str(t.pk): {**_without_placements(overview), "energy_days": series.get(t.pk, [])}
         for t, overview in zip(tenants, selectors.tenant_overviews(tenants), strict=True)
     }
+
+
+def _without_placements(overview: dict) -> dict:
+    return {key: value for key, value in overview.items() if key not in PLACEMENT_PARTS}
 
 
 def tenants_data_by_key(keys: list[str]) -> dict[str, dict]:
