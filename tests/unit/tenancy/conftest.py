@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from catalog.models import GpuType
 from scheduler.models import Allocation, Job, Tenant, TenantEnergyDay, TenantQuota, TenantUsage
-from tests.unit.scheduler.conftest import cluster, submit  # noqa: F401 -- the fixtures, shared
+from tests.unit.scheduler.conftest import cluster, root, submit  # noqa: F401 -- the fixtures, shared
 
 
 @pytest.fixture
