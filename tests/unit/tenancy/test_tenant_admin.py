@@ -1,7 +1,8 @@
 """Tenants in the admin: shares, borrowing, budget and quotas edited (a quota on a type the
 cluster lacks refused), usage and this month's energy shown read-only, energy days listed."""
 from gogh_web.events.models import Event
-from scheduler.models import TenantQuota
+from scheduler.models import SolverConfig, SolverConfigChange, TenantQuota
+from tests.unit.scheduler.test_solver_settings_admin import settings_form
 
 
 def tenant_form(tenant, **changes):
@@ -54,3 +55,13 @@ def test_a_quota_on_a_type_the_cluster_lacks_is_refused(client, root, accounted,
 def test_energy_days_are_listed_read_only(client, root, accounted):
     assert client.get("/admin/scheduler/tenantenergyday/").status_code == 200
     assert client.get("/admin/scheduler/tenantenergyday/add/").status_code == 403
+
+
+def test_the_half_life_is_a_solver_setting_of_the_admin_and_0_is_refused(client, root):
+    config = SolverConfig.load()
+    url = f"/admin/scheduler/solverconfig/{config.pk}/change/"
+    response = client.post(url, settings_form(config, fair_share_half_life_h="0"))
+    assert response.status_code == 200 and "fair_share_half_life_h" in response.content.decode()
+    assert SolverConfig.load().fair_share_half_life_h == 168.0 and not SolverConfigChange.objects.exists()
+    assert client.post(url, settings_form(config, fair_share_half_life_h="72")).status_code == 302
+    assert SolverConfig.load().fair_share_half_life_h == 72.0
