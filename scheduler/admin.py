@@ -24,7 +24,7 @@ from .models import (
 )
 from .profiling import admin as profiling_admin  # noqa: F401 -- registers the campaigns' admin
 from .tenancy import live as tenancy_live
-from .tenancy.selectors import cluster_gpu_types, tenant_overviews
+from .tenancy.selectors import cluster_gpu_types, with_standing
 
 
 class MembershipInline(admin.TabularInline):
@@ -68,30 +68,28 @@ class TenantAdmin(admin.ModelAdmin):
                        "energy_this_month_kwh"]
     inlines = [TenantQuotaInline, MembershipInline]
 
-    def _overview(self, tenant) -> dict:
-        if not hasattr(tenant, "_overview"):
-            tenant._overview = tenant_overviews([tenant])[0]
-        return tenant._overview
+    def get_queryset(self, request):
+        return with_standing(super().get_queryset(request))
 
-    @admin.display(description="fair-share factor")
+    @admin.display(description="fair-share factor", ordering="usage_factor")
     def fair_share_factor(self, tenant):
-        return figures(self._overview(tenant)["fair_share"]["factor"]) if tenant.pk else "-"
+        return figures(tenant.usage_factor) if tenant.pk else "-"
 
-    @admin.display(description="decayed GPU-hours")
+    @admin.display(description="decayed GPU-hours", ordering="usage_gpu_hours")
     def decayed_gpu_hours(self, tenant):
-        return figures(self._overview(tenant)["fair_share"]["gpu_hours"]) if tenant.pk else "-"
+        return figures(tenant.usage_gpu_hours) if tenant.pk else "-"
 
-    @admin.display(description="decayed energy, kWh")
+    @admin.display(description="decayed energy, kWh", ordering="usage_energy_kwh")
     def decayed_energy_kwh(self, tenant):
-        return figures(self._overview(tenant)["fair_share"]["energy_kwh"]) if tenant.pk else "-"
+        return figures(tenant.usage_energy_kwh) if tenant.pk else "-"
 
-    @admin.display(description="energy today (UTC), kWh")
+    @admin.display(description="energy today (UTC), kWh", ordering="energy_today_kwh")
     def energy_today_kwh(self, tenant):
-        return figures(self._overview(tenant)["energy"]["today_kwh"]) if tenant.pk else "-"
+        return figures(tenant.energy_today_kwh) if tenant.pk else "-"
 
-    @admin.display(description="energy this month (UTC), kWh")
+    @admin.display(description="energy this month (UTC), kWh", ordering="energy_month_kwh")
     def energy_this_month_kwh(self, tenant):
-        return figures(self._overview(tenant)["energy"]["month_kwh"]) if tenant.pk else "-"
+        return figures(tenant.energy_month_kwh) if tenant.pk else "-"
 
     def save_related(self, request, form, formsets, change):
         """Open Tenants pages follow the change, once its quotas are saved too (same transaction)."""

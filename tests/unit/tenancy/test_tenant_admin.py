@@ -1,7 +1,7 @@
 """Tenants in the admin: shares, borrowing, budget and quotas edited (a quota on a type the
 cluster lacks refused), usage and this month's energy shown read-only, energy days listed."""
 from gogh_web.events.models import Event
-from scheduler.models import SolverConfig, SolverConfigChange, TenantQuota
+from scheduler.models import SolverConfig, SolverConfigChange, Tenant, TenantQuota
 from tests.unit.scheduler.test_solver_settings_admin import settings_form
 
 
@@ -65,3 +65,11 @@ def test_the_half_life_is_a_solver_setting_of_the_admin_and_0_is_refused(client,
     assert SolverConfig.load().fair_share_half_life_h == 168.0 and not SolverConfigChange.objects.exists()
     assert client.post(url, settings_form(config, fair_share_half_life_h="72")).status_code == 302
     assert SolverConfig.load().fair_share_half_life_h == 72.0
+
+
+def test_the_list_reads_every_tenants_standing_in_one_query(client, root, accounted, django_assert_max_num_queries):
+    for i in range(10):
+        Tenant.objects.create(name=f"Alpha {i}", slug=f"alpha-{i}")
+    with django_assert_max_num_queries(12):
+        listing = client.get("/admin/scheduler/tenant/?o=6").content.decode()  # sorted by the factor
+    assert listing.index("Research") < listing.index("Alpha 0")  # its factor 0.25 before the others' 1
