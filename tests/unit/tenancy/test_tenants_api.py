@@ -214,3 +214,11 @@ def test_jobs_show_their_energy(submit, alice, client_for):
     job_id = submit(alice).json()["id"]
     Job.objects.filter(pk=job_id).update(energy_kwh=1.25)
     assert client_for(alice).get(f"/api/jobs/{job_id}/").json()["energy_kwh"] == 1.25
+
+
+def test_the_list_costs_the_same_queries_for_many_tenants(client_for, staff, accounted, django_assert_max_num_queries):
+    for i in range(30):
+        Tenant.objects.create(name=f"Team {i}", slug=f"team-{i}")
+    client = client_for(staff)
+    with django_assert_max_num_queries(12):
+        assert client.get("/api/tenants/").json()["count"] == 33
