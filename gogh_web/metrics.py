@@ -29,6 +29,7 @@ class ControlPlaneCollector:
         yield from scheduler_metrics.solve_families()
         yield from scheduler_metrics.prediction_families()
         yield from scheduler_metrics.executor_families()
+        yield from scheduler_metrics.tenant_families()
         yield from profiling_families()
 
 

@@ -187,6 +187,8 @@ SPECTACULAR_SETTINGS = {
         {"name": "index", "description": "What the API holds: version, resources and their URLs (no token needed)."},
         {"name": "jobs", "description": "Submit, list, follow and cancel jobs."},
         {"name": "solve", "description": "Run a scheduling round now (staff)."},
+        {"name": "tenants", "description": "Tenants' quotas, shares, usage and energy bill (staff change them), "
+         "and the fair-share half-life."},
         {"name": "nodes", "description": "Nodes with their GPUs. Agents register, heartbeat, report failed GPUs "
          "and read their assignments; staff approve, drain and revoke."},
         {"name": "gpus", "description": "Every GPU of the cluster."},
@@ -315,6 +317,7 @@ GOGH_LIVE_KINDS = {
     "gpu": "telemetry.live.gpus_snapshot",
     "solve_run": "scheduler.live.solve_runs_snapshot",
     "solver_config": "scheduler.live.solver_config_snapshot",
+    "tenant": "scheduler.tenancy.live.tenants_snapshot",
     "predictor_version": "catalog.live.predictor_versions_snapshot",
     "gpu_type_profile": "scheduler.profiling.live.gpu_type_profiles_snapshot",
 }

@@ -1,9 +1,10 @@
 """Admin for tenants, jobs, allocations, interruptions, solve runs and solver settings. State changes go
 through services."""
+from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 
-from gogh_web.admin_display import RecordAdmin, clipped, rounded
+from gogh_web.admin_display import RecordAdmin, clipped, figures, rounded
 
 from . import services
 from .lifecycle import IllegalTransition
@@ -18,8 +19,12 @@ from .models import (
     SolverConfig,
     SolverConfigChange,
     Tenant,
+    TenantEnergyDay,
+    TenantQuota,
 )
 from .profiling import admin as profiling_admin  # noqa: F401 -- registers the campaigns' admin
+from .tenancy import live as tenancy_live
+from .tenancy.selectors import cluster_gpu_types, with_standing
 
 
 class MembershipInline(admin.TabularInline):
@@ -28,12 +33,77 @@ class MembershipInline(admin.TabularInline):
     raw_id_fields = ["user"]
 
 
+class TenantQuotaForm(forms.ModelForm):
+    class Meta:
+        model = TenantQuota
+        fields = ["gpu_type", "gpus"]
+
+    def clean_gpu_type(self):
+        """As the API: a quota on a type the cluster has no GPU of could never be met."""
+        gpu_type = self.cleaned_data["gpu_type"]
+        if gpu_type.name not in cluster_gpu_types():
+            raise forms.ValidationError(f"The cluster has no GPU of type {gpu_type.name!r}: a quota on it could "
+                                        "never be met.")
+        return gpu_type
+
+
+class TenantQuotaInline(admin.TabularInline):
+    model = TenantQuota
+    form = TenantQuotaForm
+    extra = 0
+
+
 @admin.register(Tenant)
 class TenantAdmin(admin.ModelAdmin):
-    list_display = ["name", "slug", "description", "created_at"]
+    """Shares, borrowing, the energy budget and the quotas are edited here (or through the API);
+    the usage and this month's energy are the accounting's, shown read-only."""
+
+    list_display = ["name", "slug", "shares", "may_borrow", "energy_budget_kwh_month", "fair_share_factor",
+                    "energy_this_month_kwh", "created_at"]
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
-    inlines = [MembershipInline]
+    fields = ["name", "slug", "description", "shares", "may_borrow", "energy_budget_kwh_month", "fair_share_factor",
+              "decayed_gpu_hours", "decayed_energy_kwh", "energy_today_kwh", "energy_this_month_kwh"]
+    readonly_fields = ["fair_share_factor", "decayed_gpu_hours", "decayed_energy_kwh", "energy_today_kwh",
+                       "energy_this_month_kwh"]
+    inlines = [TenantQuotaInline, MembershipInline]
+
+    def get_queryset(self, request):
+        return with_standing(super().get_queryset(request))
+
+    @admin.display(description="fair-share factor", ordering="usage_factor")
+    def fair_share_factor(self, tenant):
+        return figures(tenant.usage_factor) if tenant.pk else "-"
+
+    @admin.display(description="decayed GPU-hours", ordering="usage_gpu_hours")
+    def decayed_gpu_hours(self, tenant):
+        return figures(tenant.usage_gpu_hours) if tenant.pk else "-"
+
+    @admin.display(description="decayed energy, kWh", ordering="usage_energy_kwh")
+    def decayed_energy_kwh(self, tenant):
+        return figures(tenant.usage_energy_kwh) if tenant.pk else "-"
+
+    @admin.display(description="energy today (UTC), kWh", ordering="energy_today_kwh")
+    def energy_today_kwh(self, tenant):
+        return figures(tenant.energy_today_kwh) if tenant.pk else "-"
+
+    @admin.display(description="energy this month (UTC), kWh", ordering="energy_month_kwh")
+    def energy_this_month_kwh(self, tenant):
+        return figures(tenant.energy_month_kwh) if tenant.pk else "-"
+
+    def save_related(self, request, form, formsets, change):
+        """Open Tenants pages follow the change, once its quotas are saved too (same transaction)."""
+        super().save_related(request, form, formsets, change)
+        tenancy_live.tenants_changed([form.instance.pk])
+
+
+@admin.register(TenantEnergyDay)
+class TenantEnergyDayAdmin(RecordAdmin):
+    """What the accounting wrote: energy and GPU-hours per tenant per UTC day, read-only."""
+
+    list_display = ["day", "tenant", rounded(TenantEnergyDay, "energy_kwh"), rounded(TenantEnergyDay, "gpu_hours")]
+    list_filter = ["tenant"]
+    date_hierarchy = "day"
 
 
 @admin.register(Membership)
@@ -105,8 +175,8 @@ class JobAdmin(admin.ModelAdmin):
         "state", "pending_reason", "state_reason", "steps_done", "submitted_at", "placed_at",
         "started_at", "finished_at", "idempotency_key", "request_fingerprint", "environment_keys",
         "preemption_grace_s", "checkpoint_step", "checkpoint_path", "checkpoint_at", "resume_step", "current_step",
-        "restarts", "steps_lost", "handover_until", "probe_gpu_type", "probe_until", "probes", "last_probe_at",
-        "campaign", "profiling_cases",
+        "restarts", "steps_lost", "energy_kwh", "handover_until", "probe_gpu_type", "probe_until", "probes",
+        "last_probe_at", "campaign", "profiling_cases",
     ]
     exclude = ["environment"]
     inlines = [AllocationInline, JobInterruptionInline]

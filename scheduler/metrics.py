@@ -1,6 +1,7 @@
 """The scheduler's metric families for /metrics (composed with the other apps' by
 gogh_web.metrics): the queue, the work jobs lost to restarts, the solver's rounds, how far
-running jobs' observed throughput is from what was predicted, and the executor's syncs.
+running jobs' observed throughput is from what was predicted, the executor's syncs, and the
+tenants' quotas, GPUs in use and borrowed, fair-share factors and energy this month.
 docs/telemetry.md lists them all."""
 from django.db.models import Count, Sum
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, SummaryMetricFamily
@@ -16,8 +17,10 @@ from .models import (
     JobInterruption,
     SolveRun,
     SolveStatus,
+    Tenant,
 )
 from .selectors import observed_throughputs
+from .tenancy.selectors import tenant_overviews
 
 
 def job_families():
@@ -163,3 +166,32 @@ def executor_families():
     for state in RUN_STATES:
         runs.add_metric([state], states.get(state, 0))
     yield runs
+
+
+def tenant_families():
+    """Per tenant (labelled by slug): its energy this UTC month (a gauge that only grows within
+    the month and starts again at 0, so rate() over a month's turn is wrong: use it as is), its
+    fair-share factor, and per GPU type its quota, the GPUs its jobs hold and those held above
+    the quota (borrowed)."""
+    energy = GaugeMetricFamily("gogh_tenant_energy_kwh", "Energy the tenant's jobs drew this calendar month (UTC).",
+                               labels=["tenant"])
+    factor = GaugeMetricFamily("gogh_tenant_fair_share_factor",
+                               "Fair-share factor, 0..1 (1: used nothing of its share; 0.5: exactly its share).",
+                               labels=["tenant"])
+    quota = GaugeMetricFamily("gogh_tenant_quota_gpus", "The tenant's nominal quota per GPU type.",
+                              labels=["tenant", "gpu_type"])
+    in_use = GaugeMetricFamily("gogh_tenant_gpus_in_use", "GPUs the tenant's placed or running jobs hold now.",
+                               labels=["tenant", "gpu_type"])
+    borrowed = GaugeMetricFamily("gogh_tenant_gpus_borrowed", "GPUs the tenant holds above its quota (others' idle "
+                                 "quota, reclaimed when they need it).", labels=["tenant", "gpu_type"])
+    for tenant in tenant_overviews(Tenant.objects.order_by("slug")):
+        slug = tenant["slug"]
+        energy.add_metric([slug], tenant["energy"]["month_kwh"])
+        factor.add_metric([slug], tenant["fair_share"]["factor"])
+        for row in tenant["quotas"]:
+            quota.add_metric([slug, row["gpu_type"]], row["gpus"])
+        for gpu_type, gpus in tenant["in_use"].items():
+            in_use.add_metric([slug, gpu_type], gpus)
+        for gpu_type, gpus in tenant["borrowed"].items():
+            borrowed.add_metric([slug, gpu_type], gpus)
+    yield from (energy, factor, quota, in_use, borrowed)

@@ -21,6 +21,8 @@ RESOURCES = {
     "nodes": "node-list",
     "gpus": "gpu-list",
     "solve": "solve",
+    "tenants": "tenant-list",
+    "fair-share": "fair-share",
     "profiling-campaigns": "profiling-campaign-list",
     "live-snapshot": "live-snapshot",
     "token-rotate": "token-rotate",

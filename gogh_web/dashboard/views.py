@@ -6,6 +6,8 @@ from django.shortcuts import render
 from catalog.models import Workload
 from scheduler.models.solver_config import MAX_ENERGY_WEIGHT, MAX_LOAD_WINDOW, MAX_WATTS_SETTING
 from scheduler.selectors import tenant_of
+from scheduler.tenancy.live import CHART_DAYS, tenants_data
+from scheduler.tenancy.selectors import tenant_overviews, tenants_visible_to
 
 from . import selectors
 from .tradeoff import DEFAULT_SURPLUS_VALUE_W
@@ -76,4 +78,17 @@ def tradeoff(request):
         "page": "tradeoff", "settings": settings, "can_apply": request.user.is_staff,
         "default_surplus_value_w": DEFAULT_SURPLUS_VALUE_W,
         "limits": {"weight": MAX_ENERGY_WEIGHT, "window": MAX_LOAD_WINDOW, "surplus": MAX_WATTS_SETTING},
+    })
+
+
+@login_required
+def tenants(request):
+    """Staff see every tenant, a member its own. The rows come rendered; the script follows
+    the `tenant` kind, and works out the GPUs in use from the `job` and `gpu` kinds."""
+    visible = list(tenants_visible_to(request.user).order_by("name"))
+    return render(request, "dashboard/tenants.html", {
+        "page": "tenants",
+        "tenants": tenant_overviews(visible),
+        "chart_days": CHART_DAYS,
+        "page_data": {"tenants": tenants_data(visible), "chart_days": CHART_DAYS},
     })

@@ -43,7 +43,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 CHROMIUM = Path(os.environ.get("GOGH_CHROMIUM", "/usr/bin/chromium"))
 SIZES = {"wide": (1280, 800), "narrow": (390, 844)}
 PAGES = {"cluster": "/dashboard/", "jobs": "/dashboard/jobs/", "predictions": "/dashboard/predictions/",
-         "solver": "/dashboard/solver/", "tradeoff": "/dashboard/tradeoff/"}
+         "solver": "/dashboard/solver/", "tradeoff": "/dashboard/tradeoff/", "tenants": "/dashboard/tenants/"}
 # SwiftShader gives headless Chromium WebGL without a GPU (Plotly's 3D scatter needs it).
 CHROMIUM_ARGS = ["--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--no-sandbox"]
 WAIT_MS = 30_000

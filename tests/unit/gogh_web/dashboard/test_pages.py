@@ -6,7 +6,8 @@ from django.urls import reverse
 from scheduler.models import SolverConfigChange
 from scheduler.services import solver_config_update
 
-PAGES = ["dashboard:cluster", "dashboard:jobs", "dashboard:predictions", "dashboard:solver", "dashboard:tradeoff"]
+PAGES = ["dashboard:cluster", "dashboard:jobs", "dashboard:predictions", "dashboard:solver", "dashboard:tradeoff",
+         "dashboard:tenants"]
 
 
 @pytest.mark.parametrize("page", PAGES)

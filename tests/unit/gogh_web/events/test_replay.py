@@ -12,14 +12,15 @@ from gogh_web.events.models import Event
 from gogh_web.events.selectors import events_after, snapshot, viewer_for
 from scheduler import services
 from scheduler.live import job_changed
-from scheduler.models import Job, JobInterruption
+from scheduler.models import Job, JobInterruption, Tenant
 from scheduler.profiling.live import gpu_type_profile_changed
+from scheduler.tenancy.services import tenant_quotas_replace, tenant_update
 from telemetry.models import Gpu
 from telemetry.services import gpu_samples_ingest, node_set_state
 
 from .conftest import apply_events, plain
 
-KINDS = {"job", "node", "gpu", "solve_run", "solver_config", "predictor_version", "gpu_type_profile"}
+KINDS = {"job", "node", "gpu", "solve_run", "solver_config", "tenant", "predictor_version", "gpu_type_profile"}
 
 
 def _version(status, mae):
@@ -57,6 +58,10 @@ def test_state_after_applying_events_equals_a_fresh_snapshot(measured, alice, bo
         gpu_samples_ingest(agent_user=staff, samples=samples)
     with committed():
         services.solver_config_update(by=staff, values={"base_energy_weight": 2.0})
+    with committed():
+        research = Tenant.objects.get(slug="research")
+        tenant_update(tenant=research, values={"shares": 3})
+        tenant_quotas_replace(tenant=research, quotas={GpuType.objects.get(name="k80"): 1})
     with committed():
         predictor_promote(version=candidate)  # the active version retires
     with committed():
