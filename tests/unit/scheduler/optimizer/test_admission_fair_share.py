@@ -7,8 +7,8 @@ import pytest
 
 from scheduler.optimizer import get_solver
 from scheduler.optimizer.admission import (
-    FAIR_SHARE_SHARE,
     FAIRNESS_SHARE,
+    FAIR_SHARE_SHARE,
     RISK_SHARE,
     admission_values,
     has_tie_breaks,
