@@ -112,7 +112,7 @@ def test_gpu_hours_are_weighted_by_the_gpus_tdp(k80, gpus, make_job, tenant_days
     gpus[1].gpu_type = k80  # 150 W: half a V100's hour
     gpus[1].save()
     allocate(make_job(), gpus[1], 0, 3600)
-    accounting_pass(now=at(7200), settle_s=0)
+    accounting_pass(now=at(7200), settle_s=0, max_span_s=3600)
     assert tenant_days()[("research", T0.date())] == (0.0, pytest.approx(0.5))
 
 

@@ -71,7 +71,7 @@ def test_new_usage_is_added_decayed_from_the_end_of_its_span(gpus, make_job):
     config.save()
     allocate(job, gpus[0], 0, 3600)  # one V100-hour: 1 unit, drawn until 1 h
     samples(gpus[0], 0, 3600, 300.0, every_s=5)
-    accounting_pass(now=at(7200), settle_s=0)  # one half-life later
+    accounting_pass(now=at(7200), settle_s=0, max_span_s=3600)  # one half-life later
     row = TenantUsage.objects.get(tenant=job.tenant)
     assert (row.gpu_hours, row.energy_kwh) == (pytest.approx(0.5), pytest.approx(0.3 / 2))
 
