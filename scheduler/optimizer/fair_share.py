@@ -1,4 +1,4 @@
-"""Fair share over time, as Slurm's classic fair-share factor (docs/tenants.md has a worked
+"""Fair share over time, as Slurm's classic fair-share factor (docs/accounting.md has a worked
 example): each tenant's usage decays with a half-life, and its factor is
 
     F = 2 ** -(U / S)
@@ -6,7 +6,7 @@ example): each tenant's usage decays with a half-life, and its factor is
 where U is its share of everyone's decayed usage and S its share of everyone's shares (its
 entitled fraction of the cluster). F = 1: it used nothing; 0.5: it used exactly its share;
 towards 0: far more. The factor orders admission within a priority level (admission.py);
-the control plane (scheduler.tenancy) and the simulator both compute it with these functions.
+the control plane (scheduler.accounting) and the simulator both compute it with these functions.
 """
 
 
