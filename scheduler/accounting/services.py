@@ -163,8 +163,12 @@ def _write(windows: list[Window], done: list[int], inc: Increments) -> None:
         Job.objects.filter(pk__in=chunk).update(energy_kwh=F("energy_kwh") + Case(
             *[When(pk=pk, then=Value(inc.job_kwh[pk])) for pk in chunk], output_field=FloatField()
         ))
-    counted = [Allocation(pk=w.pk, energy_counted_until=_at(w.end)) for w in windows]
-    Allocation.objects.bulk_update(counted, ["energy_counted_until"], batch_size=BATCH)
+    by_end = defaultdict(list)  # one UPDATE per instant counted to: in a steady pass, all of them
+    for w in windows:
+        by_end[w.end].append(w.pk)
+    for end, pks in by_end.items():
+        for chunk in _chunks(pks):
+            Allocation.objects.filter(pk__in=chunk).update(energy_counted_until=_at(end))
     for chunk in _chunks(done):
         Allocation.objects.filter(pk__in=chunk).update(energy_counted_until=F("end"))
     _days_add(inc.day)
