@@ -46,9 +46,12 @@ class Window:
 
 @dataclass
 class Increments:
+    """What a pass adds: per job kWh; per (tenant, UTC day) [kWh, weighted GPU-hours]; per tenant
+    [weighted GPU-hours, kWh] decayed to now (the order of TenantUsage's fields)."""
+
     job_kwh: dict = field(default_factory=lambda: defaultdict(float))
-    day: dict = field(default_factory=lambda: defaultdict(lambda: [0.0, 0.0]))  # (tenant, day): [kWh, units]
-    usage: dict = field(default_factory=lambda: defaultdict(lambda: [0.0, 0.0]))  # tenant: decayed [units, kWh]
+    day: dict = field(default_factory=lambda: defaultdict(lambda: [0.0, 0.0]))
+    usage: dict = field(default_factory=lambda: defaultdict(lambda: [0.0, 0.0]))
 
 
 @dataclass(frozen=True)
