@@ -276,6 +276,12 @@ GOGH_ROUND_DEBOUNCE_S = float(os.environ.get("GOGH_ROUND_DEBOUNCE_S", "2"))
 # Every GOGH_PREDICTIONS_RECONCILE_S, P1 is asked (once per job) for active jobs that have no
 # prediction while a predictor is active (docs/predictors.md).
 GOGH_PREDICTIONS_RECONCILE_S = float(os.environ.get("GOGH_PREDICTIONS_RECONCILE_S", "60"))
+# Accounting (docs/accounting.md): every GOGH_ACCOUNTING_EVERY_S, each allocation's share of its
+# GPU's measured power and time is counted up to GOGH_ACCOUNTING_SETTLE_S ago (agents upload
+# samples in batches; a sample arriving later than this is not counted), into jobs' and tenants'
+# energy and the tenants' fair-share factors.
+GOGH_ACCOUNTING_EVERY_S = float(os.environ.get("GOGH_ACCOUNTING_EVERY_S", "60"))
+GOGH_ACCOUNTING_SETTLE_S = float(os.environ.get("GOGH_ACCOUNTING_SETTLE_S", "120"))
 # Exploration (docs/exploration.md): probes of jobs the predictions call too slow everywhere;
 # a bad value stops the start (env.exploration_environment).
 _EXPLORATION = env.exploration_environment(os.environ)
@@ -357,6 +363,13 @@ CELERY_BEAT_SCHEDULE = {
     "predictions-reconcile": {
         "task": "scheduler.tasks.predictions_reconcile",
         "schedule": GOGH_PREDICTIONS_RECONCILE_S,
+    },
+    # A pass older than its interval is replaced by the next one (which counts from where the
+    # last one stopped): a busy worker never piles them up.
+    "accounting-pass": {
+        "task": "scheduler.tasks.accounting_pass",
+        "schedule": GOGH_ACCOUNTING_EVERY_S,
+        "options": {"expires": GOGH_ACCOUNTING_EVERY_S},
     },
 }
 if GOGH_EXECUTOR == "slurm":

@@ -13,7 +13,7 @@ from catalog.services.predictors_store import catalog_policy, catalog_window_rec
 from telemetry.models import Gpu, GpuState, NodeState
 
 from .lifecycle import JobState
-from .models import Allocation, Job, JobMeasurement, SolveRun, SolverConfig
+from .models import Allocation, Job, JobMeasurement, SolveRun, SolverConfig, TenantUsage
 from .optimizer import (
     CurrentPlacement,
     GpuSpec,
@@ -118,6 +118,7 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
     )
     jobs = list(jobs)
     current = _current_placements()
+    fair_share = dict(TenantUsage.objects.values_list("tenant_id", "factor"))  # none yet: 1.0, as all others
     job_specs = tuple(
         JobSpec(
             id=str(job.pk),
@@ -128,6 +129,7 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
             priority=job.priority,
             memory_gb=job.memory_gb,
             current=current.get(job.pk),
+            fair_share=fair_share.get(job.tenant_id, 1.0),
         )
         for job in jobs
     )

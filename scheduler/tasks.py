@@ -2,6 +2,7 @@
 from celery import shared_task
 
 from . import services
+from .accounting.services import accounting_pass as account
 from .dispatch.executor_sync import executor_sync as sync
 from .models import SolveTrigger
 
@@ -41,3 +42,11 @@ def executor_sync() -> int | None:
     id, or None when GOGH's own agents run the jobs (nothing to push)."""
     record = sync()
     return record.pk if record else None
+
+
+@shared_task(name="scheduler.tasks.accounting_pass")
+def accounting_pass() -> int:
+    """Run by Celery beat every GOGH_ACCOUNTING_EVERY_S: count the allocations' energy and
+    GPU-hours since the last pass, refresh the tenants' fair-share factors; how many allocations
+    it counted."""
+    return account().allocations

@@ -9,7 +9,13 @@ of low-priority jobs outweighs one of higher priority. Fairness adds at most hal
 worth to a level, so it only breaks ties between equally many admitted jobs. So does the work
 at risk (keep_work.py): within a level, RISK_SHARE of a job's worth shared in proportion to the
 GPU-seconds each placed job would lose if stopped, so that where a level cannot keep all of its
-jobs (a higher priority preempts it) those losing the least work are the ones left out.
+jobs (a higher priority preempts it) those losing the least work are the ones left out. And so
+does fair share over time (fair_share.py): within a level, FAIR_SHARE_SHARE of a job's worth
+shared in proportion to how far each job's tenant factor stands above the level's lowest, so
+that where a level cannot admit all of its jobs those of tenants that used less of their share
+go first. All three bonuses together stay below one job's worth (0.5 + 0.2 + 0.2): counts and
+levels stay lexicographic. With equal factors in a level (all 1.0 while nothing is accounted)
+the fair-share bonus is zero and nothing changes.
 """
 from collections import Counter, defaultdict
 from dataclasses import replace
@@ -18,6 +24,7 @@ from .problem import JobSpec
 
 FAIRNESS_SHARE = 0.5
 RISK_SHARE = 0.2  # with FAIRNESS_SHARE below one job's worth: ties only
+FAIR_SHARE_SHARE = 0.2  # with the two above, 0.9 of one job's worth at most: still ties only
 
 
 def admission_values(jobs: tuple[JobSpec, ...], fairness: bool, placeable: list[bool]) -> list[float]:
@@ -34,16 +41,27 @@ def admission_values(jobs: tuple[JobSpec, ...], fairness: bool, placeable: list[
     for level, members in by_level.items():
         tenants = Counter(jobs[j].tenant for j in members)
         at_risk = sum(jobs[j].work_at_risk for j in members)
-        for j in members:
+        share = _fair_share_bonuses([jobs[j].fair_share for j in members])
+        for j, fair in zip(members, share, strict=True):
             bonus = FAIRNESS_SHARE / (len(members) * tenants[jobs[j].tenant]) if fairness else 0.0
             bonus += RISK_SHARE * jobs[j].work_at_risk / at_risk if at_risk > 0 else 0.0
-            values[j] = level_value[level] * (1.0 + bonus)
+            values[j] = level_value[level] * (1.0 + bonus + fair)
     return values
 
 
-def has_risk_ties(jobs: tuple[JobSpec, ...]) -> bool:
-    """Some of the jobs (of a level) carry work at risk: their values are not whole jobs."""
-    return any(job.work_at_risk > 0 for job in jobs)
+def _fair_share_bonuses(factors: list[float]) -> list[float]:
+    """FAIR_SHARE_SHARE split in proportion to each factor's excess over the lowest (all zero
+    when the factors are equal)."""
+    lowest = min(factors)
+    excess = [f - lowest for f in factors]
+    total = sum(excess)
+    return [FAIR_SHARE_SHARE * e / total if total > 0 else 0.0 for e in excess]
+
+
+def has_tie_breaks(jobs: tuple[JobSpec, ...]) -> bool:
+    """Some of the jobs (of a level) carry work at risk or differ in fair share: their values
+    are not whole jobs (the ILP must resolve hundredths of a job)."""
+    return any(job.work_at_risk > 0 for job in jobs) or len({job.fair_share for job in jobs}) > 1
 
 
 

@@ -21,7 +21,7 @@ CPU seconds (cpu_clock.py).
 import highspy
 import pulp
 
-from .admission import has_risk_ties
+from .admission import has_tie_breaks
 from .base import Outcome, Solver
 from .capacity import is_feasible
 from .choices import Choice
@@ -37,8 +37,9 @@ ADMISSION_SHARE = 0.5  # of the time limit, at most, for the admission phase (al
 # proves the most jobs admitted.
 ADMISSION_ABS_GAP = 0.99
 ADMISSION_ABS_GAP_FAIRNESS = 0.5
-# With work at risk (admission.RISK_SHARE), which placed jobs a level keeps is a tie-break in
-# hundredths of a job: the gap must resolve it, or a solve stops at any victims of the right count.
+# With work at risk or fair share (admission.RISK_SHARE, FAIR_SHARE_SHARE), which jobs a level
+# keeps is a tie-break in hundredths of a job: the gap must resolve it, or a solve stops at any
+# victims of the right count.
 ADMISSION_ABS_GAP_RISK = 0.01
 
 
@@ -120,7 +121,7 @@ class IlpSolver(Solver):
                 floors[level] = own  # the known decision admits the whole level: its optimum
                 continue
             model = build(inst, phase="admit", level=level, admit_floors=floors)
-            ties = has_risk_ties(tuple(job for job in inst.jobs if job.priority == level))
+            ties = has_tie_breaks(tuple(job for job in inst.jobs if job.priority == level))
             status, _, bound = self._run(
                 model, settings.backend, deadline, 0.0, f"admission (level {level})",
                 abs_gap=ADMISSION_ABS_GAP_RISK if ties else abs_gap,

@@ -15,6 +15,7 @@ QUEUE_OF = {
     "catalog.tasks.predictor_retrain": PREDICTIONS,
     "catalog.tasks.predictor_retrain_if_due": PREDICTIONS,
     "scheduler.tasks.predictions_reconcile": MAINTENANCE,
+    "scheduler.tasks.accounting_pass": MAINTENANCE,
     "scheduler.tasks.executor_sync": ROUNDS,
     "telemetry.tasks.gpu_samples_downsample": MAINTENANCE,
     "telemetry.tasks.nodes_mark_silent_down": MAINTENANCE,

@@ -1,0 +1,62 @@
+"""Fair share orders admission within a priority level (admission.py): where a level cannot
+admit all of its jobs, those of tenants with the higher factor go first; levels and counts stay
+lexicographic, and equal factors change nothing."""
+from dataclasses import replace
+
+import pytest
+
+from scheduler.optimizer import get_solver
+from scheduler.optimizer.admission import (
+    FAIRNESS_SHARE,
+    FAIR_SHARE_SHARE,
+    RISK_SHARE,
+    admission_values,
+    has_tie_breaks,
+)
+
+from .factory import TablePredictions, gpu_type, job, node, problem
+
+# docs/accounting.md's worked example: a (2 shares, half the usage) 0.5, b (1 share, 40 %)
+# 0.330, c (1 share, 10 %) 0.758.
+FACTORS = {"a": 0.5, "b": 2 ** -1.6, "c": 2 ** -0.4}
+
+
+def contended(gpus=1, priorities=None, factors=FACTORS):
+    """`gpus` GPUs of one type; one job per tenant, each able to run on any of them."""
+    preds = TablePredictions(taus={("w", "x", 1, True): 10})
+    jobs = [
+        replace(job(n, "w", tenant=t, tmin=5, priority=(priorities or {}).get(t, 0)), fair_share=factors[t])
+        for n, t in enumerate(sorted(factors), start=1)
+    ]
+    return problem(jobs, node("x", "n", gpus), [gpu_type("x", tdp=300)], preds, theta=1, gap=0.0)
+
+
+def admitted_tenants(p, solver):
+    result = get_solver(solver).solve(p)
+    return sorted(j.tenant for j in p.jobs if j.id in result.placements)
+
+
+@pytest.mark.parametrize("solver", ["ilp", "genetic", "greedy", "greedy_efficient", "greedy_fastest"])
+def test_the_highest_factor_is_admitted_first_within_a_level(solver):
+    assert admitted_tenants(contended(1), solver) == ["c"]
+    assert admitted_tenants(contended(2), solver) == ["a", "c"]
+
+
+def test_a_higher_priority_wins_whatever_its_factor():
+    assert admitted_tenants(contended(1, priorities={"b": 1}), "ilp") == ["b"]
+
+
+def test_equal_factors_leave_the_values_as_they_were():
+    p = contended(1, factors={"a": 0.3, "b": 0.3, "c": 0.3})
+    plain = tuple(replace(j, fair_share=1.0) for j in p.jobs)
+    assert admission_values(p.jobs, True, [True] * 3) == admission_values(plain, True, [True] * 3)
+    assert admission_values(p.jobs, False, [True] * 3) == [1.0, 1.0, 1.0]
+    assert not has_tie_breaks(p.jobs) and has_tie_breaks(contended(1).jobs)
+
+
+def test_the_bonuses_stay_below_one_job_and_rank_by_factor():
+    values = admission_values(contended(1).jobs, False, [True] * 3)
+    a, b, c = values
+    assert b == 1.0 and 1.0 < a < c  # the lowest factor gets no bonus
+    assert a + b + c - 3 == pytest.approx(FAIR_SHARE_SHARE)  # the level's bonuses together
+    assert FAIRNESS_SHARE + RISK_SHARE + FAIR_SHARE_SHARE < 1.0
