@@ -19,6 +19,7 @@ from telemetry.models import GpuSample, GpuSampleMinute
 
 from ..models import Allocation, Job, SolverConfig, TenantEnergyDay
 from ..optimizer.fair_share import decayed, gpu_hour_weight
+from ..tenancy.live import tenants_changed
 from .energy import RAW_HOLD_S, PowerTrace, allocation_pieces, gpu_readings
 from .usage import usage_locked, usage_update
 
@@ -27,6 +28,8 @@ from .usage import usage_locked, usage_update
 #: bounded (ten minutes of 1 Hz samples per GPU) and it holds the maintenance worker, which also
 #: detects silent nodes, for seconds (an hour per pass over 1,000 allocations took 90 s).
 MAX_SPAN_S = 600.0
+#: A factor that moved less than this is not news for the Tenants page (it shows three decimals).
+FACTOR_SHOWN = 5e-4
 BATCH = 500
 J_PER_KWH = 3.6e6
 
@@ -73,7 +76,12 @@ def accounting_pass(*, now=None, settle_s: float | None = None, max_span_s: floa
         windows, done = _windows((now - timedelta(seconds=settle_s)).timestamp(), max_span_s)
         inc = _count(windows, now.timestamp(), half_life_s)
         _write(windows, done, inc)
+        factors_before = {pk: row.factor for pk, row in usage.items()}
         usage_update(usage, inc.usage, now=now, half_life_s=half_life_s)
+        moved = {pk for pk, row in usage.items() if abs(row.factor - factors_before[pk]) > FACTOR_SHOWN}
+        changed = set(inc.usage) | moved
+        if changed:
+            tenants_changed(changed)
     return AccountingPass(
         allocations=len(windows), energy_kwh=sum(inc.job_kwh.values()),
         gpu_hours=sum(units for _, units in inc.day.values()),

@@ -3,6 +3,7 @@ from datetime import date, timedelta
 
 import pytest
 
+from gogh_web.events.models import Event
 from scheduler.accounting.services import accounting_pass
 from scheduler.models import Allocation, Job, TenantEnergyDay
 from telemetry.models import GpuSampleMinute
@@ -132,3 +133,21 @@ def test_days_add_up_over_passes(gpus, make_job):
     row = TenantEnergyDay.objects.get()
     assert (row.day, row.energy_kwh, row.gpu_hours) == (date(2026, 3, 10), pytest.approx(12_000 / KWH),
                                                         pytest.approx(120 / 3600))
+
+
+def test_a_pass_that_counted_sends_its_tenants_events_and_an_idle_one_sends_none(gpus, make_job,
+                                                                                django_capture_on_commit_callbacks):
+    """The Tenants page follows the accounting live: the tenant whose energy moved gets an
+    event (and the others whose factor moved with it); a pass with nothing new sends nothing."""
+    job = make_job("research")
+    allocate(job, gpus[0], 0, 600)
+    samples(gpus[0], 0, 600, 200.0)
+    first = Event.objects.order_by("-id").values_list("id", flat=True).first() or 0
+    with django_capture_on_commit_callbacks(execute=True):
+        accounting_pass(now=at(3600), settle_s=0)
+    sent = list(Event.objects.filter(id__gt=first, kind="tenant").values_list("key", flat=True))
+    assert str(job.tenant_id) in sent
+    last = Event.objects.order_by("-id").values_list("id", flat=True).first()
+    with django_capture_on_commit_callbacks(execute=True):
+        accounting_pass(now=at(3600), settle_s=0)
+    assert not Event.objects.filter(id__gt=last, kind="tenant").exists()
