@@ -27,7 +27,7 @@ from .capacity import is_feasible
 from .choices import Choice
 from .cpu_clock import INTERRUPTS, cpu_now, has_solution, interrupt_after
 from .greedy import cheapest, greedy_choices
-from .ilp_model import admitted_by_level, admitted_value, build, level_maxima, objective
+from .ilp_model import admitted_by_level, admitted_value, build, in_quota_value, level_maxima, objective, quota_maxima
 from .instance import Instance
 from .start import choices_of
 
@@ -64,6 +64,7 @@ def backend(name: str, *, deadline: float, gap: float, abs_gap: float | None = N
 
 class IlpSolver(Solver):
     name = "ilp"
+    formulates_quotas = True
 
     def decide(self, inst: Instance) -> Outcome:
         settings = inst.problem.settings
@@ -76,8 +77,10 @@ class IlpSolver(Solver):
         outcome = Outcome(known, status="fallback")
         notes = outcome.notes
         try:
-            floors = self._admission(inst, known, started + ADMISSION_SHARE * settings.time_limit_s, notes)
-            model = build(inst, phase="power", admit_floors=floors)
+            floors, quota_floors = self._admission(
+                inst, known, started + ADMISSION_SHARE * settings.time_limit_s, notes,
+            )
+            model = build(inst, phase="power", admit_floors=floors, quota_floors=quota_floors)
             status, gap, bound = self._run(model, settings.backend, deadline, settings.gap, "power")
             if status != "optimal":
                 notes.append(f"Power phase stopped at its time limit ({settings.time_limit_s:g} s of CPU time).")
@@ -102,44 +105,50 @@ class IlpSolver(Solver):
             notes=notes,
         )
 
-    def _admission(self, inst: Instance, known: list[Choice], deadline: float, notes: list[str]) -> dict[int, float]:
-        """Per priority level, the most admitted (in units of the level's plain job), highest
-        level first, each level's program holding the higher levels at their optimum. `known`: a
-        feasible decision (the greedy one, or the problem's admission start): a level it admits
-        completely needs no program, and its counts stand where a program finds no more."""
+    def _admission(
+        self, inst: Instance, known: list[Choice], deadline: float, notes: list[str],
+    ) -> tuple[dict[int, float], dict[int, float]]:
+        """(admit floors, in-quota floors): per priority level, the most admitted (in units of
+        the level's plain job), highest level first, each level's program holding the higher
+        levels at their optimum; with quotas, the in-quota admitted value's levels come first
+        (docs/optimization.md, "Quotas"). `known`: a feasible decision (the greedy one, or the
+        problem's admission start): a level it admits completely needs no program, and its
+        counts stand where a program finds no more."""
         settings = inst.problem.settings
-        best = level_maxima(inst)
-        floors_known = admitted_by_level(inst, known)
+        best = {("quota", lvl): v for lvl, v in quota_maxima(inst).items()}
+        best.update({("admit", lvl): v for lvl, v in level_maxima(inst).items()})
+        known_got = _counts(inst, known, None)
         abs_gap = ADMISSION_ABS_GAP_FAIRNESS if settings.fairness_weight > 0 else ADMISSION_ABS_GAP
-        floors: dict[int, float] = {}
+        floors: dict[tuple[str, int], float] = {}
         known_ok = True  # the known decision meets every floor set so far
-        levels = sorted(best, reverse=True)
-        for n, level in enumerate(levels):
-            own = floors_known.get(level, 0.0)
-            if known_ok and own >= best[level] - 1e-9:
-                floors[level] = own  # the known decision admits the whole level: its optimum
+        stages = sorted(best, key=lambda stage: (stage[0] == "quota", stage[1]), reverse=True)
+        for n, (kind, level) in enumerate(stages):
+            own = known_got.get((kind, level), 0.0)
+            if known_ok and own >= best[(kind, level)] - 1e-9:
+                floors[(kind, level)] = own  # the known decision admits the whole level: its optimum
                 continue
-            model = build(inst, phase="admit", level=level, admit_floors=floors)
+            model = build(inst, phase="admit", admit_floors=_of(floors, "admit"), quota_floors=_of(floors, "quota"),
+                          **({"quota_level": level} if kind == "quota" else {"level": level}))
             ties = has_risk_ties(tuple(job for job in inst.jobs if job.priority == level))
             status, _, bound = self._run(
-                model, settings.backend, deadline, 0.0, f"admission (level {level})",
+                model, settings.backend, deadline, 0.0, _stage_name(kind, level),
                 abs_gap=ADMISSION_ABS_GAP_RISK if ties else abs_gap,
             )
             found = model.choices(inst)
-            got = admitted_by_level(inst, found)
-            if known_ok and own >= got.get(level, 0.0) - 1e-9:
-                found, got = known, floors_known  # no better than the known decision: keep its counts
-            floors[level] = got.get(level, 0.0)
+            got = _counts(inst, found, model)
+            if known_ok and own >= got.get((kind, level), 0.0) - 1e-9:
+                found, got = known, known_got  # no better than the known decision: keep its counts
+            floors[(kind, level)] = got.get((kind, level), 0.0)
             known_ok = known_ok and found is known
             if status != "optimal":
                 notes.append(
-                    f"Admission phase stopped at its time share at admission level {level}: admitted {floors[level]:g}"
-                    + (f", bound {bound:g}." if bound is not None else ".")
+                    f"Admission phase stopped at its time share at {_stage_name(kind, level)}: admitted "
+                    f"{floors[(kind, level)]:g}" + (f", bound {bound:g}." if bound is not None else ".")
                 )
-                for lower in levels[n + 1:]:  # the incumbent's counts: feasible with the floors above
+                for lower in stages[n + 1:]:  # the incumbent's counts: feasible with the floors above
                     floors[lower] = got.get(lower, 0.0)
                 break
-        return floors
+        return _of(floors, "admit"), _of(floors, "quota")
 
     @staticmethod
     def _run(model, backend_name: str, deadline: float, gap: float, phase: str, abs_gap: float | None = None):
@@ -160,6 +169,24 @@ class IlpSolver(Solver):
             optimal = highs.getModelStatus() == highspy.HighsModelStatus.kOptimal
             return ("optimal" if optimal else "feasible"), max(0.0, info.mip_gap), info.mip_dual_bound
         return ("optimal" if optimal else "feasible"), None, None
+
+
+def _counts(inst: Instance, choices: list[Choice], model) -> dict[tuple[str, int], float]:
+    """A decision's admitted value per stage: ("admit", level) and ("quota", level), the latter
+    from the model's quota copies where a model solved it, else counted (ilp_model.in_quota_value)."""
+    out = {("admit", lvl): v for lvl, v in admitted_by_level(inst, choices).items()}
+    if inst.quotas.nominal:
+        in_quota = model.in_quota_by_level() if model is not None else in_quota_value(inst, choices)
+        out.update({("quota", lvl): v for lvl, v in in_quota.items()})
+    return out
+
+
+def _of(floors: dict[tuple[str, int], float], kind: str) -> dict[int, float]:
+    return {level: floor for (k, level), floor in floors.items() if k == kind}
+
+
+def _stage_name(kind: str, level: int) -> str:
+    return f"admission level {level}" + (" within quotas" if kind == "quota" else "")
 
 
 def known_name(known: list[Choice], greedy: list[Choice]) -> str:
