@@ -93,7 +93,8 @@ class IlpSolver(Solver):
         except (SolveFailed, pulp.PulpSolverError, OSError) as exc:
             outcome.fallback_reason = f"{settings.backend} {exc}; fell back to {known_name(known, greedy)}."
             return outcome
-        admits_as_much = admitted_value(inst, known) >= admitted_value(inst, choices) - 1e-9
+        admits_as_much = admitted_value(inst, known) >= admitted_value(inst, choices) - 1e-9 and within_quota_as_much(
+            inst, known, choices)
         if admits_as_much and objective(inst, known) < objective(inst, choices):
             outcome.notes.append(
                 f"{known_name(known, greedy).capitalize()} was cheaper than the solver's incumbent at the time limit."
@@ -179,6 +180,16 @@ def _counts(inst: Instance, choices: list[Choice], model) -> dict[tuple[str, int
         in_quota = model.in_quota_by_level() if model is not None else in_quota_value(inst, choices)
         out.update({("quota", lvl): v for lvl, v in in_quota.items()})
     return out
+
+
+def within_quota_as_much(inst: Instance, known: list[Choice], choices: list[Choice]) -> bool:
+    """The known decision admits at least as much within quotas at every level as the solver's
+    (counted alike, ilp_model.in_quota_value): only then may it stand for being cheaper, or a
+    borrower it keeps would hold what an owner reclaimed."""
+    if not inst.quotas.nominal:
+        return True
+    mine, theirs = in_quota_value(inst, known), in_quota_value(inst, choices)
+    return all(mine.get(level, 0.0) >= value - 1e-9 for level, value in theirs.items())
 
 
 def _of(floors: dict[tuple[str, int], float], kind: str) -> dict[int, float]:

@@ -131,3 +131,22 @@ def test_in_quota_copies_only_where_quotas_are():
     with_quota = get_solver("ilp").solve(quota_problem(jobs, quotas=[("own", "fast", 1)]))
     assert with_quota.variables > plain.variables
     assert "1" in with_quota.placements
+
+
+class CheapBorrower(TablePredictions):
+    """Workload "b" draws 50 W on fast, "a" 300 W."""
+
+    def power_w(self, workload, gpu_type):
+        return {"a": 300.0, "b": 50.0}.get(workload) if gpu_type == "fast" else None
+
+
+def test_a_cheaper_decision_keeping_the_borrower_does_not_undo_the_reclaim():
+    """One fast GPU; tenant own (quota 1 fast) has job 1 (workload a, priority 0, 300 W), tenant b
+    job 2 (workload b, priority 1, 50 W). The greedy decision admits job 2 (higher priority,
+    cheaper); the ILP admits job 1 within its quota, and the cheaper greedy decision, admitting
+    less within quotas, does not stand in for it."""
+    preds = CheapBorrower(taus={("a", "fast", 1, True): 10, ("b", "fast", 1, True): 10})
+    p = replace(problem([job(1, "a", tenant="own", tmin=5), job(2, "b", tenant="b", tmin=5, priority=1)],
+                        node("fast", "f", 1), [FAST], preds), quotas=(QuotaSpec("own", "fast", 1),))
+    plan = get_solver("ilp").solve(p)
+    assert sorted(plan.placements) == ["1"]
