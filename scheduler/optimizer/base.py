@@ -9,7 +9,7 @@ from .choices import Choice
 from .instance import Instance, compile_instance
 from .placement import place
 from .problem import Plan, Problem, theta_error
-from .quotas import CAPPED_DROPPED, LIFTED, enforce_caps
+from .quotas import CAPPED_DROPPED, LIFTED, binding, enforce_caps
 from .reasons import pending_reason
 
 
@@ -39,7 +39,7 @@ class Solver:
         started = time.perf_counter()
         inst = compile_instance(problem, lift_quotas=not self.formulates_quotas)
         outcome = self.decide(inst)
-        if problem.quotas and not self.formulates_quotas:
+        if not self.formulates_quotas and binding(problem):
             outcome.notes.append(LIFTED.format(solver=self.name))
         return finish(inst, outcome, self.name, self.optimising, started)
 

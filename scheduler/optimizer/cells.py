@@ -28,7 +28,7 @@ from .cell_routing import Routing, route
 from .cpu_clock import cpu_now
 from .ilp import IlpSolver
 from .problem import Plan, Problem
-from .quotas import CELLS_WHOLE
+from .quotas import CELLS_WHOLE, binding
 from .reasons import pending_reason
 from .start import rows_of
 
@@ -74,7 +74,7 @@ class CellsSolver(Solver):
     def solve(self, problem: Problem) -> Plan:
         started, cpu_started = time.perf_counter(), cpu_now()
         cells = partition(problem)
-        whole = len(cells) > 1 and bool(problem.quotas or problem.no_borrowing)
+        whole = len(cells) > 1 and binding(problem)
         if len(cells) <= 1 or whole:
             plan = IlpSolver().solve(problem)
             plan.solver = self.name

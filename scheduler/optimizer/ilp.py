@@ -68,7 +68,7 @@ class IlpSolver(Solver):
 
     def decide(self, inst: Instance) -> Outcome:
         settings = inst.problem.settings
-        greedy = greedy_choices(inst, inst.admission_order(), cheapest)
+        greedy = greedy_choices(inst, inst.within_quota_first(inst.admission_order()), cheapest)
         started = cpu_now()
         deadline = started + settings.time_limit_s
         if not any(inst.job_options) and not inst.groups:

@@ -107,6 +107,17 @@ class Instance:
             key=lambda j: (-self.values[j], self.jobs[j].current is None, need(j), self.jobs[j].id),
         )
 
+    def within_quota_first(self, order: list[int]) -> list[int]:
+        """The order with the jobs that fit their tenant's quota (quotas.lift_within_quota) first:
+        the ILP's greedy decision, its start and fallback, so that a fallback honours reclaim."""
+        if not self.quotas.nominal:
+            return order
+        capacity = self.capacity
+        lifted = lift_within_quota(self.problem, self.jobs,
+                                   lambda job, gpu_type: _min_gpus_on(self.problem, job, gpu_type, capacity))
+        first = {job.id for job, was in zip(lifted, self.jobs) if job.priority != was.priority}
+        return sorted(order, key=lambda j: self.jobs[j].id not in first)
+
     def free(self) -> dict[tuple[str, int], int]:
         """Free GPUs per (type, block size), and per (quota key, 0) the quota of each tenant that
         may not borrow on each type (0 where it has none)."""

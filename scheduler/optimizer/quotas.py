@@ -59,6 +59,13 @@ class Quotas:
         return self.owns(tenant, gpu_type) if tenant in self.capped else None
 
 
+def binding(problem: Problem) -> bool:
+    """Quotas that can change a decision: a tenant that may not borrow, or a quota of some GPUs
+    on a type the cluster has."""
+    present = {gpu.gpu_type for gpu in problem.gpus}
+    return bool(problem.no_borrowing) or any(q.gpus > 0 and q.gpu_type in present for q in problem.quotas)
+
+
 def quota_key(tenant: str, gpu_type: str) -> str:
     """The capacity key (Instance.free, with block size 0) of a capped tenant's quota of a type."""
     return f"quota:{tenant}:{gpu_type}"
