@@ -74,3 +74,23 @@ def test_a_round_holds_a_tenant_that_may_not_borrow_to_its_quota(measured, alice
         ("placed", ""),
     ]
     assert Allocation.objects.filter(end__isnull=True).count() == 1
+
+
+def test_a_round_reclaims_the_owners_quota_from_a_higher_priority_borrower(measured, alice, bob, resnet50, v100):
+    """Vision (no quota) fills the four V100 with priority-2 jobs that only V100 serves; research
+    (quota 1 V100) then submits a priority-0 job: the next round places it and preempts one
+    borrower, whatever the priorities (Kueue's reclaimWithinCohort: Any)."""
+    TenantQuota.objects.create(tenant=Tenant.objects.get(slug="research"), gpu_type=v100, gpus=1)
+    borrowers = [services.job_submit(owner=bob, workload=resnet50, min_throughput=5.0, max_gpus=1, priority=2).job
+                 for _ in range(4)]
+    services.scheduling_round_run(trigger="manual")
+    assert Allocation.objects.filter(end__isnull=True).count() == 4
+    owner = submit(alice, resnet50)
+
+    services.scheduling_round_run(trigger="submit")
+    owner.refresh_from_db()
+    assert owner.state == "placed"
+    assert owner.allocations.get(end__isnull=True).gpu.gpu_type == v100
+    preempted = Job.objects.filter(pk__in=[j.pk for j in borrowers], state="pending")
+    assert preempted.count() == 1 and "Preempted by solve" in preempted.get().pending_reason
+    assert not preempted.get().allocations.filter(end__isnull=True).exists()
