@@ -132,7 +132,8 @@ class IlpSolver(Solver):
                           **({"quota_level": level} if kind == "quota" else {"level": level}))
             ties = has_risk_ties(tuple(job for job in inst.jobs if job.priority == level))
             status, _, bound = self._run(
-                model, settings.backend, deadline, 0.0, _stage_name(kind, level),
+                model, settings.backend, deadline, 0.0,
+                f"admission (level {level}" + (", within quotas)" if kind == "quota" else ")"),
                 abs_gap=ADMISSION_ABS_GAP_RISK if ties else abs_gap,
             )
             found = model.choices(inst)
