@@ -52,7 +52,8 @@ def finish(inst: Instance, outcome: Outcome, name: str, optimising: bool, starte
     moved = sum(1 for j, c in enumerate(placed) if c != outcome.choices[j] and inst.jobs[j].id in placements)
     capped, dropped = enforce_caps(inst, [c if inst.jobs[j].id in placements else None for j, c in enumerate(placed)])
     if dropped:
-        placements = {job_id: p for job_id, p in placements.items() if capped[index_of(inst, job_id)] is not None}
+        kept = {inst.jobs[j].id for j, c in enumerate(capped) if c is not None}
+        placements = {job_id: p for job_id, p in placements.items() if job_id in kept}
         outcome.notes.append(CAPPED_DROPPED.format(n=dropped))
     reasons = {}
     power = objective = 0.0
@@ -87,10 +88,6 @@ def finish(inst: Instance, outcome: Outcome, name: str, optimising: bool, starte
             if moved else []
         ),
     )
-
-
-def index_of(inst: Instance, job_id: str) -> int:
-    return next(j for j, job in enumerate(inst.jobs) if job.id == job_id)
 
 
 def settings_notes(problem: Problem) -> list[str]:

@@ -5,8 +5,9 @@ from dataclasses import replace
 import pytest
 
 from scheduler.optimizer import SOLVERS, get_solver
+from scheduler.optimizer.instance import compile_instance
 from scheduler.optimizer.problem import QuotaSpec
-from scheduler.optimizer.quotas import CELLS_WHOLE, LIFTED
+from scheduler.optimizer.quotas import CELLS_WHOLE, LIFTED, enforce_caps
 
 from .factory import TablePredictions, gpu_type, job, node, problem
 
@@ -150,3 +151,14 @@ def test_a_cheaper_decision_keeping_the_borrower_does_not_undo_the_reclaim():
                         node("fast", "f", 1), [FAST], preds), quotas=(QuotaSpec("own", "fast", 1),))
     plan = get_solver("ilp").solve(p)
     assert sorted(plan.placements) == ["1"]
+
+
+def test_the_safety_net_drops_the_least_valuable_jobs_over_a_capped_quota():
+    """A decision (as a placement retry could leave it) putting capped tenant c on 3 fast GPUs
+    against a quota of 1: the two of lowest admission value (priority 0) are left out."""
+    p = quota_problem([job(1, "a", tenant="c", tmin=5), job(2, "a", tenant="c", tmin=5, priority=1),
+                       job(3, "a", tenant="c", tmin=5)], fast=3, quotas=[("c", "fast", 1)], no_borrowing=["c"])
+    inst = compile_instance(p)
+    choices = [("o", inst.job_options[j][0]) for j in range(3)]
+    kept, dropped = enforce_caps(inst, choices)
+    assert dropped == 2 and [inst.jobs[j].id for j, c in enumerate(kept) if c is not None] == ["2"]
