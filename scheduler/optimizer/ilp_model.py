@@ -121,16 +121,17 @@ def build(
 def _in_quota_terms(inst: Instance, lp, x: dict, y: dict, cat, units: dict[int, float]) -> dict[int, dict]:
     """The quota copies (docs/optimization.md, "Quotas"): for each choice of a job whose tenant
     has a quota on the choice's type, q <= the choice's variable says it is admitted within
-    that quota; per tenant and type the GPUs of its copies fit the quota. Returns, per priority
-    level, the in-quota admitted value's terms (units of the level's plain job)."""
+    that quota (a probe's choices have none); per tenant and type the GPUs of its copies fit the
+    quota. Returns, per priority level, the in-quota admitted value's terms (units of the
+    level's plain job)."""
     quotas = inst.quotas
     terms: dict[int, dict] = {}
     per_quota: dict[tuple[str, str], list] = {}
     chosen = [(("o", i), v) for i, v in x.items()] + [(("g", p), v) for p, v in y.items()]
     for n, (choice, var) in enumerate(chosen):
         tenant, gpu_type, gpus = use_of(inst, choice)
-        if quotas.owns(tenant, gpu_type) < gpus:
-            continue
+        if quotas.owns(tenant, gpu_type) < gpus or any(inst.jobs[j].probe for j in inst.jobs_of(choice)):
+            continue  # a probe takes only what every other job leaves (admission.probes_last), quota or not
         q = pulp.LpVariable(f"q{n}", 0, 1, cat)
         lp += q - var <= 0, f"in_quota_of_{n}"
         per_quota.setdefault((tenant, gpu_type), []).append((q, gpus))
@@ -177,7 +178,8 @@ def quota_maxima(inst: Instance) -> dict[int, float]:
     out: dict[int, float] = {}
     for j, job in enumerate(inst.jobs):
         choices = [("o", i) for i in inst.job_options[j]] + [("g", p) for p in inst.job_groups[j]]
-        if inst.values[j] > 0 and any(inst.quotas.owns(*use_of(inst, c)[:2]) >= use_of(inst, c)[2] for c in choices):
+        if inst.values[j] > 0 and not job.probe and any(
+                inst.quotas.owns(*use_of(inst, c)[:2]) >= use_of(inst, c)[2] for c in choices):
             out[job.priority] = out.get(job.priority, 0.0) + inst.values[j] / units[job.priority]
     return out
 
@@ -215,7 +217,7 @@ def in_quota_value(inst, choices: list) -> dict[int, float]:
     ranked = sorted(distinct, key=lambda c: (-sum(inst.values[x] for x in inst.jobs_of(c)), c))
     for choice in ranked:
         tenant, gpu_type, n = use_of(inst, choice)
-        if left.get((tenant, gpu_type), 0) < n:
+        if left.get((tenant, gpu_type), 0) < n or any(inst.jobs[x].probe for x in inst.jobs_of(choice)):
             continue
         left[(tenant, gpu_type)] -= n
         for x in inst.jobs_of(choice):

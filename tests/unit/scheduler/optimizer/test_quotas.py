@@ -162,3 +162,12 @@ def test_the_safety_net_drops_the_least_valuable_jobs_over_a_capped_quota():
     choices = [("o", inst.job_options[j][0]) for j in range(3)]
     kept, dropped = enforce_caps(inst, choices)
     assert dropped == 2 and [inst.jobs[j].id for j, c in enumerate(kept) if c is not None] == ["2"]
+
+
+def test_an_owners_probe_does_not_reclaim():
+    """A probe takes only what every other job leaves, quota or not: tenant own's probe on fast
+    (quota 1) waits while tenant b's job runs on the one fast GPU."""
+    probe = replace(job(2, "a", tenant="own", tmin=5), probe=True, only_gpu_type="fast")
+    p = quota_problem([running(1, "f-0", "b"), probe], fast=1, quotas=[("own", "fast", 1)])
+    plan = get_solver("ilp").solve(p)
+    assert sorted(plan.placements) == ["1"] and plan.reasons["2"].startswith("Probe on 1 x fast not started")
