@@ -19,6 +19,7 @@ and the outcome says why; the cluster is never left without a decision. The time
 CPU seconds (cpu_clock.py).
 """
 import highspy
+import numpy as np
 import pulp
 
 from .admission import has_risk_ties
@@ -27,7 +28,16 @@ from .capacity import is_feasible
 from .choices import Choice
 from .cpu_clock import INTERRUPTS, cpu_now, has_solution, interrupt_after
 from .greedy import cheapest, greedy_choices
-from .ilp_model import admitted_by_level, admitted_value, build, in_quota_value, level_maxima, objective, quota_maxima
+from .ilp_model import (
+    admitted_by_level,
+    admitted_value,
+    build,
+    in_quota_value,
+    level_maxima,
+    objective,
+    quota_maxima,
+    start_of,
+)
 from .instance import Instance
 from .start import choices_of
 
@@ -46,15 +56,34 @@ class SolveFailed(Exception):
     """The backend gave no usable solution; the message says why."""
 
 
-def backend(name: str, *, deadline: float, gap: float, abs_gap: float | None = None):
+class StartedHiGHS(pulp.HiGHS):
+    """HiGHS given a known solution to start from (by variable name, every other variable 0):
+    with quotas, each admission stage starts from the previous stage's answer, which meets every
+    floor so far, so a stage stopped at its time share still has an incumbent (without it the
+    1024-GPU benchmark instance with quotas fell back to the greedy decision at the default
+    limit). The power phase gets none: given one, it took 20 s instead of 3 there. A start that
+    breaks a row is ignored by HiGHS."""
+
+    def __init__(self, start: dict[str, float], **kwargs):
+        super().__init__(**kwargs)
+        self.start = start
+
+    def callSolver(self, lp):
+        values = [self.start.get(var.name, 0.0) for var in lp.variables()]
+        lp.solverModel.setSolution(len(values), np.arange(len(values), dtype=np.int32), np.array(values))
+        super().callSolver(lp)
+
+
+def backend(name: str, *, deadline: float, gap: float, abs_gap: float | None = None,
+            start: dict[str, float] | None = None):
     """The PuLP solver stopping at the CPU-clock `deadline` (cpu_clock.py): HiGHS through the
-    interrupt callback, CBC through its own limit counted in CPU time."""
+    interrupt callback, CBC through its own limit counted in CPU time. `start`: a solution for
+    HiGHS to start from (CBC starts from nothing)."""
     extra = {} if abs_gap is None else {"mip_abs_gap": abs_gap}
     if name == "highs":
-        return pulp.HiGHS(
-            msg=False, gapRel=gap, threads=1, callbackTuple=(interrupt_after, deadline),
-            callbacksToActivate=list(INTERRUPTS), **extra,
-        )
+        kwargs = {"msg": False, "gapRel": gap, "threads": 1, "callbackTuple": (interrupt_after, deadline),
+                  "callbacksToActivate": list(INTERRUPTS), **extra}
+        return pulp.HiGHS(**kwargs) if start is None else StartedHiGHS(start, **kwargs)
     if name == "cbc":
         return pulp.PULP_CBC_CMD(
             msg=False, timeLimit=max(deadline - cpu_now(), 0.0), timeMode="cpu", gapRel=gap, gapAbs=abs_gap, threads=1,
@@ -114,8 +143,10 @@ class IlpSolver(Solver):
         levels at their optimum; with quotas, the in-quota admitted value's levels come first
         (docs/optimization.md, "Quotas"). `known`: a feasible decision (the greedy one, or the
         problem's admission start): a level it admits completely needs no program, and its
-        counts stand where a program finds no more."""
+        counts stand where a program finds no more. With quotas, each program starts from the
+        latest decision meeting every floor so far (StartedHiGHS)."""
         settings = inst.problem.settings
+        start = start_of(inst, known) if inst.quotas else None
         best = {("quota", lvl): v for lvl, v in quota_maxima(inst).items()}
         best.update({("admit", lvl): v for lvl, v in level_maxima(inst).items()})
         known_got = _counts(inst, known, None)
@@ -134,12 +165,14 @@ class IlpSolver(Solver):
             status, _, bound = self._run(
                 model, settings.backend, deadline, 0.0,
                 f"admission (level {level}" + (", within quotas)" if kind == "quota" else ")"),
-                abs_gap=ADMISSION_ABS_GAP_RISK if ties else abs_gap,
+                abs_gap=ADMISSION_ABS_GAP_RISK if ties else abs_gap, start=start,
             )
             found = model.choices(inst)
             got = _counts(inst, found, model)
             if known_ok and own >= got.get((kind, level), 0.0) - 1e-9:
                 found, got = known, known_got  # no better than the known decision: keep its counts
+            elif start is not None:
+                start = {var.name: var.value() or 0.0 for var in model.lp.variables()}
             floors[(kind, level)] = got.get((kind, level), 0.0)
             known_ok = known_ok and found is known
             if status != "optimal":
@@ -153,11 +186,12 @@ class IlpSolver(Solver):
         return _of(floors, "admit"), _of(floors, "quota")
 
     @staticmethod
-    def _run(model, backend_name: str, deadline: float, gap: float, phase: str, abs_gap: float | None = None):
+    def _run(model, backend_name: str, deadline: float, gap: float, phase: str, abs_gap: float | None = None,
+             start: dict[str, float] | None = None):
         """Solve one phase before the (CPU-clock) deadline: (status, relative gap, bound) or SolveFailed."""
         if deadline <= cpu_now():
             raise SolveFailed(f"had no time left for the {phase} phase (time limit)")
-        model.lp.solve(backend(backend_name, deadline=deadline, gap=gap, abs_gap=abs_gap))
+        model.lp.solve(backend(backend_name, deadline=deadline, gap=gap, abs_gap=abs_gap, start=start))
         highs = getattr(model.lp, "solverModel", None)
         if backend_name == "highs" and highs is not None and not has_solution(highs):
             stopped = highs.getModelStatus() == highspy.HighsModelStatus.kInterrupt

@@ -132,7 +132,7 @@ def _in_quota_terms(inst: Instance, lp, x: dict, y: dict, cat, units: dict[int, 
         tenant, gpu_type, gpus = use_of(inst, choice)
         if quotas.owns(tenant, gpu_type) < gpus or any(inst.jobs[j].probe for j in inst.jobs_of(choice)):
             continue  # a probe takes only what every other job leaves (admission.probes_last), quota or not
-        q = pulp.LpVariable(f"q{n}", 0, 1, cat)
+        q = pulp.LpVariable(quota_copy_name(choice), 0, 1, cat)
         lp += q - var <= 0, f"in_quota_of_{n}"
         per_quota.setdefault((tenant, gpu_type), []).append((q, gpus))
         for j in inst.jobs_of(choice):
@@ -205,21 +205,41 @@ def objective(inst: Instance, choices: list[Choice]) -> float:
     return total_cost(inst, choices) - (price * least_share(inst, choices) if price > 0 else 0.0)
 
 
+def quota_copy_name(choice: Choice) -> str:
+    """The name of a choice's quota copy (stable across the phases' models: starts name it)."""
+    return f"q{choice[0]}{choice[1]}"
+
+
+def start_of(inst: Instance, choices: list[Choice]) -> dict[str, float]:
+    """A decision as a start for a program (by variable name; every other variable 0): its
+    options and groups chosen, its quota copies as ilp_model.in_quota_split counts them."""
+    start = {(f"x{c[1]}" if c[0] == "o" else f"y{c[1]}"): 1.0 for c in choices if c is not None}
+    start.update({quota_copy_name(c): 1.0 for c in in_quota_split(inst, choices)})
+    return start
+
+
+def in_quota_split(inst: Instance, choices: list[Choice]) -> list[Choice]:
+    """The choices of a decision counted within quotas: per tenant and type, by decreasing
+    value while they fit the quota (probes never)."""
+    left = dict(inst.quotas.nominal)
+    counted = []
+    distinct = {c for c in choices if c is not None}
+    for choice in sorted(distinct, key=lambda c: (-sum(inst.values[x] for x in inst.jobs_of(c)), c)):
+        tenant, gpu_type, n = use_of(inst, choice)
+        if left.get((tenant, gpu_type), 0) >= n and not any(inst.jobs[x].probe for x in inst.jobs_of(choice)):
+            left[(tenant, gpu_type)] -= n
+            counted.append(choice)
+    return counted
+
+
 def in_quota_value(inst, choices: list) -> dict[int, float]:
     """Per priority level, the admitted value (in units of the level's plain job, as
-    admitted_by_level) a decision can count within its tenants' quotas: per tenant
-    and type, its choices by decreasing value while they fit the quota. A lower bound of what
-    the ILP's in-quota copies can count for the decision (the best split is a knapsack)."""
+    admitted_by_level) a decision can count within its tenants' quotas (in_quota_split). A
+    lower bound of what the ILP's quota copies can count for the decision (the best split is a
+    knapsack)."""
     units = level_units(inst)
-    left = dict(inst.quotas.nominal)
     out: dict[int, float] = {}
-    distinct = {c for c in choices if c is not None}
-    ranked = sorted(distinct, key=lambda c: (-sum(inst.values[x] for x in inst.jobs_of(c)), c))
-    for choice in ranked:
-        tenant, gpu_type, n = use_of(inst, choice)
-        if left.get((tenant, gpu_type), 0) < n or any(inst.jobs[x].probe for x in inst.jobs_of(choice)):
-            continue
-        left[(tenant, gpu_type)] -= n
+    for choice in in_quota_split(inst, choices):
         for x in inst.jobs_of(choice):
             if inst.values[x] > 0:
                 level = inst.jobs[x].priority
