@@ -105,9 +105,10 @@ class IlpSolver(Solver):
         known = known_decision(inst, greedy)
         outcome = Outcome(known, status="fallback")
         notes = outcome.notes
+        latest: list[list[Choice]] = []  # with quotas, the admission stages' answers
         try:
             floors, quota_floors = self._admission(
-                inst, known, started + ADMISSION_SHARE * settings.time_limit_s, notes,
+                inst, known, started + ADMISSION_SHARE * settings.time_limit_s, notes, latest,
             )
             model = build(inst, phase="power", admit_floors=floors, quota_floors=quota_floors)
             status, gap, bound = self._run(model, settings.backend, deadline, settings.gap, "power")
@@ -120,7 +121,11 @@ class IlpSolver(Solver):
             if not is_feasible(inst, choices):
                 raise SolveFailed("the solver's answer broke a capacity or pairing constraint")
         except (SolveFailed, pulp.PulpSolverError, OSError) as exc:
-            outcome.fallback_reason = f"{settings.backend} {exc}; fell back to {known_name(known, greedy)}."
+            if latest and is_feasible(inst, latest[-1]):  # meets every floor set: at least the known decision
+                outcome.choices = latest[-1]
+                outcome.fallback_reason = f"{settings.backend} {exc}; fell back to the admission phase's decision."
+            else:
+                outcome.fallback_reason = f"{settings.backend} {exc}; fell back to {known_name(known, greedy)}."
             return outcome
         admits_as_much = admitted_value(inst, known) >= admitted_value(inst, choices) - 1e-9 and within_quota_as_much(
             inst, known, choices)
@@ -136,7 +141,7 @@ class IlpSolver(Solver):
         )
 
     def _admission(
-        self, inst: Instance, known: list[Choice], deadline: float, notes: list[str],
+        self, inst: Instance, known: list[Choice], deadline: float, notes: list[str], latest: list[list[Choice]],
     ) -> tuple[dict[int, float], dict[int, float]]:
         """(admit floors, in-quota floors): per priority level, the most admitted (in units of
         the level's plain job), highest level first, each level's program holding the higher
@@ -144,7 +149,8 @@ class IlpSolver(Solver):
         (docs/optimization.md, "Quotas"). `known`: a feasible decision (the greedy one, or the
         problem's admission start): a level it admits completely needs no program, and its
         counts stand where a program finds no more. With quotas, each program starts from the
-        latest decision meeting every floor so far (StartedHiGHS)."""
+        latest decision meeting every floor so far (StartedHiGHS), appended to `latest` (where a
+        power phase that finds nothing falls back to it)."""
         settings = inst.problem.settings
         start = start_of(inst, known) if inst.quotas else None
         best = {("quota", lvl): v for lvl, v in quota_maxima(inst).items()}
@@ -173,6 +179,7 @@ class IlpSolver(Solver):
                 found, got = known, known_got  # no better than the known decision: keep its counts
             elif start is not None:
                 start = {var.name: var.value() or 0.0 for var in model.lp.variables()}
+                latest.append(found)
             floors[(kind, level)] = got.get((kind, level), 0.0)
             known_ok = known_ok and found is known
             if status != "optimal":
