@@ -4,7 +4,7 @@ from dataclasses import replace
 
 import pytest
 
-from scheduler.optimizer import SOLVERS, get_solver
+from scheduler.optimizer import SOLVERS, get_solver, ilp
 from scheduler.optimizer.instance import compile_instance
 from scheduler.optimizer.problem import QuotaSpec
 from scheduler.optimizer.quotas import CELLS_WHOLE, LIFTED, enforce_caps
@@ -171,3 +171,21 @@ def test_an_owners_probe_does_not_reclaim():
     p = quota_problem([running(1, "f-0", "b"), probe], fast=1, quotas=[("own", "fast", 1)])
     plan = get_solver("ilp").solve(p)
     assert sorted(plan.placements) == ["1"] and plan.reasons["2"].startswith("Probe on 1 x fast not started")
+
+
+def test_a_power_phase_without_an_answer_falls_back_to_the_admission_phases_decision(monkeypatch):
+    """With quotas, each admission stage's answer meets every floor so far: where the power
+    phase finds nothing, that answer stands, not the greedy decision (here made empty, so the
+    difference shows)."""
+    def power_fails(model, backend_name, deadline, gap, phase, abs_gap=None, start=None):
+        if phase == "power":
+            raise ilp.SolveFailed("found no solution in the power phase (stopped at its time limit)")
+        return real(model, backend_name, deadline, gap, phase, abs_gap, start)
+
+    real = ilp.IlpSolver._run
+    monkeypatch.setattr(ilp.IlpSolver, "_run", staticmethod(power_fails))
+    monkeypatch.setattr(ilp, "greedy_choices", lambda inst, order, rank: [None] * len(inst.jobs))
+    p = quota_problem([job(1, "a", tenant="own", tmin=5), job(2, "a", tenant="b", tmin=5)], quotas=[("own", "fast", 1)])
+    plan = get_solver("ilp").solve(p)
+    assert plan.status == "fallback" and plan.fallback_reason.endswith("fell back to the admission phase's decision.")
+    assert sorted(plan.placements) == ["1", "2"]
