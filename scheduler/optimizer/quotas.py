@@ -23,9 +23,7 @@ LIFTED = (
 CELLS_WHOLE = "Quotas are shared by the whole cluster: the cells solver solved it as one ILP."
 CAPPED_DROPPED = "{n} job(s) dropped: their tenant may not borrow and the decision exceeded its quota."
 NO_BORROW = "Waiting for quota: tenant {tenant} uses {used} of its {quota} {gpu_type} quota and may not borrow."
-NO_QUOTA_NO_BORROW = (
-    "Waiting for quota: tenant {tenant} has no quota on {types} and may not borrow."
-)
+NO_QUOTA_NO_BORROW = "Waiting for quota: tenant {tenant} has no quota on {types} and may not borrow."
 NO_IDLE = (
     "Waiting for quota: tenant {tenant} {holds} and there is no idle quota to borrow (owners use {owned} of "
     "the {total} {gpu_type} GPUs)."
