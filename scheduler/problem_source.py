@@ -2,6 +2,8 @@
 functional core): the jobs still to run, the GPUs that can take work, the catalog's GPU types
 and measurements, the solver settings, the load history of earlier rounds, and what each
 placed or running job would lose if moved or stopped (optimizer.keep_work)."""
+from collections import Counter
+
 from django.db.models import F
 from django.utils import timezone
 
@@ -13,7 +15,7 @@ from catalog.services.predictors_store import catalog_policy, catalog_window_rec
 from telemetry.models import Gpu, GpuState, NodeState
 
 from .lifecycle import JobState
-from .models import Allocation, Job, JobMeasurement, SolveRun, SolverConfig, TenantUsage
+from .models import Allocation, Job, JobMeasurement, SolveRun, SolverConfig, Tenant, TenantQuota, TenantUsage
 from .optimizer import (
     CurrentPlacement,
     GpuSpec,
@@ -26,6 +28,7 @@ from .optimizer import (
     keep_work,
 )
 from .optimizer.catalog_predictions import CatalogPredictions
+from .optimizer.problem import QuotaSpec
 from .predictions import LearnedPredictions, WorkloadEstimates
 from .profiling.planning import as_probes
 from .selectors import moves_so_far, preemptions_last_hour, restart_overheads
@@ -146,8 +149,25 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
     return Problem(
         jobs=job_specs, gpus=gpu_specs, gpu_types=types,
         predictions=planning_predictions({j.workload for j in job_specs}, include_shadow=config.shadow_mode),
-        settings=settings, load_history=history,
+        settings=settings, load_history=history, quotas=_quotas(kept_jobs),
+        no_borrowing=frozenset(Tenant.objects.filter(may_borrow=False).values_list("slug", flat=True)),
     )
+
+
+def _quotas(kept_jobs: set[int]) -> tuple[QuotaSpec, ...]:
+    """Every tenant's quota per GPU type (TenantQuota), less the GPUs its kept-in-place jobs
+    hold (_kept_in_place): those jobs and GPUs are left out of the problem, yet their GPUs
+    count against their tenant's quota (a GPU its jobs share, once)."""
+    held = Counter(
+        (slug, gpu_type) for slug, gpu_type, _ in set(
+            Allocation.objects.filter(end__isnull=True, job_id__in=kept_jobs)
+            .values_list("job__tenant__slug", "gpu__gpu_type__name", "gpu_id")
+        )
+    )
+    rows = TenantQuota.objects.order_by("tenant__slug", "gpu_type__name").values_list(
+        "tenant__slug", "gpu_type__name", "gpus"
+    )
+    return tuple(QuotaSpec(slug, gpu_type, max(0, gpus - held[(slug, gpu_type)])) for slug, gpu_type, gpus in rows)
 
 
 def _campaign_jobs_as_probes(specs: tuple[JobSpec, ...]) -> tuple[JobSpec, ...]:

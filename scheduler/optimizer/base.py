@@ -9,6 +9,7 @@ from .choices import Choice
 from .instance import Instance, compile_instance
 from .placement import place
 from .problem import Plan, Problem, theta_error
+from .quotas import CAPPED_DROPPED, LIFTED, binding, enforce_caps
 from .reasons import pending_reason
 
 
@@ -30,11 +31,16 @@ class Solver:
 
     name: ClassVar[str] = ""
     optimising: ClassVar[bool] = True
+    # Quotas are constraints of its model (the ILP); other solvers get the jobs within quota
+    # lifted above all others (quotas.lift_within_quota), and their plans say so.
+    formulates_quotas: ClassVar[bool] = False
 
     def solve(self, problem: Problem) -> Plan:
         started = time.perf_counter()
-        inst = compile_instance(problem)
+        inst = compile_instance(problem, lift_quotas=not self.formulates_quotas)
         outcome = self.decide(inst)
+        if not self.formulates_quotas and binding(problem):
+            outcome.notes.append(LIFTED.format(solver=self.name))
         return finish(inst, outcome, self.name, self.optimising, started)
 
     def decide(self, inst: Instance) -> Outcome:
@@ -44,13 +50,18 @@ class Solver:
 def finish(inst: Instance, outcome: Outcome, name: str, optimising: bool, started: float) -> Plan:
     placements, failed, placed = place(inst, outcome.choices, retry=optimising)
     moved = sum(1 for j, c in enumerate(placed) if c != outcome.choices[j] and inst.jobs[j].id in placements)
+    capped, dropped = enforce_caps(inst, [c if inst.jobs[j].id in placements else None for j, c in enumerate(placed)])
+    if dropped:
+        kept = {inst.jobs[j].id for j, c in enumerate(capped) if c is not None}
+        placements = {job_id: p for job_id, p in placements.items() if job_id in kept}
+        outcome.notes.append(CAPPED_DROPPED.format(n=dropped))
     reasons = {}
     power = objective = 0.0
     used_gpus = set()
     for j, job in enumerate(inst.jobs):
         placement = placements.get(job.id)
         if placement is None:
-            reasons[job.id] = failed.get(j) or pending_reason(inst, j, name, optimising)
+            reasons[job.id] = failed.get(j) or pending_reason(inst, j, name, optimising, capped)
             continue
         power += placement.predicted_power_w
         objective += inst.cost(j, placed[j])

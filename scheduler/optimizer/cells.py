@@ -28,6 +28,7 @@ from .cell_routing import Routing, route
 from .cpu_clock import cpu_now
 from .ilp import IlpSolver
 from .problem import Plan, Problem
+from .quotas import CELLS_WHOLE, binding
 from .reasons import pending_reason
 from .start import rows_of
 
@@ -65,6 +66,7 @@ def partition(problem: Problem) -> dict[str, list]:
 
 class CellsSolver(Solver):
     name = "cells"
+    formulates_quotas = True  # with quotas, it solves the whole cluster with the ILP (quotas.CELLS_WHOLE)
 
     def __init__(self, run_cells: CellRunner = solve_in_turn):
         self.run_cells = run_cells
@@ -72,9 +74,11 @@ class CellsSolver(Solver):
     def solve(self, problem: Problem) -> Plan:
         started, cpu_started = time.perf_counter(), cpu_now()
         cells = partition(problem)
-        if len(cells) <= 1:
+        whole = len(cells) > 1 and binding(problem)
+        if len(cells) <= 1 or whole:
             plan = IlpSolver().solve(problem)
             plan.solver = self.name
+            plan.notes += [CELLS_WHOLE] if whole else []
             return plan
         routing = route(problem, cells, cpu_started)
         routed, matching = routing.routed, routing.matching

@@ -19,6 +19,7 @@ and the outcome says why; the cluster is never left without a decision. The time
 CPU seconds (cpu_clock.py).
 """
 import highspy
+import numpy as np
 import pulp
 
 from .admission import has_tie_breaks
@@ -27,7 +28,16 @@ from .capacity import is_feasible
 from .choices import Choice
 from .cpu_clock import INTERRUPTS, cpu_now, has_solution, interrupt_after
 from .greedy import cheapest, greedy_choices
-from .ilp_model import admitted_by_level, admitted_value, build, level_maxima, objective
+from .ilp_model import (
+    admitted_by_level,
+    admitted_value,
+    build,
+    in_quota_value,
+    level_maxima,
+    objective,
+    quota_maxima,
+    start_of,
+)
 from .instance import Instance
 from .start import choices_of
 
@@ -47,15 +57,34 @@ class SolveFailed(Exception):
     """The backend gave no usable solution; the message says why."""
 
 
-def backend(name: str, *, deadline: float, gap: float, abs_gap: float | None = None):
+class StartedHiGHS(pulp.HiGHS):
+    """HiGHS given a known solution to start from (by variable name, every other variable 0):
+    with quotas, each admission stage starts from the previous stage's answer, which meets every
+    floor so far, so a stage stopped at its time share still has an incumbent (without it the
+    1024-GPU benchmark instance with quotas fell back to the greedy decision at the default
+    limit). The power phase gets none: given one, it took 20 s instead of 3 there. A start that
+    breaks a row is ignored by HiGHS."""
+
+    def __init__(self, start: dict[str, float], **kwargs):
+        super().__init__(**kwargs)
+        self.start = start
+
+    def callSolver(self, lp):
+        values = [self.start.get(var.name, 0.0) for var in lp.variables()]
+        lp.solverModel.setSolution(len(values), np.arange(len(values), dtype=np.int32), np.array(values))
+        super().callSolver(lp)
+
+
+def backend(name: str, *, deadline: float, gap: float, abs_gap: float | None = None,
+            start: dict[str, float] | None = None):
     """The PuLP solver stopping at the CPU-clock `deadline` (cpu_clock.py): HiGHS through the
-    interrupt callback, CBC through its own limit counted in CPU time."""
+    interrupt callback, CBC through its own limit counted in CPU time. `start`: a solution for
+    HiGHS to start from (CBC starts from nothing)."""
     extra = {} if abs_gap is None else {"mip_abs_gap": abs_gap}
     if name == "highs":
-        return pulp.HiGHS(
-            msg=False, gapRel=gap, threads=1, callbackTuple=(interrupt_after, deadline),
-            callbacksToActivate=list(INTERRUPTS), **extra,
-        )
+        kwargs = {"msg": False, "gapRel": gap, "threads": 1, "callbackTuple": (interrupt_after, deadline),
+                  "callbacksToActivate": list(INTERRUPTS), **extra}
+        return pulp.HiGHS(**kwargs) if start is None else StartedHiGHS(start, **kwargs)
     if name == "cbc":
         return pulp.PULP_CBC_CMD(
             msg=False, timeLimit=max(deadline - cpu_now(), 0.0), timeMode="cpu", gapRel=gap, gapAbs=abs_gap, threads=1,
@@ -65,10 +94,11 @@ def backend(name: str, *, deadline: float, gap: float, abs_gap: float | None = N
 
 class IlpSolver(Solver):
     name = "ilp"
+    formulates_quotas = True
 
     def decide(self, inst: Instance) -> Outcome:
         settings = inst.problem.settings
-        greedy = greedy_choices(inst, inst.admission_order(), cheapest)
+        greedy = greedy_choices(inst, inst.within_quota_first(inst.admission_order()), cheapest)
         started = cpu_now()
         deadline = started + settings.time_limit_s
         if not any(inst.job_options) and not inst.groups:
@@ -76,9 +106,12 @@ class IlpSolver(Solver):
         known = known_decision(inst, greedy)
         outcome = Outcome(known, status="fallback")
         notes = outcome.notes
+        latest: list[list[Choice]] = []  # with quotas, the admission stages' answers
         try:
-            floors = self._admission(inst, known, started + ADMISSION_SHARE * settings.time_limit_s, notes)
-            model = build(inst, phase="power", admit_floors=floors)
+            floors, quota_floors = self._admission(
+                inst, known, started + ADMISSION_SHARE * settings.time_limit_s, notes, latest,
+            )
+            model = build(inst, phase="power", admit_floors=floors, quota_floors=quota_floors)
             status, gap, bound = self._run(model, settings.backend, deadline, settings.gap, "power")
             if status != "optimal":
                 notes.append(f"Power phase stopped at its time limit ({settings.time_limit_s:g} s of CPU time).")
@@ -89,9 +122,14 @@ class IlpSolver(Solver):
             if not is_feasible(inst, choices):
                 raise SolveFailed("the solver's answer broke a capacity or pairing constraint")
         except (SolveFailed, pulp.PulpSolverError, OSError) as exc:
-            outcome.fallback_reason = f"{settings.backend} {exc}; fell back to {known_name(known, greedy)}."
+            if latest and is_feasible(inst, latest[-1]):  # meets every floor set: at least the known decision
+                outcome.choices = latest[-1]
+                outcome.fallback_reason = f"{settings.backend} {exc}; fell back to the admission phase's decision."
+            else:
+                outcome.fallback_reason = f"{settings.backend} {exc}; fell back to {known_name(known, greedy)}."
             return outcome
-        admits_as_much = admitted_value(inst, known) >= admitted_value(inst, choices) - 1e-9
+        admits_as_much = admitted_value(inst, known) >= admitted_value(inst, choices) - 1e-9 and within_quota_as_much(
+            inst, known, choices)
         if admits_as_much and objective(inst, known) < objective(inst, choices):
             outcome.notes.append(
                 f"{known_name(known, greedy).capitalize()} was cheaper than the solver's incumbent at the time limit."
@@ -103,51 +141,65 @@ class IlpSolver(Solver):
             notes=notes,
         )
 
-    def _admission(self, inst: Instance, known: list[Choice], deadline: float, notes: list[str]) -> dict[int, float]:
-        """Per priority level, the most admitted (in units of the level's plain job), highest
-        level first, each level's program holding the higher levels at their optimum. `known`: a
-        feasible decision (the greedy one, or the problem's admission start): a level it admits
-        completely needs no program, and its counts stand where a program finds no more."""
+    def _admission(
+        self, inst: Instance, known: list[Choice], deadline: float, notes: list[str], latest: list[list[Choice]],
+    ) -> tuple[dict[int, float], dict[int, float]]:
+        """(admit floors, in-quota floors): per priority level, the most admitted (in units of
+        the level's plain job), highest level first, each level's program holding the higher
+        levels at their optimum; with quotas, the in-quota admitted value's levels come first
+        (docs/optimization.md, "Quotas"). `known`: a feasible decision (the greedy one, or the
+        problem's admission start): a level it admits completely needs no program, and its
+        counts stand where a program finds no more. With quotas, each program starts from the
+        latest decision meeting every floor so far (StartedHiGHS), appended to `latest` (where a
+        power phase that finds nothing falls back to it)."""
         settings = inst.problem.settings
-        best = level_maxima(inst)
-        floors_known = admitted_by_level(inst, known)
+        start = start_of(inst, known) if inst.quotas else None
+        best = {("quota", lvl): v for lvl, v in quota_maxima(inst).items()}
+        best.update({("admit", lvl): v for lvl, v in level_maxima(inst).items()})
+        known_got = _counts(inst, known, None)
         abs_gap = ADMISSION_ABS_GAP_FAIRNESS if settings.fairness_weight > 0 else ADMISSION_ABS_GAP
-        floors: dict[int, float] = {}
+        floors: dict[tuple[str, int], float] = {}
         known_ok = True  # the known decision meets every floor set so far
-        levels = sorted(best, reverse=True)
-        for n, level in enumerate(levels):
-            own = floors_known.get(level, 0.0)
-            if known_ok and own >= best[level] - 1e-9:
-                floors[level] = own  # the known decision admits the whole level: its optimum
+        stages = sorted(best, key=lambda stage: (stage[0] == "quota", stage[1]), reverse=True)
+        for n, (kind, level) in enumerate(stages):
+            own = known_got.get((kind, level), 0.0)
+            if known_ok and own >= best[(kind, level)] - 1e-9:
+                floors[(kind, level)] = own  # the known decision admits the whole level: its optimum
                 continue
-            model = build(inst, phase="admit", level=level, admit_floors=floors)
+            model = build(inst, phase="admit", admit_floors=_of(floors, "admit"), quota_floors=_of(floors, "quota"),
+                          **({"quota_level": level} if kind == "quota" else {"level": level}))
             ties = has_tie_breaks(tuple(job for job in inst.jobs if job.priority == level))
             status, _, bound = self._run(
-                model, settings.backend, deadline, 0.0, f"admission (level {level})",
-                abs_gap=ADMISSION_ABS_GAP_RISK if ties else abs_gap,
+                model, settings.backend, deadline, 0.0,
+                f"admission (level {level}" + (", within quotas)" if kind == "quota" else ")"),
+                abs_gap=ADMISSION_ABS_GAP_RISK if ties else abs_gap, start=start,
             )
             found = model.choices(inst)
-            got = admitted_by_level(inst, found)
-            if known_ok and own >= got.get(level, 0.0) - 1e-9:
-                found, got = known, floors_known  # no better than the known decision: keep its counts
-            floors[level] = got.get(level, 0.0)
+            got = _counts(inst, found, model)
+            if known_ok and own >= got.get((kind, level), 0.0) - 1e-9:
+                found, got = known, known_got  # no better than the known decision: keep its counts
+            elif start is not None:
+                start = {var.name: var.value() or 0.0 for var in model.lp.variables()}
+                latest.append(found)
+            floors[(kind, level)] = got.get((kind, level), 0.0)
             known_ok = known_ok and found is known
             if status != "optimal":
                 notes.append(
-                    f"Admission phase stopped at its time share at admission level {level}: admitted {floors[level]:g}"
-                    + (f", bound {bound:g}." if bound is not None else ".")
+                    f"Admission phase stopped at its time share at {_stage_name(kind, level)}: admitted "
+                    f"{floors[(kind, level)]:g}" + (f", bound {bound:g}." if bound is not None else ".")
                 )
-                for lower in levels[n + 1:]:  # the incumbent's counts: feasible with the floors above
+                for lower in stages[n + 1:]:  # the incumbent's counts: feasible with the floors above
                     floors[lower] = got.get(lower, 0.0)
                 break
-        return floors
+        return _of(floors, "admit"), _of(floors, "quota")
 
     @staticmethod
-    def _run(model, backend_name: str, deadline: float, gap: float, phase: str, abs_gap: float | None = None):
+    def _run(model, backend_name: str, deadline: float, gap: float, phase: str, abs_gap: float | None = None,
+             start: dict[str, float] | None = None):
         """Solve one phase before the (CPU-clock) deadline: (status, relative gap, bound) or SolveFailed."""
         if deadline <= cpu_now():
             raise SolveFailed(f"had no time left for the {phase} phase (time limit)")
-        model.lp.solve(backend(backend_name, deadline=deadline, gap=gap, abs_gap=abs_gap))
+        model.lp.solve(backend(backend_name, deadline=deadline, gap=gap, abs_gap=abs_gap, start=start))
         highs = getattr(model.lp, "solverModel", None)
         if backend_name == "highs" and highs is not None and not has_solution(highs):
             stopped = highs.getModelStatus() == highspy.HighsModelStatus.kInterrupt
@@ -161,6 +213,34 @@ class IlpSolver(Solver):
             optimal = highs.getModelStatus() == highspy.HighsModelStatus.kOptimal
             return ("optimal" if optimal else "feasible"), max(0.0, info.mip_gap), info.mip_dual_bound
         return ("optimal" if optimal else "feasible"), None, None
+
+
+def _counts(inst: Instance, choices: list[Choice], model) -> dict[tuple[str, int], float]:
+    """A decision's admitted value per stage: ("admit", level) and ("quota", level), the latter
+    from the model's quota copies where a model solved it, else counted (ilp_model.in_quota_value)."""
+    out = {("admit", lvl): v for lvl, v in admitted_by_level(inst, choices).items()}
+    if inst.quotas.nominal:
+        in_quota = model.in_quota_by_level() if model is not None else in_quota_value(inst, choices)
+        out.update({("quota", lvl): v for lvl, v in in_quota.items()})
+    return out
+
+
+def within_quota_as_much(inst: Instance, known: list[Choice], choices: list[Choice]) -> bool:
+    """The known decision admits at least as much within quotas at every level as the solver's
+    (counted alike, ilp_model.in_quota_value): only then may it stand for being cheaper, or a
+    borrower it keeps would hold what an owner reclaimed."""
+    if not inst.quotas.nominal:
+        return True
+    mine, theirs = in_quota_value(inst, known), in_quota_value(inst, choices)
+    return all(mine.get(level, 0.0) >= value - 1e-9 for level, value in theirs.items())
+
+
+def _of(floors: dict[tuple[str, int], float], kind: str) -> dict[int, float]:
+    return {level: floor for (k, level), floor in floors.items() if k == kind}
+
+
+def _stage_name(kind: str, level: int) -> str:
+    return f"admission level {level}" + (" within quotas" if kind == "quota" else "")
 
 
 def known_name(known: list[Choice], greedy: list[Choice]) -> str:

@@ -4,13 +4,14 @@ x_i = 1: job takes option i (alone on k GPUs of a type); y_g = 1: the jobs of gr
 pair, or up to theta jobs) share one GPU. Each job takes at most one option or group; per GPU type and block size the
 chosen GPUs fit the capacity level (aggregation.py). Admission is sum_j v_j * admitted_j.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulp
 
 from .choices import Choice
 from .fairness import fairness_price_w, least_share, rate, tenant_sizes
 from .instance import Instance
+from .quotas import use_of
 
 
 @dataclass
@@ -18,6 +19,12 @@ class Model:
     lp: pulp.LpProblem
     x: dict[int, pulp.LpVariable]
     y: dict[int, pulp.LpVariable]
+    # Per priority level, the in-quota admitted value's terms (quota copies; empty without them).
+    in_quota: dict[int, dict] = field(default_factory=dict)
+
+    def in_quota_by_level(self) -> dict[int, float]:
+        """The solved in-quota admitted value per level (in units of the level's plain job)."""
+        return {level: sum(c * (v.value() or 0.0) for v, c in terms.items()) for level, terms in self.in_quota.items()}
 
     @property
     def size(self) -> tuple[int, int]:
@@ -37,13 +44,14 @@ class Model:
 
 def build(
     inst: Instance, *, phase: str, admit_floors: dict[int, float] | None = None, relaxed: bool = False,
-    level: int | None = None,
+    level: int | None = None, quota_level: int | None = None, quota_floors: dict[int, float] | None = None,
 ) -> Model:
     """phase 'admit': maximise the admitted value (with `level`: only that priority level's
-    admitted value, in units of its plain job, so the objective's coefficients are near 1);
+    admitted value, in units of its plain job, so the objective's coefficients are near 1; with
+    `quota_level`: only that level's value admitted within its tenants' quotas);
     phase 'power': minimise cost. Both admit in each priority level at least
-    `admit_floors[level]` (one constraint per level keeps coefficients near 1 instead of one
-    constraint spanning all levels' magnitudes)."""
+    `admit_floors[level]` and within quotas at least `quota_floors[level]` (one constraint per
+    level keeps coefficients near 1 instead of one constraint spanning all levels' magnitudes)."""
     sense = pulp.LpMaximize if phase == "admit" else pulp.LpMinimize
     lp = pulp.LpProblem(f"gogh_{phase}", sense)
     cat = pulp.LpContinuous if relaxed else pulp.LpBinary
@@ -69,12 +77,18 @@ def build(
         for t, s, n in inst.usage(("o", i)):
             usage.setdefault((t, s), []).append((var, n))
     for p, var in y.items():
-        usage.setdefault((inst.groups[p].gpu_type, 1), []).append((var, 1))
+        for t, s, n in inst.usage(("g", p)):
+            usage.setdefault((t, s), []).append((var, n))
     free = inst.free()
-    for (t, s), terms in usage.items():
-        if sum(n for _, n in terms) > free[(t, s)]:
-            lp += pulp.LpAffineExpression(terms) <= free[(t, s)], f"cap_{t}_{s}"
-    if phase == "admit" and level is not None:
+    for n, ((t, s), terms) in enumerate(usage.items()):
+        if sum(k for _, k in terms) > free[(t, s)]:
+            name = f"cap_{t}_{s}" if s else f"quota_cap_{n}"  # a capped tenant's quota (quotas.quota_key)
+            lp += pulp.LpAffineExpression(terms) <= free[(t, s)], name
+    quota_floors = {lvl: f for lvl, f in (quota_floors or {}).items() if f > 0}
+    in_quota = _in_quota_terms(inst, lp, x, y, cat, units) if quota_level is not None or quota_floors else {}
+    if phase == "admit" and quota_level is not None:
+        lp += pulp.LpAffineExpression(list(in_quota.get(quota_level, {}).items()))
+    elif phase == "admit" and level is not None:
         lp += pulp.LpAffineExpression(list(level_terms.get(level, {}).items()))
     elif phase == "admit":
         lp += admitted
@@ -98,7 +112,37 @@ def build(
     for lvl, floor in (admit_floors or {}).items():
         if floor > 0 and level_terms.get(lvl):
             lp += pulp.LpAffineExpression(list(level_terms[lvl].items())) >= floor - 1e-6, f"admit_{lvl}"
-    return Model(lp, x, y)
+    for lvl, floor in quota_floors.items():
+        if in_quota.get(lvl):
+            lp += pulp.LpAffineExpression(list(in_quota[lvl].items())) >= floor - 1e-6, f"in_quota_{lvl}"
+    return Model(lp, x, y, in_quota)
+
+
+def _in_quota_terms(inst: Instance, lp, x: dict, y: dict, cat, units: dict[int, float]) -> dict[int, dict]:
+    """The quota copies (docs/optimization.md, "Quotas"): for each choice of a job whose tenant
+    has a quota on the choice's type, q <= the choice's variable says it is admitted within
+    that quota (a probe's choices have none); per tenant and type the GPUs of its copies fit the
+    quota. Returns, per priority level, the in-quota admitted value's terms (units of the
+    level's plain job)."""
+    quotas = inst.quotas
+    terms: dict[int, dict] = {}
+    per_quota: dict[tuple[str, str], list] = {}
+    chosen = [(("o", i), v) for i, v in x.items()] + [(("g", p), v) for p, v in y.items()]
+    for n, (choice, var) in enumerate(chosen):
+        tenant, gpu_type, gpus = use_of(inst, choice)
+        if quotas.owns(tenant, gpu_type) < gpus or any(inst.jobs[j].probe for j in inst.jobs_of(choice)):
+            continue  # a probe takes only what every other job leaves (admission.probes_last), quota or not
+        q = pulp.LpVariable(quota_copy_name(choice), 0, 1, cat)
+        lp += q - var <= 0, f"in_quota_of_{n}"
+        per_quota.setdefault((tenant, gpu_type), []).append((q, gpus))
+        for j in inst.jobs_of(choice):
+            if inst.values[j] > 0:
+                level = terms.setdefault(inst.jobs[j].priority, {})
+                level[q] = level.get(q, 0.0) + inst.values[j] / units[inst.jobs[j].priority]
+    for n, ((tenant, gpu_type), copies) in enumerate(sorted(per_quota.items(), key=lambda kv: kv[0])):
+        if sum(g for _, g in copies) > quotas.owns(tenant, gpu_type):
+            lp += pulp.LpAffineExpression(copies) <= quotas.owns(tenant, gpu_type), f"quota_{n}"
+    return terms
 
 
 def admitted_value(inst: Instance, choices: list[Choice]) -> float:
@@ -125,6 +169,21 @@ def level_maxima(inst: Instance) -> dict[int, float]:
     return out
 
 
+def quota_maxima(inst: Instance) -> dict[int, float]:
+    """Per priority level, the in-quota admitted value (units as level_maxima) if every job of
+    the level with a choice within its tenant's quota were admitted within it (none: no quotas)."""
+    if not inst.quotas.nominal:
+        return {}
+    units = level_units(inst)
+    out: dict[int, float] = {}
+    for j, job in enumerate(inst.jobs):
+        choices = [("o", i) for i in inst.job_options[j]] + [("g", p) for p in inst.job_groups[j]]
+        if inst.values[j] > 0 and not job.probe and any(
+                inst.quotas.owns(*use_of(inst, c)[:2]) >= use_of(inst, c)[2] for c in choices):
+            out[job.priority] = out.get(job.priority, 0.0) + inst.values[j] / units[job.priority]
+    return out
+
+
 def admitted_by_level(inst: Instance, choices: list[Choice]) -> dict[int, float]:
     """Admitted value per priority level, in units of the level's plain job."""
     out: dict[int, float] = {}
@@ -144,3 +203,45 @@ def objective(inst: Instance, choices: list[Choice]) -> float:
     """The power phase's objective of a decision: its cost, less the fairness term."""
     price = fairness_price_w(inst)
     return total_cost(inst, choices) - (price * least_share(inst, choices) if price > 0 else 0.0)
+
+
+def quota_copy_name(choice: Choice) -> str:
+    """The name of a choice's quota copy (stable across the phases' models: starts name it)."""
+    return f"q{choice[0]}{choice[1]}"
+
+
+def start_of(inst: Instance, choices: list[Choice]) -> dict[str, float]:
+    """A decision as a start for a program (by variable name; every other variable 0): its
+    options and groups chosen, its quota copies as ilp_model.in_quota_split counts them."""
+    start = {(f"x{c[1]}" if c[0] == "o" else f"y{c[1]}"): 1.0 for c in choices if c is not None}
+    start.update({quota_copy_name(c): 1.0 for c in in_quota_split(inst, choices)})
+    return start
+
+
+def in_quota_split(inst: Instance, choices: list[Choice]) -> list[Choice]:
+    """The choices of a decision counted within quotas: per tenant and type, by decreasing
+    value while they fit the quota (probes never)."""
+    left = dict(inst.quotas.nominal)
+    counted = []
+    distinct = {c for c in choices if c is not None}
+    for choice in sorted(distinct, key=lambda c: (-sum(inst.values[x] for x in inst.jobs_of(c)), c)):
+        tenant, gpu_type, n = use_of(inst, choice)
+        if left.get((tenant, gpu_type), 0) >= n and not any(inst.jobs[x].probe for x in inst.jobs_of(choice)):
+            left[(tenant, gpu_type)] -= n
+            counted.append(choice)
+    return counted
+
+
+def in_quota_value(inst, choices: list) -> dict[int, float]:
+    """Per priority level, the admitted value (in units of the level's plain job, as
+    admitted_by_level) a decision can count within its tenants' quotas (in_quota_split). A
+    lower bound of what the ILP's quota copies can count for the decision (the best split is a
+    knapsack)."""
+    units = level_units(inst)
+    out: dict[int, float] = {}
+    for choice in in_quota_split(inst, choices):
+        for x in inst.jobs_of(choice):
+            if inst.values[x] > 0:
+                level = inst.jobs[x].priority
+                out[level] = out.get(level, 0.0) + inst.values[x] / units[level]
+    return out

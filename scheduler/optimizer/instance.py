@@ -8,6 +8,7 @@ from .candidates import group_candidates
 from .choices import Choice, Group, Option
 from .feasibility import layout_fits, margin, meets_tmin, memory_fits, option_cost, uncertainty
 from .problem import JobSpec, Problem
+from .quotas import Quotas, lift_within_quota, quota_key, use_of
 from .weights import cluster_load, energy_weight
 
 
@@ -26,6 +27,7 @@ class Instance:
     memory: list[float | None] = field(default_factory=list)  # GB per GPU each job needs (None: unknown)
     weight: float = 1.0
     load: float = 0.0
+    quotas: Quotas = field(default_factory=lambda: Quotas({}, frozenset()))
 
     def jobs_of(self, choice: Choice) -> tuple[int, ...]:
         """The jobs a (non-empty) choice places: a group's members, or an option's one."""
@@ -33,14 +35,21 @@ class Instance:
         return self.groups[i].members if kind == "g" else (self.all_options[i].job,)
 
     def usage(self, choice: Choice) -> list[tuple[str, int, int]]:
-        """(gpu type, block size, GPUs) that a choice takes from capacity."""
+        """(gpu type, block size, GPUs) that a choice takes from capacity; for a tenant that may
+        not borrow also (its quota's key, 0, GPUs): its quota is a capacity of its own (free())."""
         if choice is None:
             return []
         kind, i = choice
         if kind == "g":
-            return [(self.groups[i].gpu_type, 1, 1)]
-        opt = self.all_options[i]
-        return [(opt.gpu_type, s, opt.num_gpus) for s in usage_levels(opt.num_gpus, opt.consolidated, self.sizes)]
+            out = [(self.groups[i].gpu_type, 1, 1)]
+        else:
+            opt = self.all_options[i]
+            out = [(opt.gpu_type, s, opt.num_gpus) for s in usage_levels(opt.num_gpus, opt.consolidated, self.sizes)]
+        if self.quotas.capped:
+            tenant, gpu_type, n = use_of(self, choice)
+            if tenant in self.quotas.capped:
+                out.append((quota_key(tenant, gpu_type), 0, n))
+        return out
 
     def type_of(self, choice: Choice) -> str:
         """The GPU type of a (non-empty) choice."""
@@ -98,8 +107,25 @@ class Instance:
             key=lambda j: (-self.values[j], self.jobs[j].current is None, need(j), self.jobs[j].id),
         )
 
+    def within_quota_first(self, order: list[int]) -> list[int]:
+        """The order with the jobs that fit their tenant's quota (quotas.lift_within_quota) first:
+        the ILP's greedy decision, its start and fallback, so that a fallback honours reclaim."""
+        if not self.quotas.nominal:
+            return order
+        capacity = self.capacity
+        lifted = lift_within_quota(self.problem, self.jobs,
+                                   lambda job, gpu_type: _min_gpus_on(self.problem, job, gpu_type, capacity))
+        first = {job.id for job, was in zip(lifted, self.jobs) if job.priority != was.priority}
+        return sorted(order, key=lambda j: self.jobs[j].id not in first)
+
     def free(self) -> dict[tuple[str, int], int]:
-        return {(t, s): n for t, cap in self.capacity.items() for s, n in cap.levels.items()}
+        """Free GPUs per (type, block size), and per (quota key, 0) the quota of each tenant that
+        may not borrow on each type (0 where it has none)."""
+        free = {(t, s): n for t, cap in self.capacity.items() for s, n in cap.levels.items()}
+        for tenant in self.quotas.capped:
+            for gpu_type in self.capacity:
+                free[(quota_key(tenant, gpu_type), 0)] = self.quotas.owns(tenant, gpu_type)
+        return free
 
     def cost(self, job: int, choice: Choice) -> float:
         """Objective share of a job's choice (a group's cost is split evenly between its jobs)."""
@@ -109,10 +135,15 @@ class Instance:
         return self.groups[i].cost / len(self.groups[i].members) if kind == "g" else self.all_options[i].cost
 
 
-def compile_instance(problem: Problem) -> Instance:
+def compile_instance(problem: Problem, *, lift_quotas: bool = False) -> Instance:
+    """The instance of a problem; `lift_quotas` for the solvers that do not formulate quotas
+    (quotas.lift_within_quota: the jobs within their tenant's quota admitted first)."""
     settings = problem.settings
-    jobs = probes_last(tuple(problem.jobs))
     capacity = aggregate(problem.gpus)
+    jobs = tuple(problem.jobs)
+    if lift_quotas:
+        jobs = lift_within_quota(problem, jobs, lambda job, gpu_type: _min_gpus_on(problem, job, gpu_type, capacity))
+    jobs = probes_last(jobs)
     largest = max((c.largest_node for c in capacity.values()), default=1)
     sizes = block_sizes(largest)
     gpu_by_id = {g.id: g for g in problem.gpus}
@@ -155,6 +186,7 @@ def compile_instance(problem: Problem) -> Instance:
         memory=memory,
         weight=weight,
         load=load,
+        quotas=Quotas.of(problem),
     )
     inst.job_options = [[] for _ in jobs]
     inst.job_all_options = [[] for _ in jobs]
@@ -218,6 +250,17 @@ def _min_gpus(problem: Problem, job: JobSpec, capacity) -> int:
                 best = min(best, k)
                 break
     return best
+
+
+def _min_gpus_on(problem: Problem, job: JobSpec, gpu_type: str, capacity) -> int | None:
+    """GPUs of the type the job needs at least to meet T_min (None: the cluster lacks the type,
+    or no block of it within D_j does)."""
+    if gpu_type not in capacity or job.only_gpu_type not in (None, gpu_type):
+        return None
+    for k in block_sizes(min(job.max_gpus, capacity[gpu_type].gpus)):
+        if meets_tmin(problem.predictions.tau(job.workload, gpu_type, k, True), job):
+            return k
+    return None
 
 
 def memory_need(problem: Problem, job: JobSpec) -> float | None:

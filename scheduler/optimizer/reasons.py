@@ -1,6 +1,7 @@
 """Why a job stays pending: every job a solver leaves out gets one of these, never silence."""
 from .feasibility import memory_fits, uncertainty, why_below_tmin, why_margin_held, why_no_memory
 from .instance import Instance
+from .quotas import quota_reason
 
 NO_GPUS = "The cluster has no healthy GPU on a ready node."
 NO_PREDICTION = "No throughput is known for {workload} on any GPU type in the cluster ({types})."
@@ -18,7 +19,8 @@ PROBE_FULL = (
 )
 
 
-def pending_reason(inst: Instance, j: int, solver: str, optimising: bool) -> str:
+def pending_reason(inst: Instance, j: int, solver: str, optimising: bool, choices: list | None = None) -> str:
+    """Why job j waits; `choices`: the decision (as placed), for the quota reasons."""
     job = inst.jobs[j]
     if not inst.capacity:
         return NO_GPUS
@@ -36,12 +38,26 @@ def pending_reason(inst: Instance, j: int, solver: str, optimising: bool) -> str
             return NOT_SURE.format(tmin=job.min_throughput, dj=job.max_gpus) + held
         best = max((inst.all_options[i] for i in inst.job_all_options[j]), key=lambda o: o.tau)
         return why_below_tmin(job, best.tau, best.num_gpus, best.gpu_type)
+    quota = _quota_reason(inst, j, choices) if choices is not None else None
+    if quota:
+        return quota
     if not optimising:
         return POLICY.format(solver=solver)
     if inst.job_options[j]:
         least = min((inst.all_options[i] for i in inst.job_options[j]), key=lambda o: (o.num_gpus, o.cost))
         return FULL.format(k=least.num_gpus, gpu_type=least.gpu_type) + _margin_held(inst, j)
     return FULL.format(k="a shared 1", gpu_type=inst.groups[inst.job_groups[j][0]].gpu_type)
+
+
+def _quota_reason(inst: Instance, j: int, choices: list) -> str | None:
+    """The quota reason (quotas.quota_reason), from the fewest GPUs the job needs on each type."""
+    needs: dict[str, int] = {}
+    for i in inst.job_options[j]:
+        opt = inst.all_options[i]
+        needs[opt.gpu_type] = min(needs.get(opt.gpu_type, opt.num_gpus), opt.num_gpus)
+    for p in inst.job_groups[j]:
+        needs[inst.groups[p].gpu_type] = 1
+    return quota_reason(inst, j, choices, needs)
 
 
 def _probe_reason(inst: Instance, j: int) -> str:
