@@ -36,6 +36,9 @@ class JobState:
     placed_at: float = 0.0  # when it was placed on its GPUs (the cool-down counts from here)
     preempted_at: list[float] = field(default_factory=list)
     moves: int = 0
+    system_jobs_s: float = 0.0  # integral of the jobs in the system over its time there (finish-time fairness)
+    active_s: float = 0.0  # its time in the system since it joined a round
+    ftf_rho: float | None = None  # its finish-time fairness once it completed (tenants.py)
 
     @property
     def step(self) -> float:
