@@ -36,7 +36,7 @@ from .policies import Policy
 from .scenario import MIN_OBSERVED_S, Scenario
 from .tenants import Holding, TenantLedger, type_weights
 from .truth import Truth
-from .work import HOUR_S, JobState, gpu_share, interrupt, progress, seconds_to_finish, start_run
+from .work import HOUR_S, JobState, checkpoint_now, gpu_share, interrupt, progress, seconds_to_finish, start_run
 
 LEARNING_CURVE_MAX = 20
 _DONE_TOLERANCE = 1e-9
@@ -152,10 +152,15 @@ class Simulation:
             self.predictions = self.after_campaign(self.predictions)
 
     def _gavel_round(self, t: float) -> None:
-        """Gavel decides every round: its mechanism rotates jobs towards its allocation."""
+        """Gavel decides every round: its mechanism rotates jobs towards its allocation. Its jobs
+        hold round-long leases and save when one is not renewed (Gavel's lease API), so a job it
+        moves or pauses loses no steps; it still pays its restart overhead."""
         decided = self.gavel.round(list(self.active.values()), self.alive, t)
         for job_id, state in self.active.items():
-            self._place(state, decided.get(job_id), t)
+            new = decided.get(job_id)
+            if state.placement is not None and (new is None or new.gpu_ids != state.placement.gpu_ids):
+                checkpoint_now(state)
+            self._place(state, new, t)
 
     def _solve(self, t: float, changed: bool = True) -> None:
         """Decide the round: solve when something changed or (exploring) a probe starts or ends.

@@ -199,7 +199,7 @@ def format_table(report: dict) -> str:
     """The human table the command prints and the README carries."""
     lines = [f"{'policy':<18} {'energy kWh':>10} {'J/step':>7} {'SLO viol':>8} {'JCT h':>6} {'makespan h':>10} "
              f"{'Jain':>6} {'done':>9} {'strand':>6} {'solves':>6} {'migr':>6} {'moves':>6} {'preempt':>7} {'lost':>6} "
-             f"{'tJain':>6} {'maxFTF':>7} {'quota h':>7} {'sec':>6}"]
+             f"{'tJain':>6} {'maxFTF':>7} {'quotaGPUh':>9} {'sec':>6}"]
     for name, m in report["policies"].items():
         done = f"{m['completed']}/{m['jobs']}"
         lost = m["lost_gpu_hours"] / m["busy_gpu_hours"] if m["busy_gpu_hours"] else 0.0
@@ -208,7 +208,7 @@ def format_table(report: dict) -> str:
                      f"{m['jain_fairness'] or 0:>6.3f} {done:>9} {m['stranded_jobs']:>6} {m['solves']:>6} "
                      f"{m['migrations']:>6} "
                      f"{m['moves']:>6} {m['preemptions']:>7} {lost:>6.2%} {m['tenant_jain'] or 0:>6.3f} "
-                     f"{m['max_finish_time_fairness'] or 0:>7.2f} {m['quota_violations'] / 3600:>7.1f} "
+                     f"{m['max_finish_time_fairness'] or 0:>7.2f} {m['quota_violations'] / 3600:>9.1f} "
                      f"{m['seconds']:>6}")
     curve = report.get("learning_curve")
     if curve:

@@ -60,6 +60,11 @@ def start_run(state: JobState, placement: Placement, now: float, overhead_s: flo
     state.restart_due, state.trained_s = False, 0.0
 
 
+def checkpoint_now(state: JobState) -> None:
+    """The job saves where it is (a lease that ends at a round, as Gavel's jobs do)."""
+    state.checkpoint_step, state.unsaved_gpu_s = state.step, 0.0
+
+
 def interrupt(state: JobState) -> float:
     """Stop the run and go back to its last checkpoint; -> the GPU-seconds its lost steps took."""
     lost = state.unsaved_gpu_s
