@@ -133,3 +133,16 @@ def test_a_tiny_multi_tenant_run_reports_every_tenant_key(tmp_path):
         assert m["quota_violations"] >= 0 and m["max_finish_time_fairness"] > 0, name
         assert sum(m["energy_kwh_by_tenant"].values()) == pytest.approx(m["energy_kwh"], abs=5e-3), name
     assert {"gogh_energy_per_step_over_gavel_max_min", "gogh_max_ftf_over_gavel_ftf"} <= set(report["comparison"])
+
+
+def test_finish_time_fairness_is_the_jct_over_the_jct_with_a_1_over_n_share():
+    """One V100. Alone, a job gets all of it: rho 1. Two equal jobs arriving together: each
+    would take twice its time with half the GPU; the first done takes 1 h (rho 0.5), the
+    second waits for it and takes 2 h, in a system of 1.5 jobs on average (2 for its first
+    hour, 1 for its second): its JCT with 1/1.5 of the GPU is 1.5 h, rho 2 / 1.5."""
+    alone = Simulation(scenario([SimJob("a", "A", 0.0, 1, 36000.0, 5.0)]), truth(),
+                       Policy("p", "greedy_efficient", "catalog"), CatalogPredictions(ROWS)).run()
+    assert policy_metrics(alone)["max_finish_time_fairness"] == pytest.approx(1.0)
+    two = Simulation(scenario([SimJob("a", "A", 0.0, 1, 36000.0, 5.0), SimJob("b", "A", 0.0, 1, 36000.0, 5.0)]),
+                     truth(), Policy("p", "greedy_efficient", "catalog"), CatalogPredictions(ROWS)).run()
+    assert sorted(s.ftf_rho for s in two.jobs) == pytest.approx([0.5, 2 / 1.5])
