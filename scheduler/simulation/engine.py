@@ -18,7 +18,11 @@ policy: the predictors learn pairs (the catalog holds no group), as the telemetr
 group either. A learning policy may explore (explore.py): each round with a job pending or
 probing, its stranded jobs may get probes, which the round solves with. A scenario's profiling
 campaign (modern.py) holds its GPUs from the start; when it ends they join the cluster and the
-policy's predictions take the suite's measurements (`after_campaign`).
+policy's predictions take the suite's measurements (`after_campaign`). Gavel's policies
+(gavel_policy.py) decide every round instead, their mechanism rotating jobs between rounds.
+Every stretch of time goes into the tenants' ledger (tenants.py): what each tenant held and was
+entitled to, its usage (the fair-share factor the next solve gives its jobs), its energy and
+any GPUs it was denied below its quota.
 """
 import random
 import time
