@@ -18,7 +18,11 @@ policy: the predictors learn pairs (the catalog holds no group), as the telemetr
 group either. A learning policy may explore (explore.py): each round with a job pending or
 probing, its stranded jobs may get probes, which the round solves with. A scenario's profiling
 campaign (modern.py) holds its GPUs from the start; when it ends they join the cluster and the
-policy's predictions take the suite's measurements (`after_campaign`).
+policy's predictions take the suite's measurements (`after_campaign`). Gavel's policies
+(gavel_policy.py) decide every round instead, their mechanism rotating jobs between rounds.
+Every stretch of time goes into the tenants' ledger (tenants.py): what each tenant held and was
+entitled to, its usage (the fair-share factor the next solve gives its jobs), its energy and
+any GPUs it was denied below its quota.
 """
 import random
 import time
@@ -31,12 +35,13 @@ from scheduler.optimizer.registry import get_solver
 
 from .checkpoints import DEFAULT_RESTART_OVERHEAD_S
 from .explore import Explorer
+from .gavel_policy import GAVEL_POLICIES, GavelScheduler, finish_time_fairness
 from .policies import Policy
 from .scenario import MIN_OBSERVED_S, Scenario
+from .tenants import Holding, TenantLedger, type_weights
 from .truth import Truth
-from .work import HOUR_S, JobState, gpu_share, interrupt, progress, seconds_to_finish, start_run
+from .work import HOUR_S, JobState, checkpoint_now, gpu_share, interrupt, progress, seconds_to_finish, start_run
 
-TENANT = "default"
 LEARNING_CURVE_MAX = 20
 _DONE_TOLERANCE = 1e-9
 
@@ -57,6 +62,7 @@ class PolicyRun:
     busy_gpu_s: float  # GPU-seconds of GPUs hosting at least one job
     probes: int = 0  # exploration probes placed (explore.py)
     probed_jobs: int = 0
+    tenants: TenantLedger | None = None  # what each tenant received, used, spent and was denied (tenants.py)
 
 
 class Simulation:
@@ -89,6 +95,11 @@ class Simulation:
         self.curve: dict[int, list[float]] = defaultdict(list)
         self.stranded_curve: dict[int, list[float | None]] = defaultdict(list)
         self.settings = replace(scenario.settings, solver=policy.solver, adaptive_weight=policy.adaptive_weight)
+        self.gavel = (GavelScheduler(policy.solver, truth, scenario.gpus, scenario.tenants)
+                      if policy.solver in GAVEL_POLICIES else None)
+        self.ledger = TenantLedger(scenario.tenants, scenario.quotas, type_weights(scenario.gpu_types),
+                                   scenario.half_life_s)
+        self.runs_on: dict[str, frozenset[str]] = {}
 
     # ---- the loop ------------------------------------------------------------------------------
     def run(self) -> PolicyRun:
@@ -116,18 +127,22 @@ class Simulation:
                     t + round_s, (arrivals[0].arrival_s // round_s + (arrivals[0].arrival_s % round_s > 0)) * round_s
                 )
                 continue
-            if changed or (self.explorer is not None and self._may_probe()):
+            if self.gavel is not None:
+                self._gavel_round(t)
+            elif changed or (self.explorer is not None and self._may_probe()):
                 self._solve(t, changed)
             if self.learns:
                 self._score_predictions()
             changed = self._advance(t, min(t + round_s, end), failures)
             t += round_s
+        if self.gavel is not None:
+            self.solves, self.solve_seconds = self.gavel.solves, self.gavel.solve_seconds
         return PolicyRun(self.policy.name, list(self.states.values()), self.energy_j, min(t, end), self.solves,
                          self.solve_seconds, self.migrations, dict(self.curve), dict(self.stranded_curve),
                          dict(self.interruptions),
                          dict(self.lost_gpu_s), self.busy_gpu_s,
                          self.explorer.started if self.explorer else 0,
-                         len(self.explorer.probed_jobs) if self.explorer else 0)
+                         len(self.explorer.probed_jobs) if self.explorer else 0, self.ledger)
 
     def _may_probe(self) -> bool:
         """A round with nothing changed can start or end a probe only with a job pending or probing."""
@@ -140,17 +155,31 @@ class Simulation:
         if self.after_campaign is not None:
             self.predictions = self.after_campaign(self.predictions)
 
+    def _gavel_round(self, t: float) -> None:
+        """Gavel decides every round: its mechanism rotates jobs towards its allocation. Its jobs
+        hold round-long leases and save when one is not renewed (Gavel's lease API), so a job it
+        moves or pauses loses no steps; it still pays its restart overhead."""
+        decided = self.gavel.round(list(self.active.values()), self.alive, t)
+        for job_id, state in self.active.items():
+            new = decided.get(job_id)
+            if state.placement is not None and (new is None or new.gpu_ids != state.placement.gpu_ids):
+                checkpoint_now(state)
+            self._place(state, new, t)
+
     def _solve(self, t: float, changed: bool = True) -> None:
-        """Decide the round: solve when something changed or (exploring) a probe starts or ends."""
+        """Decide the round: solve when something changed or (exploring) a probe starts or ends.
+        Each job carries its tenant's fair-share factor; the problem, the scenario's quotas."""
+        fair = self.ledger.factors()
         jobs = keep_work(tuple(
-            (JobSpec(s.job.id, s.job.workload, TENANT, s.job.min_throughput, s.job.max_gpus,
-                     current=CurrentPlacement(s.placement.gpu_ids, s.placement.partners) if s.placement else None),
+            (JobSpec(s.job.id, s.job.workload, s.job.tenant, s.job.min_throughput, s.job.max_gpus,
+                     current=CurrentPlacement(s.placement.gpu_ids, s.placement.partners) if s.placement else None,
+                     fair_share=fair.get(s.job.tenant, 1.0)),
              self._running_work(s, t))
             for s in self.active.values()
         ), self.settings)
         problem = Problem(jobs=jobs, gpus=tuple(g for g in self.sc.gpus if g.id in self.alive),
                           gpu_types=self.sc.gpu_types, predictions=self.predictions, settings=self.settings,
-                          load_history=tuple(self.load_history))
+                          load_history=tuple(self.load_history), quotas=self.sc.quotas)
         if self.explorer is not None:
             problem, probes_changed = self.explorer.plan(problem, self.predictions, t)
             if not (changed or probes_changed):
@@ -215,8 +244,9 @@ class Simulation:
         (gpu_type, k, consolidated), partners = self._config(state)
         return self._true_rate(state.job.workload, gpu_type, k, consolidated, partners)
 
-    def _power_w(self) -> float:
-        total, seen = 0.0, set()
+    def _power_by_job(self) -> dict[str, float]:
+        """Job id -> the power of its GPUs, a shared GPU's split evenly between the jobs on it."""
+        out, seen = {}, set()
         for state in self.active.values():
             p = state.placement
             if p is None or p.gpu_ids[0] in seen:
@@ -225,12 +255,35 @@ class Simulation:
             spec = self.sc.gpu_types[p.gpu_type]
             _, partners = self._config(state)
             if self._rate(state) <= 0:  # does not fit: the job cannot run, the GPU idles
-                total += spec.idle_w * len(p.gpu_ids)
+                watts = spec.idle_w * len(p.gpu_ids)
             elif not partners:
-                total += self.truth.gpu_power_alone(spec, state.job.workload) * len(p.gpu_ids)
+                watts = self.truth.gpu_power_alone(spec, state.job.workload) * len(p.gpu_ids)
             else:
-                total += self.truth.gpu_power_shared(spec, (state.job.workload, *partners))
-        return total
+                watts = self.truth.gpu_power_shared(spec, (state.job.workload, *partners))
+            members = (state.job.id, *p.partners)
+            for member in members:
+                out[member] = watts / len(members)
+        return out
+
+    def _account(self, dt: float, power: dict[str, float]) -> None:
+        """The tenants' ledger and each job's jobs-in-system integral for `dt` seconds as now."""
+        holdings = [
+            Holding(s.job.tenant, s.job.max_gpus, s.placement.gpu_type if s.placement else None,
+                    gpu_share(s.placement) if s.placement else 0.0, self._runs_on(s), power.get(i, 0.0))
+            for i, s in self.active.items()
+        ]
+        self.ledger.record(dt, holdings, len(self.alive))
+        for state in self.active.values():
+            state.system_jobs_s += len(self.active) * dt
+            state.active_s += dt
+
+    def _runs_on(self, state: JobState) -> frozenset[str]:
+        """The GPU types the job truly runs on, alone within its D_j GPUs."""
+        if state.job.id not in self.runs_on:
+            self.runs_on[state.job.id] = frozenset(
+                g for g, k, consolidated in self._cells(state) if self.truth.throughput(state.job.workload, g, k,
+                                                                                       consolidated) > 0)
+        return self.runs_on[state.job.id]
 
     # ---- time ----------------------------------------------------------------------------------
     def _advance(self, t0: float, t1: float, failures: deque) -> bool:
@@ -244,7 +297,9 @@ class Simulation:
                 if rate > 0 and now + seconds_to_finish(self.active[i], rate) < stop:
                     stop, finishing = now + seconds_to_finish(self.active[i], rate), i
             dt = max(0.0, stop - now)
-            self.energy_j += self._power_w() * dt
+            power = self._power_by_job()
+            self.energy_j += sum(power.values()) * dt
+            self._account(dt, power)
             if self.campaign is not None:
                 suite_s = max(0.0, min(stop, self.campaign.duration_s) - now)
                 self.energy_j += self.campaign_w * suite_s
@@ -279,6 +334,9 @@ class Simulation:
     def _finish(self, job_id: str, now: float) -> None:
         state = self.active.pop(job_id)
         state.done_at, state.remaining = now, 0.0
+        state.ftf_rho = finish_time_fairness(state, self.truth, self.sc.gpus)
+        if self.gavel is not None:
+            self.gavel.forget(job_id)
         self._observe(state)
         for partner_id in state.placement.partners if state.placement else ():
             partner = self.active.get(partner_id)

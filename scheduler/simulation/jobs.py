@@ -33,6 +33,7 @@ class SimJob:
     total_steps: float
     min_throughput: float  # T_min, steps/s
     checkpoint_interval_s: float | None = None  # seconds of training between checkpoints; None: never (checkpoints.py)
+    tenant: str = "default"  # the multi-tenant scenario's tenant (tenants.py); the default scenario has one
 
 
 def gavel_duration_s(rng: random.Random) -> float:

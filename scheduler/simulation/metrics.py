@@ -21,6 +21,8 @@
 - lost_gpu_hours: GPU-hours of work thrown away by interruptions (since the last checkpoint)
   plus those of restart overheads, by cause in lost_gpu_hours_by_cause; busy_gpu_hours:
   GPU-hours of the GPUs hosting at least one job.
+- tenant_jain, max_finish_time_fairness, quota_violations, energy_kwh_by_tenant: see
+  tenant_metrics (and tenants.py).
 """
 import statistics
 from collections import Counter
@@ -52,6 +54,29 @@ def policy_metrics(run: PolicyRun) -> dict:
         "probes": run.probes,
         "probed_jobs": run.probed_jobs,
         **work_metrics(run),
+        **tenant_metrics(run),
+    }
+
+
+def tenant_metrics(run: PolicyRun) -> dict:
+    """- tenant_jain: Jain's index over tenants of x_i = GPU time received / GPU time entitled,
+      both over the stretches in which the tenant had jobs in the system; entitled: the
+      cluster's GPUs (at most all tenants' demand, D_j per job) split by shares among the
+      tenants with jobs, none above its demand (weighted max-min, tenants.water_fill).
+    - max_finish_time_fairness: the largest rho over completed jobs, rho = JCT / JCT with 1/n
+      of the cluster (gavel_policy.finish_time_fairness).
+    - quota_violations: GPU-seconds a tenant was denied below its quota while others borrowed
+      (TenantLedger.denied, integrated over the run).
+    - energy_kwh_by_tenant: the energy of the GPUs its jobs held (a shared GPU split evenly)."""
+    ledger = run.tenants
+    rhos = [s.ftf_rho for s in run.jobs if s.ftf_rho is not None]
+    ratios = ledger.ratios() if ledger else {}
+    return {
+        "tenant_jain": round(jain(list(ratios.values())), 4) if ratios else None,
+        "tenant_received_over_entitled": {t: round(r, 4) for t, r in sorted(ratios.items())},
+        "max_finish_time_fairness": round(max(rhos), 4) if rhos else None,
+        "quota_violations": round(ledger.denied_gpu_s, 1) if ledger else 0.0,
+        "energy_kwh_by_tenant": {t: round(j / 3.6e6, 3) for t, j in sorted(ledger.energy_j.items())} if ledger else {},
     }
 
 

@@ -4,6 +4,8 @@ scheduler.optimizer.registry plus where its predictions come from.
 - gogh: the ILP on the learned predictors (P1, refined online by P2), adaptive energy weight.
 - gogh_fixed_weight: the same with the base energy weight in every round.
 - oracle: the ILP on the true numbers (the truth model, without noise).
+- gavel_max_min, gavel_ftf: Gavel's heterogeneity-aware max-min fairness and finish-time
+  fairness (scheduler.optimizer.gavel*), on the true numbers like the oracle (gavel_policy.py).
 - round_robin, random, greedy_fastest, greedy_efficient: the baselines on the catalog's
   numbers (what an operator without GOGH would have).
 """
@@ -24,6 +26,8 @@ POLICIES = (
     Policy("gogh", "ilp", LEARNED),
     Policy("gogh_fixed_weight", "ilp", LEARNED, adaptive_weight=False),
     Policy("oracle", "ilp", TRUTH),
+    Policy("gavel_max_min", "gavel_max_min", TRUTH),
+    Policy("gavel_ftf", "gavel_ftf", TRUTH),
     Policy("round_robin", "round_robin", CATALOG),
     Policy("random", "random", CATALOG),
     Policy("greedy_fastest", "greedy_fastest", CATALOG),

@@ -1,6 +1,7 @@
 """One evaluation: the scenario, every policy on it, the report and its table."""
 import random
 import time
+from collections import Counter
 
 import torch
 
@@ -20,6 +21,7 @@ from .metrics import learning_curve, policy_metrics
 from .modern import Campaign, campaign_gpus, suite_results
 from .policies import CATALOG, LEARNED, POLICIES, TRUTH
 from .scenario import Scenario
+from .tenants import DEFAULT_HALF_LIFE_H, MULTI_TENANT, MULTI_TENANT_QUOTAS, with_tenants
 from .trace import trace_jobs
 from .truth import Truth
 
@@ -40,14 +42,21 @@ EXPLORATION = ExplorationSettings()
 
 def build_scenario(truth: Truth, *, jobs: int = DEFAULT_JOBS, seed: int = 0, trace: str | None = None,
                    jobs_per_hour: float = DEFAULT_JOBS_PER_HOUR, layout=DEFAULT_LAYOUT, failures=(),
-                   throughput_value_w: float = THROUGHPUT_VALUE_W, campaign: bool = False) -> Scenario:
-    """`campaign`: one server of each type runs the profiling suite first (modern.py)."""
+                   throughput_value_w: float = THROUGHPUT_VALUE_W, campaign: bool = False, tenants: bool = False,
+                   half_life_h: float = DEFAULT_HALF_LIFE_H) -> Scenario:
+    """`campaign`: one server of each type runs the profiling suite first (modern.py);
+    `tenants`: the multi-tenant scenario (tenants.py), fair share halving every `half_life_h`."""
     job_list = (
         trace_jobs(trace, truth, seed=seed) if trace
         else generate_jobs(truth, count=jobs, jobs_per_hour=jobs_per_hour, seed=seed)
     )
+    if tenants:
+        job_list = with_tenants(job_list, seed)
     gpus = build_gpus(layout)
+    shares = {t.slug: t.shares for t in MULTI_TENANT} if tenants else None
     return Scenario(
+        **({"tenants": shares, "quotas": MULTI_TENANT_QUOTAS} if tenants else {}),
+        half_life_s=half_life_h * 3600.0,
         jobs=with_checkpoints(job_list, seed),
         gpus=gpus,
         gpu_types=gpu_types([name for name, _ in layout]),
@@ -140,7 +149,16 @@ def comparison(p: dict) -> dict:
         "gogh_energy_per_step_over_round_robin": ratio("gogh", "round_robin", "energy_per_step_j"),
         "gogh_jct_over_round_robin": ratio("gogh", "round_robin", "avg_jct_s"),
         "adaptive_over_fixed_weight_energy_per_step": ratio("gogh", "gogh_fixed_weight", "energy_per_step_j"),
+        "gogh_energy_per_step_over_gavel_max_min": ratio("gogh", "gavel_max_min", "energy_per_step_j"),
+        "gogh_tenant_jain_minus_gavel_max_min": difference(p, "gogh", "gavel_max_min", "tenant_jain"),
+        "gogh_max_ftf_over_gavel_ftf": ratio("gogh", "gavel_ftf", "max_finish_time_fairness"),
     }
+
+
+def difference(p: dict, a: str, b: str, key: str) -> float | None:
+    if a in p and b in p and p[a][key] is not None and p[b][key] is not None:
+        return round(p[a][key] - p[b][key], 4)
+    return None
 
 
 def scenario_summary(scenario: Scenario, **extra) -> dict:
@@ -162,6 +180,10 @@ def scenario_summary(scenario: Scenario, **extra) -> dict:
         "max_moves_per_job": scenario.settings.max_moves_per_job,
         "last_arrival_s": max((j.arrival_s for j in scenario.jobs), default=0.0),
         "failures": [[f.time_s, f.gpu_id] for f in scenario.failures],
+        "tenants": dict(scenario.tenants),
+        "quotas": [[q.tenant, q.gpu_type, q.gpus] for q in scenario.quotas],
+        "half_life_h": scenario.half_life_s / 3600.0,
+        "jobs_by_tenant": dict(sorted(Counter(j.tenant for j in scenario.jobs).items())),
         **extra,
     }
 
@@ -177,7 +199,7 @@ def format_table(report: dict) -> str:
     """The human table the command prints and the README carries."""
     lines = [f"{'policy':<18} {'energy kWh':>10} {'J/step':>7} {'SLO viol':>8} {'JCT h':>6} {'makespan h':>10} "
              f"{'Jain':>6} {'done':>9} {'strand':>6} {'solves':>6} {'migr':>6} {'moves':>6} {'preempt':>7} {'lost':>6} "
-             f"{'sec':>6}"]
+             f"{'tJain':>6} {'maxFTF':>7} {'quotaGPUh':>9} {'sec':>6}"]
     for name, m in report["policies"].items():
         done = f"{m['completed']}/{m['jobs']}"
         lost = m["lost_gpu_hours"] / m["busy_gpu_hours"] if m["busy_gpu_hours"] else 0.0
@@ -185,7 +207,9 @@ def format_table(report: dict) -> str:
                      f"{m['slo_violation']:>8.2%} {_hours(m['avg_jct_s']):>6} {_hours(m['makespan_s']):>10} "
                      f"{m['jain_fairness'] or 0:>6.3f} {done:>9} {m['stranded_jobs']:>6} {m['solves']:>6} "
                      f"{m['migrations']:>6} "
-                     f"{m['moves']:>6} {m['preemptions']:>7} {lost:>6.2%} {m['seconds']:>6}")
+                     f"{m['moves']:>6} {m['preemptions']:>7} {lost:>6.2%} {m['tenant_jain'] or 0:>6.3f} "
+                     f"{m['max_finish_time_fairness'] or 0:>7.2f} {m['quota_violations'] / 3600:>9.1f} "
+                     f"{m['seconds']:>6}")
     curve = report.get("learning_curve")
     if curve:
         shown = [f"{n}: {curve[str(n)]['mape']:.1%}" for n in CURVE_SHOWN if curve[str(n)]["mape"] is not None]

@@ -2,11 +2,12 @@
 any policy runs, so every policy sees the same arrivals."""
 from dataclasses import dataclass, field
 
-from scheduler.optimizer.problem import GpuSpec, GpuTypeSpec, SolverSettings
+from scheduler.optimizer.problem import GpuSpec, GpuTypeSpec, QuotaSpec, SolverSettings
 
 from .checkpoints import DEFAULT_RESTART_OVERHEAD_S
 from .jobs import SimJob
 from .modern import Campaign
+from .tenants import DEFAULT_HALF_LIFE_H, DEFAULT_TENANT
 
 ROUND_S = 360.0
 #: A run stops this long after the last arrival even if jobs are left (they count as not completed).
@@ -34,6 +35,11 @@ class Scenario:
     horizon_s: float | None = None
     #: A profiling campaign holding these GPUs from the start (modern.py); None: no campaign.
     campaign: Campaign | None = None
+    #: Tenant -> shares (tenants.py); the default scenario has one tenant.
+    tenants: dict[str, int] = field(default_factory=lambda: {DEFAULT_TENANT: 1})
+    quotas: tuple[QuotaSpec, ...] = ()
+    #: Fair-share usage halves every this many seconds.
+    half_life_s: float = DEFAULT_HALF_LIFE_H * 3600.0
 
     def restart_overhead(self, workload: str) -> float:
         return self.restart_overhead_s.get(workload, DEFAULT_RESTART_OVERHEAD_S)

@@ -36,6 +36,9 @@ class JobState:
     placed_at: float = 0.0  # when it was placed on its GPUs (the cool-down counts from here)
     preempted_at: list[float] = field(default_factory=list)
     moves: int = 0
+    system_jobs_s: float = 0.0  # integral of the jobs in the system over its time there (finish-time fairness)
+    active_s: float = 0.0  # its time in the system since it joined a round
+    ftf_rho: float | None = None  # its finish-time fairness once it completed (tenants.py)
 
     @property
     def step(self) -> float:
@@ -55,6 +58,11 @@ def start_run(state: JobState, placement: Placement, now: float, overhead_s: flo
     state.placement, state.last_gpus, state.placed_at = placement, placement.gpu_ids, now
     state.overhead_left_s = overhead_s if state.restart_due else 0.0
     state.restart_due, state.trained_s = False, 0.0
+
+
+def checkpoint_now(state: JobState) -> None:
+    """The job saves where it is (a lease that ends at a round, as Gavel's jobs do)."""
+    state.checkpoint_step, state.unsaved_gpu_s = state.step, 0.0
 
 
 def interrupt(state: JobState) -> float:

@@ -25,6 +25,7 @@ from scheduler.simulation.run import (
     scenario_summary,
 )
 from scheduler.simulation.scenario import Failure
+from scheduler.simulation.tenants import DEFAULT_HALF_LIFE_H
 from scheduler.simulation.trace import TraceError
 from scheduler.simulation.truth import Truth
 
@@ -61,8 +62,9 @@ class Command(BaseCommand):
     help = (
         "Closed-loop evaluation in virtual time: a simulated 108-GPU cluster (36 K80, 36 P100, 36 V100), "
         "Poisson arrivals of jobs drawn like Gavel's generator (or --trace), and every policy (gogh, "
-        "gogh_fixed_weight, oracle, round_robin, random, greedy_fastest, greedy_efficient) on the same "
-        "arrivals. --truth is what the cluster really does, --catalog what the scheduler starts from "
+        "gogh_fixed_weight, oracle, gavel_max_min, gavel_ftf, round_robin, random, greedy_fastest, "
+        "greedy_efficient) on the same arrivals. --truth is what the cluster really does, --catalog what the "
+        "scheduler starts from "
         "(measurement files in the import format, docs/measurements-csv.md; both default to the reference "
         "data). CPU only, no database. Prints a table and writes the JSON report."
     )
@@ -103,6 +105,12 @@ class Command(BaseCommand):
         parser.add_argument("--no-explore", action="store_true",
                             help="gogh does not probe jobs its predictions strand (the before of docs/simulation.md's "
                                  "exploration figure).")
+        parser.add_argument("--tenants", action="store_true",
+                            help="The multi-tenant scenario: 4 tenants with shares 4/2/1/1 and quotas per GPU type, "
+                                 "one without a quota whose jobs arrive in bursts (docs/simulation.md).")
+        parser.add_argument("--half-life-h", type=positive_float, default=DEFAULT_HALF_LIFE_H,
+                            help="Hours in which a tenant's fair-share usage halves "
+                                 f"(default {DEFAULT_HALF_LIFE_H:g}).")
         parser.add_argument("--architecture", choices=ARCHITECTURES, default=settings.GOGH_PREDICTOR_ARCHITECTURE,
                             help="The predictor gogh learns with (default: GOGH_PREDICTOR_ARCHITECTURE, "
                                  f"{settings.GOGH_PREDICTOR_ARCHITECTURE}).")
@@ -124,7 +132,8 @@ class Command(BaseCommand):
         try:
             scenario = build_scenario(truth, jobs=o["jobs"], jobs_per_hour=o["jobs_per_hour"], seed=o["seed"],
                                       trace=o["trace"], failures=o["fail"],
-                                      layout=MODERN_LAYOUT if modern else DEFAULT_LAYOUT, campaign=modern)
+                                      layout=MODERN_LAYOUT if modern else DEFAULT_LAYOUT, campaign=modern,
+                                      tenants=o["tenants"], half_life_h=o["half_life_h"])
         except (TraceError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         gpu_ids = {g.id for g in scenario.gpus}

@@ -11,9 +11,11 @@ from scheduler.models import SolverConfig
 POLICY_KEYS = {
     "energy_kwh", "energy_per_step_j", "slo_violation", "avg_jct_s", "makespan_s", "jain_fairness", "completed",
     "migrations", "moves", "preemptions", "restarts", "max_moves_per_job", "jobs_by_moves", "lost_gpu_hours",
-    "lost_gpu_hours_by_cause", "busy_gpu_hours", "stranded_jobs", "probes", "probed_jobs",
+    "lost_gpu_hours_by_cause", "busy_gpu_hours", "stranded_jobs", "probes", "probed_jobs", "tenant_jain",
+    "tenant_received_over_entitled", "max_finish_time_fairness", "quota_violations", "energy_kwh_by_tenant",
 }
-POLICIES = {"gogh", "gogh_fixed_weight", "oracle", "round_robin", "random", "greedy_fastest", "greedy_efficient"}
+POLICIES = {"gogh", "gogh_fixed_weight", "oracle", "gavel_max_min", "gavel_ftf", "round_robin", "random",
+            "greedy_fastest", "greedy_efficient"}
 
 
 def run_as_from_shell(*argv):
@@ -37,6 +39,11 @@ def test_a_tiny_run_writes_every_policy_and_the_learning_curve(tmp_path):
         assert metrics["restarts"] >= metrics["moves"] + metrics["preemptions"], name
         assert 0 <= metrics["lost_gpu_hours"] < metrics["busy_gpu_hours"], name
         assert sum(metrics["jobs_by_moves"].values()) == 4, name
+        # one tenant: it received all it was entitled to, nobody was denied a quota
+        assert metrics["tenant_jain"] == 1.0 and metrics["quota_violations"] == 0.0, name
+        assert list(metrics["energy_kwh_by_tenant"]) == ["default"], name
+        assert metrics["energy_kwh_by_tenant"]["default"] == pytest.approx(metrics["energy_kwh"], abs=2e-3), name
+        assert metrics["max_finish_time_fairness"] > 0, name
     assert list(report["learning_curve"]) == [str(n) for n in range(21)]
     assert report["learning_curve"]["0"]["samples"] > 0
     assert set(report["learning_curve"]["0"]) == {"mape", "samples", "stranded", "stranded_mape"}
@@ -50,7 +57,7 @@ def test_a_tiny_run_writes_every_policy_and_the_learning_curve(tmp_path):
     assert [SolverConfig._meta.get_field(key).default for key in keep_work_settings] == [600.0, 0.2, 2, 3]
     table = out.getvalue()
     assert all(name in table for name in POLICIES)
-    assert table.splitlines()[0].split()[-4:] == ["moves", "preempt", "lost", "sec"]
+    assert table.splitlines()[0].split()[-7:] == ["moves", "preempt", "lost", "tJain", "maxFTF", "quotaGPUh", "sec"]
     assert "strand" in table.splitlines()[0] and "gogh stranded jobs" in table
 
 

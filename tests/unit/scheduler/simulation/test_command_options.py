@@ -27,6 +27,8 @@ from .test_command import run_as_from_shell
     (["--fail", "soon:v100-s0-g0"], "argument --fail: takes SECONDS:GPU_ID"),
     (["--fail", "7200"], "argument --fail: takes SECONDS:GPU_ID"),
     (["--cluster", "tpu"], "argument --cluster: invalid choice: 'tpu'"),
+    (["--tenants", "--half-life-h", "0"], "argument --half-life-h: '0' is not a finite number greater than 0"),
+    (["--half-life-h", "nan"], "argument --half-life-h: 'nan' is not a finite number greater than 0"),
 ])
 def test_bad_numbers_are_usage_errors_before_anything_runs(tmp_path, capsys, argv, says):
     with pytest.raises(SystemExit) as exited:
