@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from scheduler.optimizer.fair_share import decayed, factors
+from scheduler.optimizer.fair_share import decayed, factors, gpu_hour_weight
 from scheduler.optimizer.problem import GpuTypeSpec, QuotaSpec
 
 from .jobs import SimJob
@@ -24,9 +24,6 @@ from .jobs import SimJob
 DEFAULT_TENANT = "default"
 #: Fair-share usage halves every week by default (SolverConfig.fair_share_half_life_h).
 DEFAULT_HALF_LIFE_H = 168.0
-#: GPU-hours of a type weigh its TDP over this (a V100 hour counts 1), as the control plane's
-#: accounting weighs them.
-REFERENCE_TDP_W = 300.0
 BURST_SIZE = 8
 BURST_SPREAD_S = 300.0
 
@@ -74,8 +71,9 @@ def with_tenants(jobs: Iterable[SimJob], seed: int, tenants=MULTI_TENANT) -> tup
 
 
 def type_weights(gpu_types: Mapping[str, GpuTypeSpec]) -> dict[str, float]:
-    """GPU type -> what one of its GPU-hours counts in fair-share usage."""
-    return {name: spec.tdp_w / REFERENCE_TDP_W for name, spec in gpu_types.items()}
+    """GPU type -> what one of its GPU-hours counts in fair-share usage (the control plane's
+    accounting's weight)."""
+    return {name: gpu_hour_weight(spec.tdp_w) for name, spec in gpu_types.items()}
 
 
 def water_fill(capacity: float, demand: Mapping[str, float], shares: Mapping[str, float]) -> dict[str, float]:
