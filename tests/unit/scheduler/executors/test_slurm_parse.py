@@ -2,7 +2,6 @@
 word, wait status and gres form they map, and what they refuse (an ExecutorError naming it)."""
 import copy
 import json
-import time
 
 import pytest
 
@@ -290,19 +289,18 @@ def test_squeue_output_that_is_not_its_json_is_an_error(text, says):
         parse_squeue(text, "gogh")
 
 
-def test_2000_jobs_parse_well_under_a_fifth_of_a_second():
-    """The sync's budget is 1 s of CPU for 2,000 jobs, the database's work included."""
+def test_2000_jobs_parse_each_as_its_own_run():
+    """A cluster-sized answer (the size bench_executor_sync measures the sync at: its figures,
+    not a timed test, say how fast) gives every job its own run, ids and names kept apart."""
     document = json.loads(recorded("squeue.json"))
     jobs = []
     for number in range(2000):
         job = copy.deepcopy(document["jobs"][number % len(document["jobs"])])
         job.update(job_id=1000 + number, name=f"gogh-{number}")
         jobs.append(job)
-    text = json.dumps({**document, "jobs": jobs})
-    started = time.process_time()
-    runs = parse_squeue(text, "gogh")
-    assert time.process_time() - started < 0.2
+    runs = parse_squeue(json.dumps({**document, "jobs": jobs}), "gogh")
     assert len(runs) == 2000 and runs[-1].job_id == 1999
+    assert sorted(run.job_id for run in runs) == list(range(2000))
 
 
 # sacct
