@@ -1,22 +1,12 @@
 """GPUs a run GOGH did not submit holds (Gpu.external_holder, set from Slurm's foreign jobs):
 the problem built from the database offers them to nobody, a job of GOGH's already allocated
 there keeps its allocation (as on a draining node), and a round places nothing there."""
-import pytest
 from django.utils import timezone
 
-from catalog.models import Measurement
 from scheduler import services
 from scheduler.models import Allocation, Job, SolverConfig
 from scheduler.problem_source import problem_from_database
 from telemetry.models import Gpu
-
-
-@pytest.fixture
-def measured(cluster, resnet50, v100, k80):
-    for gpu_type, tau in ((v100, 10.0), (k80, 4.0)):
-        Measurement.objects.create(workload=resnet50, gpu_type=gpu_type, num_gpus=1, throughput=tau,
-                                   source="reference", observed_at=timezone.now())
-    return cluster
 
 
 def submit(owner, workload):

@@ -12,15 +12,6 @@ from scheduler.problem_source import problem_from_database, running_work
 from scheduler.selectors import RESTART_OVERHEAD_SAMPLES, moves_so_far, preemptions_last_hour, restart_overheads
 
 
-@pytest.fixture
-def measured(cluster, resnet50, v100, k80):
-    """ResNet-50: 10 steps/s on a V100 (300 W), 4 on a K80."""
-    for gpu_type, tau in ((v100, 10.0), (k80, 4.0)):
-        Measurement.objects.create(workload=resnet50, gpu_type=gpu_type, num_gpus=1, throughput=tau,
-                                   source="reference", observed_at=timezone.now())
-    return cluster
-
-
 def submit(owner, workload, priority=0, total_steps=None):
     return services.job_submit(owner=owner, workload=workload, min_throughput=8.0, max_gpus=1, priority=priority,
                                total_steps=total_steps).job

@@ -2,23 +2,13 @@
 and GPU type name) and the tenants that may not borrow; a kept-in-place job's GPUs, left out of
 the problem, still count against its tenant's quota; and a round holds a tenant that may not
 borrow to its quota, telling its waiting jobs why."""
-import pytest
 from django.utils import timezone
 
-from catalog.models import Measurement
 from scheduler import services
 from scheduler.models import Allocation, Job, SolverConfig, Tenant, TenantQuota
 from scheduler.optimizer.problem import QuotaSpec
 from scheduler.problem_source import problem_from_database
 from telemetry.models import Gpu
-
-
-@pytest.fixture
-def measured(cluster, resnet50, v100, k80):
-    for gpu_type, tau in ((v100, 10.0), (k80, 4.0)):
-        Measurement.objects.create(workload=resnet50, gpu_type=gpu_type, num_gpus=1, throughput=tau,
-                                   source="reference", observed_at=timezone.now())
-    return cluster
 
 
 def submit(owner, workload):
