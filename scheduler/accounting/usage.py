@@ -3,10 +3,11 @@ accounting pass: stored usage decays from when it was last written to now, the p
 increments (already decayed from when they were drawn) are added, and every tenant's factor is
 recomputed from weighted GPU-hours and its shares, lowered while it is over its energy budget
 this month."""
-from django.db.models import Sum
+from datetime import UTC
 
-from ..models import Tenant, TenantEnergyDay, TenantUsage
+from ..models import Tenant, TenantUsage
 from ..optimizer.fair_share import budget_shares, decayed, factors
+from ..tenancy.selectors import energy_this_month
 
 
 def usage_locked(now) -> dict[int, TenantUsage]:
@@ -37,11 +38,7 @@ def usage_update(usage: dict[int, TenantUsage], increments: dict, *, now, half_l
 def tenant_shares(now) -> dict[int, float]:
     """{tenant id: its shares for the factor}: as set, or lowered by its energy budget when it
     drew more than that this UTC month (fair_share.budget_shares)."""
-    month = now.date().replace(day=1)
-    drawn = dict(
-        TenantEnergyDay.objects.filter(day__gte=month, day__lte=now.date())
-        .values("tenant_id").annotate(kwh=Sum("energy_kwh")).values_list("tenant_id", "kwh")
-    )
+    drawn = energy_this_month(now.astimezone(UTC).date())
     return {
         pk: budget_shares(float(shares), budget, drawn.get(pk) or 0.0)
         for pk, shares, budget in Tenant.objects.values_list("pk", "shares", "energy_budget_kwh_month")

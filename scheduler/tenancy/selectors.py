@@ -61,6 +61,15 @@ def month_start(day: date) -> date:
     return day.replace(day=1)
 
 
+def energy_this_month(today: date, tenant_ids=None) -> dict[int, float]:
+    """{tenant id: kWh its jobs drew from the first of `today`'s month (UTC) to `today`} for the
+    tenants that drew any (all of them, or those of `tenant_ids`): what a budget is held to."""
+    days = TenantEnergyDay.objects.filter(day__gte=month_start(today), day__lte=today)
+    if tenant_ids is not None:
+        days = days.filter(tenant_id__in=list(tenant_ids))
+    return {pk: kwh or 0.0 for pk, kwh in days.values_list("tenant_id").annotate(kwh=Sum("energy_kwh")).order_by()}
+
+
 def tenant_overviews(tenants, *, now: datetime | None = None) -> list[dict]:
     """For each tenant (in the given order): its settings, quotas, GPUs in use and borrowed per
     type, fair-share standing (the defaults of TenantUsage before the accounting wrote a row)
@@ -74,9 +83,10 @@ def tenant_overviews(tenants, *, now: datetime | None = None) -> list[dict]:
         quotas[tenant_id][gpu_type] = gpus
     in_use = gpus_in_use(ids)
     usage = {u.tenant_id: u for u in TenantUsage.objects.filter(tenant_id__in=ids)}
-    days = TenantEnergyDay.objects.filter(tenant_id__in=ids, day__gte=month_start(today), day__lte=today)
-    month = dict(days.values_list("tenant_id").annotate(kwh=Sum("energy_kwh")).order_by())
-    today_kwh = dict(days.filter(day=today).values_list("tenant_id", "energy_kwh"))
+    month = energy_this_month(today, ids)
+    today_kwh = dict(
+        TenantEnergyDay.objects.filter(tenant_id__in=ids, day=today).values_list("tenant_id", "energy_kwh")
+    )
     return [
         _overview(t, quotas[t.pk], in_use.get(t.pk, {}), usage.get(t.pk), today_kwh.get(t.pk, 0.0),
                   month.get(t.pk) or 0.0)
