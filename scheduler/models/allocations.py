@@ -21,6 +21,9 @@ class Allocation(models.Model):
     end = models.DateTimeField(null=True, blank=True)
     predicted_throughput = models.FloatField(null=True, blank=True, help_text="Steps/s of the whole job.")
     predicted_power_w = models.FloatField(null=True, blank=True, help_text="W drawn on this GPU.")
+    power_limit_w = models.FloatField(
+        null=True, blank=True, help_text="Power limit the round chose for this GPU, W (empty: the board's default).",
+    )
     energy_counted_until = models.DateTimeField(
         null=True, blank=True, help_text="Energy accounting has counted this allocation's share of its GPU up to here.",
     )

@@ -83,6 +83,10 @@ class SolverConfig(models.Model):
         ),
     )
     idle_gpus_powered_down = models.BooleanField(default=True)
+    power_limits = models.BooleanField(
+        default=True,
+        help_text="Choose each GPU's power limit with its placement (docs/power_limits.md); off: default limits.",
+    )
     topology_isolation = models.BooleanField(default=False, help_text="Tenants never share a PCIe switch.")
     cell_size_gpus = models.PositiveIntegerField(
         default=1024, validators=[MinValueValidator(1), MaxValueValidator(10**6)]

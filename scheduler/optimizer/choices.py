@@ -19,6 +19,7 @@ class Option:
     cost: float
     meets_slo: bool
     current: bool = False
+    power_limit_w: float | None = None  # None: the board's default limit
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class Group:
     power_w: float
     cost: float
     current: bool = False
+    power_limit_w: float | None = None  # one limit for the shared GPU; None: the default
 
     def tau_of(self, job: int) -> float:
         return self.taus[self.members.index(job)]

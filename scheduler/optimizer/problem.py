@@ -50,6 +50,11 @@ class Predictions(Protocol):
 
     # Optional: memory_gb(workload) -> GB per GPU the workload was measured to use at its peak,
     # or None. Predictions without it leave the memory need to JobSpec.memory_gb.
+    #
+    # Optional: at_power_limit(workload, gpu_type, limit_w) -> (speed, power) or None: the
+    # workload's throughput and its GPU's power at that power limit, as fractions of what it does
+    # at the board's default limit (docs/power_limits.md); None: unknown, the limit is not offered.
+    # Predictions without it offer no limit below the default.
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,9 @@ class GpuTypeSpec:
     tdp_w: float
     power_curve: PowerCurve
     theta: int = MAX_THETA  # jobs that may share one GPU of this type, at most (SolverSettings.theta applies too)
+    # Power limits (W) a solver may set on GPUs of this type below the default (tdp_w), e.g. from
+    # NVML's allowed range; () offers the default limit only.
+    power_limits_w: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -71,6 +79,10 @@ class GpuSpec:
     gpu_type: str
     pcie_switch: str = ""
     cell: str = ""
+    # This board's throughput over its type's prediction (telemetry/gpu_speed.py: learnt from the
+    # jobs it ran; ageing and board-to-board spread), and its own measured power curve, when fitted.
+    speed: float = 1.0
+    power_curve: PowerCurve | None = None
 
 
 @dataclass(frozen=True)
@@ -145,6 +157,9 @@ class SolverSettings:
     # "Prefer measured types for tight T_min": on a configuration the workload was never measured
     # on, a job meets T_min only when tau * exp(-z * log_sd) >= T_min (feasibility.margin).
     unmeasured_margin_z: float = 1.0
+    # Power limit as a decision (docs/power_limits.md): options at each of a type's power_limits_w
+    # besides the default; False plans every GPU at its default limit.
+    power_limits: bool = True
 
 
 @dataclass(frozen=True)
@@ -179,6 +194,7 @@ class Placement:
     partners: tuple[str, ...]  # ids of the jobs sharing its GPU, () alone
     predicted_throughput: float
     predicted_power_w: float  # this job's share of the power of its GPUs
+    power_limit_w: float | None = None  # set on each of its GPUs (shared by its partners); None: the default
 
     @property
     def num_gpus(self) -> int:

@@ -79,7 +79,7 @@ def problem_to_dict(problem: Problem) -> dict:
     )
     return {
         "jobs": [asdict(j) for j in problem.jobs],
-        "gpus": [asdict(g) for g in problem.gpus],
+        "gpus": [{**asdict(g), "power_curve": _points(g.power_curve)} for g in problem.gpus],
         "gpu_types": [
             {**asdict(t), "power_curve": [list(p) for p in t.power_curve.points]} for t in problem.gpu_types.values()
         ],
@@ -99,13 +99,14 @@ def problem_from_dict(data: dict) -> Problem:
         for j in data["jobs"]
     )
     types = {
-        t["name"]: GpuTypeSpec(**{**t, "power_curve": PowerCurve(tuple(tuple(p) for p in t["power_curve"]))})
+        t["name"]: GpuTypeSpec(**{**t, "power_curve": PowerCurve(tuple(tuple(p) for p in t["power_curve"])),
+                                  "power_limits_w": tuple(t.get("power_limits_w", ()))})
         for t in data["gpu_types"]
     }
     settings = data["settings"]
     return Problem(
         jobs=jobs,
-        gpus=tuple(GpuSpec(**g) for g in data["gpus"]),
+        gpus=tuple(GpuSpec(**{**g, "power_curve": _curve(g.get("power_curve"))}) for g in data["gpus"]),
         gpu_types=types,
         predictions=PredictionSnapshot(**data["predictions"]),
         settings=SolverSettings(**{**settings, "weight_clip": tuple(settings["weight_clip"])}),
@@ -141,3 +142,11 @@ def _partners(data: dict) -> tuple[str, ...]:
     if "partners" in data:
         return tuple(data["partners"])
     return (data["partner"],) if data.get("partner") else ()
+
+
+def _points(curve: PowerCurve | None) -> list | None:
+    return None if curve is None else [list(p) for p in curve.points]
+
+
+def _curve(points) -> PowerCurve | None:
+    return None if points is None else PowerCurve(tuple(tuple(p) for p in points))

@@ -34,6 +34,25 @@ class Gpu(models.Model):
         help_text="A run GOGH did not submit holds this GPU (e.g. a job submitted straight to Slurm): "
                   "nothing is planned on it while this says so.",
     )
+    # Power limit (docs/power_limits.md): the range and default NVML reports, the limit in force
+    # as last reported, and why the last limit asked for was not applied.
+    power_limit_min_w = models.FloatField(null=True, blank=True, help_text="Lowest limit NVML allows, W.")
+    power_limit_max_w = models.FloatField(null=True, blank=True, help_text="Highest limit NVML allows, W.")
+    power_limit_default_w = models.FloatField(null=True, blank=True, help_text="The board's default limit, W.")
+    power_limit_w = models.FloatField(null=True, blank=True, help_text="The limit in force, as last reported, W.")
+    power_limit_error = models.CharField(
+        max_length=300, blank=True, help_text="Why the last limit asked for was refused (empty: applied)."
+    )
+    # This board's own speed (telemetry/gpu_speed.py): its throughput over its type's prediction,
+    # learnt from the jobs it ran; a board that drifts slower is flagged before it fails.
+    speed_factor = models.FloatField(default=1.0)
+    speed_factor_std = models.FloatField(null=True, blank=True)
+    speed_observations = models.PositiveIntegerField(default=0)
+    speed_flag = models.CharField(max_length=300, blank=True, help_text="Why this board is flagged (empty: it is not).")
+    speed_flagged_at = models.DateTimeField(null=True, blank=True)
+    # Health signals the agent reads (ECC errors, retired/remapped pages, XID errors, throttle
+    # reasons, temperature), the latest values as reported.
+    health = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["node__hostname", "index"]
