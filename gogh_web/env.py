@@ -115,7 +115,7 @@ def executor_environment(environ: Mapping[str, str], var: Path) -> dict:
     """GOGH_EXECUTOR and GOGH_SLURM_* (docs/executors.md), checked when the settings load: an
     unknown executor, a malformed map or a bad number stops the start with the variable, the
     value and what is allowed. {"executor", "slurm": {"gres_types", "accounts", "partition",
-    "sync_s", "command_timeout_s", "output_dir", "checkpoint_dir", "job_prefix", "bin_dir"}}."""
+    "sync_s", "command_timeout_s", "pending_timeout_s", "output_dir", "checkpoint_dir", "job_prefix", "bin_dir"}}."""
     executor = environ.get("GOGH_EXECUTOR", "").strip().lower() or "agent"
     if executor not in EXECUTORS:
         raise ImproperlyConfigured(f"GOGH_EXECUTOR: {executor!r} is not one of {', '.join(EXECUTORS)}")
@@ -131,6 +131,8 @@ def executor_environment(environ: Mapping[str, str], var: Path) -> dict:
             "sync_s": _number(environ, "GOGH_SLURM_SYNC_S", 2.0, low=0.5, high=3600, what="0.5 to 3600 (seconds)"),
             "command_timeout_s": _number(environ, "GOGH_SLURM_COMMAND_TIMEOUT_S", 15.0, low=1, high=600,
                                          what="1 to 600 (seconds)"),
+            "pending_timeout_s": _number(environ, "GOGH_SLURM_PENDING_TIMEOUT_S", 300.0, low=10, high=7 * 86400,
+                                         what="10 to 604800 (seconds)"),
             "output_dir": Path(environ.get("GOGH_SLURM_OUTPUT_DIR", "").strip() or var / "slurm" / "output"),
             "checkpoint_dir": Path(
                 environ.get("GOGH_SLURM_CHECKPOINT_DIR", "").strip() or var / "slurm" / "checkpoints"

@@ -9,6 +9,8 @@ allocations, and when a job is cancelled (services.executor_sync_request).
     adopted where their job is placed, else killed (executor_orphans.py);
  2-3. its inventory and the runs GOGH did not submit -> telemetry (executor_inventory.py);
  4. each unsettled run against its status (executor_runs.py);
+ 4b. a placed job whose run Slurm keeps waiting past GOGH_SLURM_PENDING_TIMEOUT_S goes back to
+    pending with Slurm's reason (executor_stuck.py);
  5. runs whose job left their node are stopped, notice then kill (executor_stops.py);
  6. placed jobs without a run are submitted (executor_submits.py).
 Every phase compares the database with the snapshot and writes only the difference, so a
@@ -29,6 +31,7 @@ from .executor_orphans import orphans_apply
 from .executor_runs import runs_apply
 from .executor_settings import executor_from_settings
 from .executor_stops import stops_apply
+from .executor_stuck import stuck_apply
 from .executor_submits import submits_apply
 
 KEEP_SYNCS = 1000
@@ -63,6 +66,8 @@ def executor_sync(*, executor: Executor | None = None, now=None) -> ExecutorSync
         errors.append(ExecutorError("inventory", "; ".join(refused.messages)))
     with live.jobs_batched():
         runs_apply(statuses, executor=executor.name, waited=waited, now=now, stats=stats)
+        stuck_apply(statuses, executor=executor.name, waited=waited, timeout_s=slurm["pending_timeout_s"], now=now,
+                    stats=stats)
         stops_apply(executor, statuses, waited=waited, now=now, stats=stats, errors=errors)
         submits_apply(executor, nodes, slurm=slurm, now=now, stats=stats, errors=errors)
     return _record(executor, started, cpu, stats=stats, errors=errors)

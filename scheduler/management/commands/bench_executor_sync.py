@@ -54,6 +54,7 @@ class Command(BaseCommand):
             texts = build(options["jobs"], scratch)
             executor = SlurmExecutor(job_prefix="gogh", partition="gpu", runner=RecordedRunner(texts))
             slurm = {"gres_types": {}, "accounts": {}, "partition": "gpu", "sync_s": 2.0, "command_timeout_s": 15,
+                     "pending_timeout_s": 300,
                      "output_dir": scratch / "output", "checkpoint_dir": scratch / "checkpoints",
                      "job_prefix": "gogh", "bin_dir": ""}
             with override_settings(GOGH_EXECUTOR="slurm", GOGH_SLURM=slurm):

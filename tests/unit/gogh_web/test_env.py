@@ -1,6 +1,8 @@
 """Settings inputs: the secret key is made once and kept; flags and lists parse as documented."""
 import logging
 
+import pytest
+from django.core.exceptions import ImproperlyConfigured
 from kombu import Connection
 
 from gogh_web import env
@@ -55,3 +57,12 @@ def test_server_broker_keeps_its_url_for_results(tmp_path):
         "result_backend": "redis://h:6379/0",
     }
     assert not (tmp_path / "celery").exists()
+
+
+def test_slurm_pending_timeout_defaults_to_five_minutes_and_a_bad_value_stops_the_start(tmp_path):
+    executor_environment = env.executor_environment
+    assert executor_environment({}, tmp_path)["slurm"]["pending_timeout_s"] == 300.0
+    assert executor_environment({"GOGH_SLURM_PENDING_TIMEOUT_S": "45"}, tmp_path)["slurm"]["pending_timeout_s"] == 45.0
+    for bad in ("5", "soon", "-1"):
+        with pytest.raises(ImproperlyConfigured, match="GOGH_SLURM_PENDING_TIMEOUT_S"):
+            executor_environment({"GOGH_SLURM_PENDING_TIMEOUT_S": bad}, tmp_path)

@@ -53,7 +53,8 @@ def slurm_settings(settings, tmp_path):
     settings.GOGH_EXECUTOR = "slurm"
     settings.GOGH_SLURM = {
         "gres_types": {}, "accounts": {"research": "acct-research"}, "partition": "gpu", "sync_s": 2.0,
-        "command_timeout_s": 15, "output_dir": tmp_path / "out", "checkpoint_dir": tmp_path / "ckpt",
+        "command_timeout_s": 15, "pending_timeout_s": 300, "output_dir": tmp_path / "out",
+        "checkpoint_dir": tmp_path / "ckpt",
         "job_prefix": "gogh", "bin_dir": "",
     }
     return settings.GOGH_SLURM
