@@ -11,6 +11,10 @@ FULL = (
 )
 NOT_SURE = "No configuration is known to reach T_min = {tmin:g} steps/s within D_j = {dj} GPU(s):"
 POLICY = "Not admitted by the {solver} policy: none of its configurations fitted the capacity left."
+FAIR_SHARE_AFTER = (
+    " Its tenant's fair-share factor is {factor:.2f}: within its priority level, jobs of tenants that used less "
+    "of their share went first ({tenants})."
+)
 PROBE_NO_TYPE = "Probe on {gpu_type}: the cluster has no healthy GPU of that type on a ready node."
 PROBE_NO_ROOM = "Probe on {gpu_type}: no {k} x {gpu_type} fits its memory and layout in the cluster."
 PROBE_FULL = (
@@ -45,8 +49,22 @@ def pending_reason(inst: Instance, j: int, solver: str, optimising: bool, choice
         return POLICY.format(solver=solver)
     if inst.job_options[j]:
         least = min((inst.all_options[i] for i in inst.job_options[j]), key=lambda o: (o.num_gpus, o.cost))
-        return FULL.format(k=least.num_gpus, gpu_type=least.gpu_type) + _margin_held(inst, j)
-    return FULL.format(k="a shared 1", gpu_type=inst.groups[inst.job_groups[j][0]].gpu_type)
+        full = FULL.format(k=least.num_gpus, gpu_type=least.gpu_type) + _margin_held(inst, j)
+    else:
+        full = FULL.format(k="a shared 1", gpu_type=inst.groups[inst.job_groups[j][0]].gpu_type)
+    return full + _fair_share_after(inst, j, choices)
+
+
+def _fair_share_after(inst: Instance, j: int, choices: list | None) -> str:
+    """Where jobs of its priority level from tenants with a higher fair-share factor were
+    admitted, a sentence saying so ('' otherwise): fair share ordered the admission."""
+    if choices is None:
+        return ""
+    job = inst.jobs[j]
+    ahead = sorted({inst.jobs[x].tenant for x, c in enumerate(choices)
+                    if c is not None and inst.jobs[x].priority == job.priority
+                    and inst.jobs[x].tenant != job.tenant and inst.jobs[x].fair_share > job.fair_share})
+    return FAIR_SHARE_AFTER.format(factor=job.fair_share, tenants=", ".join(ahead)) if ahead else ""
 
 
 def _quota_reason(inst: Instance, j: int, choices: list) -> str | None:

@@ -60,3 +60,21 @@ def test_the_bonuses_stay_below_one_job_and_rank_by_factor():
     assert b == 1.0 and 1.0 < a < c  # the lowest factor gets no bonus
     assert a + b + c - 3 == pytest.approx(FAIR_SHARE_SHARE)  # the level's bonuses together
     assert FAIRNESS_SHARE + RISK_SHARE + FAIR_SHARE_SHARE < 1.0
+
+
+@pytest.mark.parametrize("solver", ["ilp", "genetic"])
+def test_a_job_left_out_by_fair_share_says_so_in_its_pending_reason(solver):
+    p = contended(1)
+    reasons = get_solver(solver).solve(p).reasons
+    by_tenant = {j.tenant: reasons[j.id] for j in p.jobs if j.id in reasons}
+    assert sorted(by_tenant) == ["a", "b"]
+    assert by_tenant["a"].endswith("Its tenant's fair-share factor is 0.50: within its priority level, jobs of "
+                                   "tenants that used less of their share went first (c).")
+    assert "fair-share factor is 0.33" in by_tenant["b"] and by_tenant["b"].endswith("went first (c).")
+
+
+def test_no_fair_share_sentence_where_a_higher_priority_took_the_gpu_or_factors_are_equal():
+    p = contended(1, priorities={"b": 1})
+    assert not any("fair-share" in r for r in get_solver("ilp").solve(p).reasons.values())
+    p = contended(1, factors={"a": 0.3, "b": 0.3, "c": 0.3})
+    assert not any("fair-share" in r for r in get_solver("ilp").solve(p).reasons.values())
