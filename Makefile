@@ -40,8 +40,10 @@ test-unit: venv
 	$(PYTEST) tests/unit
 
 # Embedded defaults (SQLite file + filesystem broker) first, then PostgreSQL for everything.
+# Tests marked postgres_tier (browser tests, whose stack is on Redis in both tiers, and the
+# Slurm executor end to end) run once, in the PostgreSQL tier.
 test-integration: venv preflight
-	GOGH_TEST_REDIS_URL=$(TEST_REDIS_URL) $(PYTEST) tests/integration
+	GOGH_TEST_REDIS_URL=$(TEST_REDIS_URL) $(PYTEST) tests/integration -m "not postgres_tier"
 	DATABASE_URL=$(TEST_DATABASE_URL) GOGH_TEST_REDIS_URL=$(TEST_REDIS_URL) $(PYTEST) tests/unit tests/integration
 
 services:

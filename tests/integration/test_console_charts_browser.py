@@ -26,7 +26,7 @@ from .test_dashboard_browser import (
     stack as stack,
 )
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres_tier]
 
 # Counts Plotly.react / newPlot calls from the moment the page's Plotly bundle defines Plotly.
 COUNT_PLOTLY_CALLS = """

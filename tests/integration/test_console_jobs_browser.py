@@ -30,7 +30,7 @@ from .test_dashboard_browser import (
     submit_job,
 )
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres_tier]
 
 VIEWPORTS = {**SIZES, "tablet": (820, 1180)}
 

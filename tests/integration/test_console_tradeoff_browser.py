@@ -23,7 +23,7 @@ from .test_dashboard_browser import (
     sweep_rendered,
 )
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres_tier]
 
 # Plotly draws a 3D marker as a text glyph (its scatter3d symbol table); a 2D one as an SVG path.
 GLYPHS_3D = {"circle": "\u25cf", "circle-open": "\u25cb", "square": "\u25a0", "square-open": "\u25a1",

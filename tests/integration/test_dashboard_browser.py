@@ -38,7 +38,7 @@ from .conftest import (
     worker_argv,
 )
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres_tier]
 
 CHROMIUM = Path(os.environ.get("GOGH_CHROMIUM", "/usr/bin/chromium"))
 SIZES = {"wide": (1280, 800), "narrow": (390, 844)}

@@ -38,7 +38,7 @@ from .conftest import ROOT, free_port, wait_for_http, worker_argv
 from .keep_work import wait_for
 from .test_http_api import call
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres_tier]
 
 #: Every Slurm job of these tests is named h4e2e-...: each stack's GOGH_SLURM_JOB_PREFIX is
 #: h4e2e-<a new word>, since job ids start again at 1 in each test's database while Slurm still

@@ -22,7 +22,7 @@ from .test_dashboard_browser import (
     stack as stack,
 )
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres_tier]
 
 
 def store(**values):
