@@ -38,6 +38,7 @@ from .feasibility import (
     sharing_theta,
 )
 from .group_estimates import GroupEstimates
+from .limit_levels import group_power_at
 from .problem import JobSpec, Problem
 
 
@@ -103,7 +104,26 @@ class _Matcher:
             if not current and not group_meets_tmin(sure, (jobs[x] for x in members)):
                 continue
             taus, power = found
-            out.append(Group(members, t, taus, power, self.cost(members, t, power, taus, current), current))
+            cost = self.cost(members, t, power, taus, current)
+            out.append(Group(members, t, taus, power, cost, current))
+            out += self.at_limits(members, t, taus, sure, power, cost, current)
+        return out
+
+    def at_limits(self, members: tuple[int, ...], t: str, taus: tuple[float, ...], sure: tuple[float, ...],
+                  power: float, cost: float, current: bool) -> list[Group]:
+        """The group on its GPU at each lower limit (one limit for the shared GPU) where every
+        member keeps its T_min at its own speed fraction and the GPU costs less than at every
+        higher limit. Changing only the limit changes no GPU, so a running group stays current."""
+        jobs, out = self.jobs, []
+        for limit, speeds, fractions in self.estimates.at_limits(tuple(jobs[x].workload for x in members), t):
+            if not group_meets_tmin((s * f for s, f in zip(sure, speeds)), (jobs[x] for x in members)):
+                continue
+            at_taus = tuple(tau * f for tau, f in zip(taus, speeds))
+            at_power = group_power_at(power, fractions, limit)
+            at_cost = self.cost(members, t, at_power, at_taus, current)
+            if at_cost < cost:
+                out.append(Group(members, t, at_taus, at_power, at_cost, current, limit))
+                cost = at_cost
         return out
 
     def chain_of(self, members: tuple[int, ...], *, running: bool = False) -> list[Group]:

@@ -1,12 +1,13 @@
 """The aggregated model every solver works on: per job the options that meet its T_min,
 co-location groups worth considering, capacity per GPU type, costs and admission values."""
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .admission import admission_values, probes_last
 from .aggregation import TypeCapacity, aggregate, block_sizes, usage_levels
 from .candidates import group_candidates
 from .choices import Choice, Group, Option
 from .feasibility import layout_fits, margin, meets_tmin, memory_fits, option_cost, uncertainty
+from .limit_levels import limit_levels
 from .problem import JobSpec, Problem
 from .quotas import Quotas, lift_within_quota, quota_key, use_of
 from .weights import cluster_load, energy_weight
@@ -88,11 +89,18 @@ class Instance:
         """What job j holds now, where offered: its current option (among those meeting T_min
         with `slo_only`, which always include it) or, with `use_groups`, its running group."""
         if use_groups:
-            for p in self.job_groups[j]:
-                if self.groups[p].current:
-                    return ("g", p)
-        options = self.job_options[j] if slo_only else self.job_all_options[j]
-        return next((("o", i) for i in options if self.all_options[i].current), None)
+            running = [p for p in self.job_groups[j] if self.groups[p].current]
+            if running:
+                return ("g", self._at_current_limit(j, running, self.groups))
+        options = [i for i in (self.job_options[j] if slo_only else self.job_all_options[j])
+                   if self.all_options[i].current]
+        return ("o", self._at_current_limit(j, options, self.all_options)) if options else None
+
+    def _at_current_limit(self, j: int, indices: list[int], items: list) -> int:
+        """Of job j's current options (or groups), which differ only in their power limit, the
+        one at the limit it runs at now, else the first (the default limit)."""
+        limit = self.jobs[j].current.power_limit_w if self.jobs[j].current is not None else None
+        return min(indices, key=lambda i: items[i].power_limit_w != limit)
 
     def admission_order(self) -> list[int]:
         """Jobs by decreasing admission value; among equals, running/placed jobs first, then
@@ -192,7 +200,8 @@ def compile_instance(problem: Problem, *, lift_quotas: bool = False) -> Instance
     inst.job_all_options = [[] for _ in jobs]
     inst.job_groups = [[] for _ in jobs]
     for i, opt in enumerate(all_options):
-        inst.job_all_options[opt.job].append(i)
+        if opt.power_limit_w is None:  # the baselines plan at the default limit
+            inst.job_all_options[opt.job].append(i)
     for i in options_idx:
         inst.job_options[all_options[i].job].append(i)
     for i, group in enumerate(groups):
@@ -285,10 +294,12 @@ def power_per_gpu_alone(problem: Problem, workload: str, gpu_type: str) -> float
 
 def _job_options(problem, j, job, gpu_type, cap, sizes, current, weight, idle_on) -> list[Option]:
     """Job j alone on k GPUs of the type, each layout, where its throughput is known; a probe on
-    exactly the largest block within D_j, at any throughput (unknown: 0, what it will measure)."""
+    exactly the largest block within D_j, at any throughput (unknown: 0, what it will measure).
+    Each configuration also at the type's lower power limits where they pay (_at_limits)."""
     spec = problem.gpu_types[gpu_type]
     settings = problem.settings
     per_gpu = power_per_gpu_alone(problem, job.workload, gpu_type)
+    limits = limit_levels(problem, job.workload, gpu_type) if not job.probe else ()
     out = []
     counts = block_sizes(min(job.max_gpus, cap.gpus))
     if job.probe:
@@ -307,9 +318,20 @@ def _job_options(problem, j, job, gpu_type, cap, sizes, current, weight, idle_on
             cost = option_cost(
                 job, spec, settings, k, tau, power, weight, idle_on, current is not None and not is_current
             )
-            out.append(Option(j, gpu_type, k, consolidated, tau, power, cost,
-                              job.probe or meets_tmin(tau * sure_share(problem, job, gpu_type, k, consolidated), job),
-                              is_current))
+            sure = sure_share(problem, job, gpu_type, k, consolidated)
+            default = Option(j, gpu_type, k, consolidated, tau, power, cost,
+                             job.probe or meets_tmin(tau * sure, job), is_current)
+            out.append(default)
+            for limit_w, speed, fraction in limits:
+                # A lower limit changes no GPU: the job keeps its configuration (and its GPUs when it
+                # has them now), so the option is as "current" as the default one and pays no move.
+                at = replace(default, tau=tau * speed, power_w=min(power * fraction, k * limit_w),
+                             meets_slo=meets_tmin(tau * speed * sure, job), power_limit_w=limit_w)
+                at = replace(at, cost=option_cost(job, spec, settings, k, at.tau, at.power_w, weight, idle_on,
+                                                  current is not None and not is_current))
+                if at.meets_slo and at.cost < cost:
+                    out.append(at)
+                    cost = at.cost
     return out
 
 
@@ -327,7 +349,8 @@ def _useful(options: list[Option], keep_surplus: bool) -> list[int]:
     (predictions may have fallen since it was placed: stopping it would lose its work, moving
     it elsewhere is still open); without a value on surplus throughput (neither
     throughput_value_w nor a fairness weight), a larger configuration of the same type and
-    placement style only costs more, so it is dropped."""
+    placement style only costs more, so it is dropped, and of one configuration's power limits
+    only the cheapest is kept."""
     best: dict[tuple, int] = {}
     keep = []
     for i, opt in enumerate(options):
@@ -337,6 +360,6 @@ def _useful(options: list[Option], keep_surplus: bool) -> list[int]:
             keep.append(i)
             continue
         key = (opt.job, opt.gpu_type, opt.consolidated)
-        if key not in best or opt.num_gpus < options[best[key]].num_gpus:
+        if key not in best or (opt.num_gpus, opt.cost) < (options[best[key]].num_gpus, options[best[key]].cost):
             best[key] = i
     return sorted(set(keep) | set(best.values()))
