@@ -483,8 +483,8 @@ def _apply(allocation: optimizer.Plan, run: SolveRun, now,
                             tuple(sorted(int(g) for g in placement.gpu_ids)), placement.predicted_throughput))
     writes.write(run)
     interruptions_record(stops + _moves_explained(moves, run), now=now, handover=True)
-    if any(item.kind != "pending" for item in news):
-        executor_sync_request()  # allocations opened or closed: a pushing executor hears of it now
+    if any(item.kind != "pending" for item in news) or writes.limits:
+        executor_sync_request()  # allocations opened, closed or given a new limit: a pushing executor hears of it now
     return news
 
 

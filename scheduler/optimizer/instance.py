@@ -179,10 +179,14 @@ def compile_instance(problem: Problem, *, lift_quotas: bool = False) -> Instance
                 _job_options(problem, j, job, gpu_type, capacity[gpu_type], sizes, currents[j], weight, idle_on)
             )
     options_idx = _useful(all_options, settings.throughput_value_w > 0 or settings.fairness_weight > 0)
+    # Pairs are matched on what the jobs cost alone at the default limit: a lower limit makes
+    # running alone cheaper, and matching against it formed fewer pairs, so fewer jobs fit the
+    # cluster (bench_solver at 256 GPUs admitted one job less). Each pair matched is then
+    # offered at its own limits (candidates.py).
     cheapest_alone = [float("inf")] * len(jobs)
-    for i in options_idx:
-        opt = all_options[i]
-        cheapest_alone[opt.job] = min(cheapest_alone[opt.job], opt.cost)
+    for opt in all_options:
+        if opt.power_limit_w is None and (opt.meets_slo or opt.current):
+            cheapest_alone[opt.job] = min(cheapest_alone[opt.job], opt.cost)
     groups = group_candidates(problem, jobs, capacity, currents, weight, idle_on, cheapest_alone, memory)
     inst = Instance(
         problem=problem,

@@ -162,12 +162,13 @@ def reference_problem(**settings):
         taus |= {(w, "fast", 1, True): base, (w, "fast", 2, True): 1.8 * base, (w, "slow", 1, True): base / 2,
                  (w, "slow", 2, True): 0.9 * base}
     rhos = {(w, v, "fast"): 0.6 for w in "abc" for v in "abc"}
-    limits = {(w, t, lim): (0.85 + 0.04 * i, 0.7 + 0.05 * i)
-              for i, (w, t, lim) in enumerate((w, t, lim) for w in "abc" for t, levels in
-                                              (("fast", (180.0, 240.0)), ("slow", (90.0, 120.0))) for lim in levels)}
+    # At a fraction f of the default limit: speed f ** s (s by workload), power f.
+    tdp = {"fast": 300.0, "slow": 150.0}
+    limits = {(w, t, lim): ((lim / tdp[t]) ** s, lim / tdp[t]) for w, s in (("a", 0.3), ("b", 0.4), ("c", 0.5))
+              for t, levels in (("fast", (180.0, 240.0)), ("slow", (90.0, 120.0))) for lim in levels}
     preds = LimitPredictions(taus=taus, rhos=rhos, limits=limits)
     jobs = [job(1, "a", tmin=3.0, current=(["f-0"], [])), job(2, "b", tmin=2.0, current=(["s-0"], [])),
-            job(3, "c", tmin=10.0, dj=2), job(4, "a", tmin=4.5), job(5, "b", tmin=2.5), job(6, "c", tmin=5.0),
+            job(3, "c", tmin=10.0, dj=2), job(4, "a", tmin=4.0), job(5, "b", tmin=2.5), job(6, "c", tmin=5.0),
             job(7, "a", tmin=7.0, dj=2), job(8, "b", tmin=1.0)]
     gpus = node("fast", "f", 4) + node("slow", "s", 4)
     return problem(jobs, gpus, [fast, slow], preds, **settings)
@@ -211,3 +212,20 @@ def test_type_levels_are_fractions_of_the_default_within_every_boards_range():
     assert type_levels(250.0, boards) == (210.0, 240.0, 270.0)
     assert type_levels(300.0, [(100.0, 260.0, 260.0, "")]) == (156.0, 182.0, 208.0, 234.0)
     assert type_levels(300.0, boards + [(150.0, 300.0, 300.0, "Insufficient permissions")]) == ()
+
+
+def test_limits_form_the_same_pairs_as_without_them_and_offer_them_at_their_limits():
+    """Pairs are matched on the jobs' default-limit costs: running alone at a lower limit, which
+    is cheaper, does not cost the round a pair it would have formed."""
+    on, off = compile_instance(reference_problem()), compile_instance(reference_problem(power_limits=False))
+    assert {(g.members, g.gpu_type) for g in on.groups if g.power_limit_w is None} == {
+        (g.members, g.gpu_type) for g in off.groups}
+    assert any(g.power_limit_w is not None for g in on.groups)
+
+
+def test_a_pinned_job_may_still_change_its_limit():
+    """A job in its move cool-down keeps its configuration, at any of its limits."""
+    p = running(5.0)
+    p = replace(p, jobs=(replace(p.jobs[0], pinned=True),))
+    placement = get_solver("ilp").solve(p).placements["1"]
+    assert placement.gpu_ids == ("n-0",) and placement.power_limit_w == 210.0
