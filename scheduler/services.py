@@ -586,15 +586,24 @@ class _RoundWrites:
 
     def write(self, run: SolveRun) -> None:
         Allocation.objects.filter(job_id__in=sorted(self.closing), end__isnull=True).update(end=self.now)
-        for job, placement in self.limits:
-            Allocation.objects.filter(job=job, end__isnull=True).update(
-                power_limit_w=placement.power_limit_w, predicted_throughput=placement.predicted_throughput,
-                predicted_power_w=placement.predicted_power_w / placement.num_gpus,
+        for (limit, throughput, power), job_ids in self._limit_updates().items():
+            Allocation.objects.filter(job_id__in=job_ids, end__isnull=True).update(
+                power_limit_w=limit, predicted_throughput=throughput, predicted_power_w=power,
             )
         for values, job_ids in self._job_updates().items():
             Job.objects.filter(pk__in=job_ids).update(**dict(values))
         _open_allocations(self.opening, run, self.now)
         live.jobs_changed(self.changed)
+
+    def _limit_updates(self) -> dict[tuple, list[int]]:
+        """{(limit, throughput, power per GPU): ids of the jobs whose open rows get exactly these}:
+        one update per distinct set (jobs of one workload and configuration share one)."""
+        updates: dict[tuple, list[int]] = {}
+        for job, placement in self.limits:
+            values = (placement.power_limit_w, placement.predicted_throughput,
+                      placement.predicted_power_w / placement.num_gpus)
+            updates.setdefault(values, []).append(job.pk)
+        return updates
 
     def _job_updates(self) -> dict[tuple, list[int]]:
         """{((field, new value), ...): ids of the jobs that get exactly these}."""

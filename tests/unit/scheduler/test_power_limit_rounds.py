@@ -4,6 +4,8 @@ setting and its audit trail, and the apply step writing Allocation.power_limit_w
 the limit alone in place (the job keeps running, no new row, no interruption)."""
 from dataclasses import replace
 
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from scheduler import services
@@ -110,3 +112,16 @@ def test_a_job_whose_limit_is_unchanged_is_left_alone(measured, alice, resnet50)
     services._apply(decision(placement(job, measured[0], 210.0, tau=10.0, power=300.0)), run, timezone.now())
     row = Allocation.objects.get(job=job)
     assert (row.power_limit_w, row.predicted_throughput, row.predicted_power_w) == (210.0, 10.0, 300.0)
+
+
+def test_jobs_given_the_same_new_limit_are_updated_in_one_statement(measured, alice, resnet50):
+    jobs = [running_job(alice, resnet50, gpu) for gpu in measured[:3]]
+    run = SolveRun.objects.create(solver="ilp", trigger="manual")
+    with CaptureQueriesContext(connection) as queries:
+        services._apply(decision(*(placement(job, gpu, 210.0) for job, gpu in zip(jobs, measured))), run,
+                        timezone.now())
+    updates = [q["sql"] for q in queries.captured_queries
+               if q["sql"].startswith("UPDATE") and "power_limit_w" in q["sql"]]
+    assert len(updates) == 1
+    assert set(Allocation.objects.values_list("power_limit_w", "end")) == {(210.0, None)}
+    assert Allocation.objects.count() == 3

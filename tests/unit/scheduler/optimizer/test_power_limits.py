@@ -229,3 +229,10 @@ def test_a_pinned_job_may_still_change_its_limit():
     p = replace(p, jobs=(replace(p.jobs[0], pinned=True),))
     placement = get_solver("ilp").solve(p).placements["1"]
     assert placement.gpu_ids == ("n-0",) and placement.power_limit_w == 210.0
+
+
+def test_a_probe_is_offered_the_default_limit_only():
+    """A probe measures its configuration as it runs by default."""
+    p = alone(5.0)
+    p = replace(p, jobs=(replace(p.jobs[0], probe=True),))
+    assert [o.power_limit_w for o in compile_instance(p).all_options] == [None]
