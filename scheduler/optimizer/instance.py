@@ -299,7 +299,7 @@ def power_per_gpu_alone(problem: Problem, workload: str, gpu_type: str) -> float
 def _job_options(problem, j, job, gpu_type, cap, sizes, current, weight, idle_on) -> list[Option]:
     """Job j alone on k GPUs of the type, each layout, where its throughput is known; a probe on
     exactly the largest block within D_j, at any throughput (unknown: 0, what it will measure).
-    Each configuration also at the type's lower power limits where they pay (_at_limits)."""
+    Each configuration also at the type's lower power limits where they pay (limit_levels.py)."""
     spec = problem.gpu_types[gpu_type]
     settings = problem.settings
     per_gpu = power_per_gpu_alone(problem, job.workload, gpu_type)
@@ -319,23 +319,21 @@ def _job_options(problem, j, job, gpu_type, cap, sizes, current, weight, idle_on
                 k == 1 or current[2] == consolidated
             )
             power = k * per_gpu
-            cost = option_cost(
-                job, spec, settings, k, tau, power, weight, idle_on, current is not None and not is_current
-            )
+            migrates = current is not None and not is_current
+            cost = option_cost(job, spec, settings, k, tau, power, weight, idle_on, migrates)
             sure = sure_share(problem, job, gpu_type, k, consolidated)
             default = Option(j, gpu_type, k, consolidated, tau, power, cost,
                              job.probe or meets_tmin(tau * sure, job), is_current)
             out.append(default)
             for limit_w, speed, fraction in limits:
-                # A lower limit changes no GPU: the job keeps its configuration (and its GPUs when it
-                # has them now), so the option is as "current" as the default one and pays no move.
-                at = replace(default, tau=tau * speed, power_w=min(power * fraction, k * limit_w),
-                             meets_slo=meets_tmin(tau * speed * sure, job), power_limit_w=limit_w)
-                at = replace(at, cost=option_cost(job, spec, settings, k, at.tau, at.power_w, weight, idle_on,
-                                                  current is not None and not is_current))
-                if at.meets_slo and at.cost < cost:
-                    out.append(at)
-                    cost = at.cost
+                # A lower limit changes no GPU: the job keeps its configuration (and its GPUs where
+                # it has them now), so the option is as current as the default one and moves as little.
+                at_tau, at_power = tau * speed, min(power * fraction, k * limit_w)
+                at_cost = option_cost(job, spec, settings, k, at_tau, at_power, weight, idle_on, migrates)
+                if meets_tmin(at_tau * sure, job) and at_cost < cost:
+                    out.append(replace(default, tau=at_tau, power_w=at_power, cost=at_cost, meets_slo=True,
+                                       power_limit_w=limit_w))
+                    cost = at_cost
     return out
 
 
