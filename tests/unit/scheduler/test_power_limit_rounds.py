@@ -125,3 +125,41 @@ def test_jobs_given_the_same_new_limit_are_updated_in_one_statement(measured, al
     assert len(updates) == 1
     assert set(Allocation.objects.values_list("power_limit_w", "end")) == {(210.0, None)}
     assert Allocation.objects.count() == 3
+
+
+class WithLimits:
+    """The round's predictions with a stand-in at_power_limit on V100s: at a fraction f of the
+    300 W default, speed f ** 0.3 and power f (unknown on K80s: no limit offered there)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def at_power_limit(self, workload, gpu_type, limit_w):
+        return ((limit_w / 300.0) ** 0.3, limit_w / 300.0) if gpu_type == "v100" else None
+
+
+def test_a_round_sets_a_limit_and_a_later_round_lifts_it_without_moving_the_job(measured, alice, resnet50,
+                                                                               monkeypatch):
+    """ResNet-50 does 10/s on a V100 (4/s on a K80, below its T_min of 5). At 180 W (0.6 x 300 W)
+    it keeps 0.6 ** 0.3 = 86 % of its speed, 8.6/s: the round sets 180 W. With the setting off
+    the next round plans the default limit on the same GPU: the same allocation row, updated."""
+    from scheduler import problem_source
+
+    learned = problem_source.planning_predictions
+    monkeypatch.setattr(problem_source, "planning_predictions", lambda *a, **k: WithLimits(learned(*a, **k)))
+    job = services.job_submit(owner=alice, workload=resnet50, min_throughput=5.0, max_gpus=1).job
+    first = services.scheduling_round_run(trigger="manual").solve_run
+    row = Allocation.objects.get(job=job)
+    assert row.gpu.gpu_type.name == "v100" and row.power_limit_w == 180.0
+    assert row.predicted_power_w == 180.0 and first.power_w == 180.0
+
+    services.solver_config_update(by=None, values={"power_limits": False})
+    services.scheduling_round_run(trigger="manual")
+    after = Allocation.objects.get(job=job)
+    assert (after.pk, after.gpu_id, after.end, after.power_limit_w) == (row.pk, row.gpu_id, None, None)
+    assert after.predicted_power_w == 300.0
+    assert Job.objects.get(pk=job.pk).state == "placed"
+    assert not JobInterruption.objects.filter(job=job).exists()
