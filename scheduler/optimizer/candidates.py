@@ -36,6 +36,7 @@ from .feasibility import (
     memory_fits,
     one_tenant,
     sharing_theta,
+    values_surplus,
 )
 from .group_estimates import GroupEstimates
 from .limit_levels import group_power_at
@@ -63,6 +64,7 @@ class _Matcher:
         self.problem, self.jobs, self.currents = problem, jobs, currents
         self.weight, self.idle_on, self.cheapest_alone, self.memory = weight, idle_on, cheapest_alone, memory
         self.types, self.theta = types, theta
+        self.surplus = values_surplus(problem.settings)
         self.workloads = sorted({job.workload for job in jobs})
         self.estimates = GroupEstimates(problem, self.workloads, types)
         self.joining: dict = {}  # (chain's workloads, one more workload, type) -> estimate
@@ -105,8 +107,11 @@ class _Matcher:
                 continue
             taus, power = found
             cost = self.cost(members, t, power, taus, current)
-            out.append(Group(members, t, taus, power, cost, current))
-            out += self.at_limits(members, t, taus, sure, power, cost, current)
+            variants = [Group(members, t, taus, power, cost, current)]
+            variants += self.at_limits(members, t, taus, sure, power, cost, current)
+            # Each variant is cheaper than the one before on the same GPU; without a value on
+            # surplus throughput, the faster dearer ones could never be chosen.
+            out += variants if self.surplus else variants[-1:]
         return out
 
     def at_limits(self, members: tuple[int, ...], t: str, taus: tuple[float, ...], sure: tuple[float, ...],

@@ -6,7 +6,7 @@ from .admission import admission_values, probes_last
 from .aggregation import TypeCapacity, aggregate, block_sizes, usage_levels
 from .candidates import group_candidates
 from .choices import Choice, Group, Option
-from .feasibility import layout_fits, margin, meets_tmin, memory_fits, option_cost, uncertainty
+from .feasibility import layout_fits, margin, meets_tmin, memory_fits, option_cost, uncertainty, values_surplus
 from .limit_levels import limit_levels
 from .problem import JobSpec, Problem
 from .quotas import Quotas, lift_within_quota, quota_key, use_of
@@ -178,7 +178,7 @@ def compile_instance(problem: Problem, *, lift_quotas: bool = False) -> Instance
             all_options.extend(
                 _job_options(problem, j, job, gpu_type, capacity[gpu_type], sizes, currents[j], weight, idle_on)
             )
-    options_idx = _useful(all_options, settings.throughput_value_w > 0 or settings.fairness_weight > 0)
+    options_idx = _useful(all_options, values_surplus(settings))
     # Pairs are matched on what the jobs cost alone at the default limit: a lower limit makes
     # running alone cheaper, and matching against it formed fewer pairs, so fewer jobs fit the
     # cluster (bench_solver at 256 GPUs admitted one job less). Each pair matched is then

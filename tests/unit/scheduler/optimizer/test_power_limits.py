@@ -218,9 +218,17 @@ def test_limits_form_the_same_pairs_as_without_them_and_offer_them_at_their_limi
     """Pairs are matched on the jobs' default-limit costs: running alone at a lower limit, which
     is cheaper, does not cost the round a pair it would have formed."""
     on, off = compile_instance(reference_problem()), compile_instance(reference_problem(power_limits=False))
-    assert {(g.members, g.gpu_type) for g in on.groups if g.power_limit_w is None} == {
-        (g.members, g.gpu_type) for g in off.groups}
+    assert {(g.members, g.gpu_type) for g in on.groups} == {(g.members, g.gpu_type) for g in off.groups}
     assert any(g.power_limit_w is not None for g in on.groups)
+
+
+def test_without_surplus_value_a_group_is_offered_at_its_cheapest_limit_only():
+    """Same GPU, less power: the dearer variants could never be chosen. With a value on surplus
+    throughput the faster ones stay too."""
+    plain = compile_instance(shared_pair(4.5))
+    assert [g.power_limit_w for g in plain.groups] == [210.0]
+    valued = compile_instance(shared_pair(4.5, throughput_value_w=1.0))
+    assert [g.power_limit_w for g in valued.groups] == [None, 210.0]
 
 
 def test_a_pinned_job_may_still_change_its_limit():
