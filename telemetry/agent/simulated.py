@@ -7,15 +7,22 @@ and index (`gpu_uuid`), the same on every start; the demo inventory (telemetry.d
 registers its GPUs with them, so a simulated agent for a demo node reports the very GPUs
 `load_demo_cluster` registered. GPUs fail when told to (`fail_after`), as a lost GPU does under
 NVML: no more samples, and `failures()` names it.
+
+Power limits: each simulated board allows MIN_LIMIT_FRACTION to 1 x its type's top power (the
+default, as a datasheet TDP is), and a limit caps the power it reports. `refuse_limits` makes
+setting one fail as NVML does without root, to show refusals end to end.
 """
 import random
 import time
 import uuid
 from dataclasses import dataclass
 
-from .gpus import GpuInfo, GpuSample
+from .gpus import GpuInfo, GpuSample, PowerLimitRefused
 
 BUSY_UTILIZATION = 0.9
+#: The lowest limit a simulated board allows, as a fraction of its default (real boards: about
+#: 0.33 (V100) to 0.5 (P100) of their TDP).
+MIN_LIMIT_FRACTION = 0.4
 #: What a simulated node reports as its GPU driver: fixed, so it never looks like a change.
 SIMULATED_DRIVER = "simulated"
 _UUID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_DNS, "demo.gogh.invalid")
@@ -78,7 +85,7 @@ class SimulatedBackend:
 
     def __init__(self, *, hostname: str, layout: list[tuple[str, int]], types: dict[str, SimulatedType],
                  seed: int = 0, noise: float = 0.03, fail_after: dict[int, float] | None = None,
-                 clock=time.monotonic):
+                 clock=time.monotonic, refuse_limits: str = ""):
         unknown = sorted({name for name, _ in layout} - set(types))
         if unknown:
             raise ValueError(f"unknown GPU type(s) {', '.join(unknown)}; known: {', '.join(sorted(types))}")
@@ -90,13 +97,17 @@ class SimulatedBackend:
         self._fail_after = dict(fail_after or {})  # device index -> seconds after open()
         self._clock = clock
         self._opened_at = 0.0
+        self._limits: dict[int, float] = {}  # device index -> limit in force, W
+        self._refuse_limits = refuse_limits  # why every set is refused ("": none is)
 
     def open(self) -> None:
         self._opened_at = self._clock()
         index = 0
         for type_name, count in self._layout:
             gpu_type = self._types[type_name]
+            default = round(gpu_type.power_at(1.0), 1)
             for _ in range(count):
+                self._limits[index] = default
                 info = GpuInfo(
                     index=index,
                     uuid=gpu_uuid(self._hostname, index),  # a demo node's own GPUs, same rows
@@ -105,6 +116,10 @@ class SimulatedBackend:
                     numa_node=0,
                     memory_gb=gpu_type.memory_gb,
                     gpu_type=type_name,
+                    power_limit_min_w=round(default * MIN_LIMIT_FRACTION, 1),
+                    power_limit_max_w=default,
+                    power_limit_default_w=default,
+                    power_limit_w=default,
                 )
                 self._devices.append((info, gpu_type))
                 index += 1
@@ -117,6 +132,18 @@ class SimulatedBackend:
 
     def note_busy(self, indexes: set[int]) -> None:
         self._busy = set(indexes)
+
+    def power_limit(self, index: int) -> float | None:
+        return self._limits.get(index)
+
+    def set_power_limit(self, index: int, watts: float) -> None:
+        info = self._devices[index][0]
+        if self._refuse_limits:
+            raise PowerLimitRefused(self._refuse_limits)
+        if not info.power_limit_min_w <= watts <= info.power_limit_max_w:
+            raise PowerLimitRefused(f"{watts:g} W is outside the range this GPU allows "
+                                    f"({info.power_limit_min_w:g}-{info.power_limit_max_w:g} W)")
+        self._limits[index] = watts
 
     def failures(self) -> dict[int, str]:
         """The devices told to fail (--fail-gpu INDEX@SECONDS) whose time has come."""
@@ -136,6 +163,7 @@ class SimulatedBackend:
             busy = info.index in self._busy
             util = min(1.0, max(0.0, self._rng.gauss(BUSY_UTILIZATION, self._noise))) if busy else 0.0
             power = gpu_type.power_at(util) * max(0.0, 1 + self._rng.gauss(0, self._noise))
+            power = min(power, self._limits[info.index])  # the board holds its draw under the limit
             samples.append(
                 GpuSample(
                     uuid=info.uuid,
