@@ -58,7 +58,7 @@ from .client import ControlPlane, Refused, RetryLater, Unreachable
 from .config import AgentConfig
 from .contract import PREEMPTED_EXIT_CODE
 from .gpus import GpuBackend
-from .jobs import Assignment, partner_file, simulated_command
+from .jobs import Assignment, pace_file, partner_file, simulated_command
 from .power import PowerLimiter
 from .runner import JobProcess
 
@@ -119,6 +119,7 @@ class Agent:
         self._heartbeat_body: dict = {}
         self.power = PowerLimiter(backend)
         self._reports_power_limits = False
+        self._paces: dict[int, float] = {}  # simulated jobs' pace as last written, by job
 
     # --- life cycle
     def stop(self) -> None:
@@ -438,14 +439,23 @@ class Agent:
             # A finished job is listed until the control plane has its end: forget it once it is not.
             self._finished_keys &= {assignment.key for assignment in assignments}
             self.power.follow(assignments, failed)
+            for assignment, _ in self._running.values():
+                if self._simulated(assignment):
+                    self._write_pace(assignment)
+
+    def _simulated(self, assignment: Assignment) -> bool:
+        """Whether the job runs as a simulated job (simjob) rather than its own command."""
+        return self.config.simulate_seed is not None and not (
+            self.config.simulate_run_commands and assignment.command.strip())
 
     def _start_job(self, assignment: Assignment) -> None:
         command, environment = assignment.command, assignment.environment
-        if self.config.simulate_seed is not None and not (self.config.simulate_run_commands and command.strip()):
+        if self._simulated(assignment):
             command, extra = simulated_command(
                 assignment, seed=self.config.simulate_seed, speedup=self.config.simulate_speedup,
                 partner_path=self._write_partner(assignment), throughputs=self.config.simulate_throughputs,
                 checkpoint_interval_s=self.config.simulate_checkpoint_interval_s,
+                pace_path=self._write_pace(assignment),
             )
             environment = {**environment, **extra}
         process = JobProcess(
@@ -476,6 +486,19 @@ class Agent:
         staged = path.with_suffix(".partner.new")
         staged.write_text("".join(f"{partner}\n" for partner in assignment.partners))
         staged.replace(path)  # atomic: the job never reads a half-written list
+        return path
+
+    def _write_pace(self, assignment: Assignment) -> Path:
+        """The simulated job's pace under its GPUs' power limits (simjob reads it every interval),
+        written when it changes."""
+        path = pace_file(self.config.log_dir, assignment.job_id)
+        pace = self.backend.pace(assignment.gpu_indexes)
+        if self._paces.get(assignment.job_id) != pace or not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            staged = path.with_suffix(".pace.new")
+            staged.write_text(f"{pace:.6f}\n")
+            staged.replace(path)  # atomic: the job never reads half a number
+            self._paces[assignment.job_id] = pace
         return path
 
     def _grace(self, assignment: Assignment) -> float:

@@ -99,4 +99,8 @@ class GpuBackend(Protocol):
     def set_power_limit(self, index: int, watts: float) -> None:
         """Set the device's power limit; raises PowerLimitRefused with why when it does not take it."""
 
+    def pace(self, indexes) -> float:
+        """How fast a simulated job runs on these devices under their power limits (1: full
+        speed). Real GPUs slow their jobs themselves: 1."""
+
     def close(self) -> None: ...

@@ -82,12 +82,18 @@ def partner_file(log_dir: Path, job_id: int) -> Path:
     return log_dir / f"job-{job_id}.partner"
 
 
+def pace_file(log_dir: Path, job_id: int) -> Path:
+    """Where a simulated job reads its pace under its GPUs' power limits (the agent writes it)."""
+    return log_dir / f"job-{job_id}.pace"
+
+
 def simulated_command(assignment: Assignment, *, seed: int, speedup: float, partner_path: Path,
-                      throughputs: Path | None = None, checkpoint_interval_s: float = 0.0) -> tuple[str, dict]:
+                      throughputs: Path | None = None, checkpoint_interval_s: float = 0.0,
+                      pace_path: Path | None = None) -> tuple[str, dict]:
     """(command, extra environment) running the assignment as a simulated job (simjob), which
-    reads its partners from `partner_path` as it runs and its true rates from `throughputs`
-    (Gavel's file; None: simjob's default), and checkpoints every `checkpoint_interval_s`
-    seconds (0: never)."""
+    reads its partners from `partner_path` and its pace from `pace_path` as it runs and its
+    true rates from `throughputs` (Gavel's file; None: simjob's default), and checkpoints every
+    `checkpoint_interval_s` seconds (0: never)."""
     argv = [
         sys.executable, "-m", "telemetry.agent.simjob", "--workload", assignment.workload,
         "--gpu-type", assignment.gpu_type, "--num-gpus", str(len(assignment.gpu_indexes)),
@@ -95,6 +101,8 @@ def simulated_command(assignment: Assignment, *, seed: int, speedup: float, part
         "--speedup", str(speedup), "--checkpoint-interval-s", str(checkpoint_interval_s),
     ]
     argv += ["--partner-file", str(partner_path)]
+    if pace_path is not None:
+        argv += ["--pace-file", str(pace_path)]
     if throughputs is not None:
         argv += ["--throughputs", str(throughputs)]
     return shlex.join(argv), {"PYTHONPATH": str(_SOURCE_ROOT)}

@@ -1,16 +1,22 @@
 """Power limits on the node: the agent applies what each assignment asks for through NVML (the
 fake), refuses whole groups with a reason, puts the default back on idle GPUs and on stop, and
 reports what is in force in its heartbeats."""
+import argparse
+import threading
+
 import pynvml
 import pytest
 
+from telemetry.agent import cli
 from telemetry.agent.agent import Agent
 from telemetry.agent.client import ControlPlane
 from telemetry.agent.config import AgentConfig
+from telemetry.agent.gpus import PowerLimitRefused
 from telemetry.agent.jobs import Assignment
 from telemetry.agent.nvml import NvmlBackend
 from telemetry.agent.power import PowerLimiter
-from telemetry.agent.simulated import SimulatedBackend, SimulatedType
+from telemetry.agent.simjob import read_pace
+from telemetry.agent.simulated import NO_PERMISSION, SimulatedBackend, SimulatedType
 
 from .fake_control_plane import FakeControlPlane
 from .fake_nvml import fake_nvml
@@ -211,3 +217,50 @@ def test_an_observer_never_sets_a_limit(tmp_path):
         agent.step(1e9)
     assert "nvmlDeviceSetPowerManagementLimit" not in nvml.calls and observed.assignment_polls == 0
     observed.stop()
+
+
+# --- the simulated node: a limit caps power and slows its simulated job
+
+
+def test_a_simulated_job_slows_under_a_limit_without_a_restart(plane, tmp_path):
+    types = {"v100": SimulatedType("v100", 16, ((0.0, 50.0), (1.0, 300.0)))}
+    backend = SimulatedBackend(hostname="n", layout=[("v100", 1)], types=types)
+    config = AgentConfig(hostname="n", log_dir=tmp_path, simulate_seed=0, sample_interval_s=0.5,
+                         heartbeat_interval_s=0.5, poll_interval_s=0.1, grace_s=0.5)
+    agent = Agent(backend=backend, client=ControlPlane(plane.url, "agent-token"), config=config)
+    plane.assignments = [assignment(6, "", total_steps=100_000, power_limits_w=[None])]
+    thread = threading.Thread(target=agent.run, daemon=True)
+    thread.start()
+    pace = tmp_path / "job-6.pace"
+    try:
+        assert wait_for(lambda: 6 in agent._running and pace.exists() and float(pace.read_text()) == 1.0)
+        pid = agent._running[6][1].pid
+        plane.assignments = [assignment(6, "", total_steps=100_000, power_limits_w=[150.0])]
+        assert wait_for(lambda: float(pace.read_text()) < 1)
+        assert float(pace.read_text()) == pytest.approx((150 / 275) ** 0.5, abs=1e-6)  # the busy board draws 275 W
+        assert agent._running[6][1].pid == pid and backend.power_limit(0) == 150
+    finally:
+        agent.stop()
+        thread.join(timeout=15)
+    assert backend.power_limit(0) == 300  # the default is back
+
+
+@pytest.mark.parametrize("text,pace", [("0.5\n", 0.5), ("1", 1.0), ("0", 1.0), ("1.5", 1.0), ("fast", 1.0)])
+def test_a_simulated_job_reads_its_pace_or_runs_at_full_speed(tmp_path, text, pace):
+    path = tmp_path / "job.pace"
+    path.write_text(text)
+    assert read_pace(path) == pace
+    assert read_pace(tmp_path / "none") == 1.0 and read_pace(None) == 1.0
+
+
+def test_refusing_limits_is_a_simulated_nodes_flag(capsys, monkeypatch):
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    assert cli.run(parser.parse_args(["--url", "http://x", "--token", "t", "--refuse-power-limits"])) == cli.EXIT_USAGE
+    assert "--refuse-power-limits needs --simulate" in capsys.readouterr().err
+    types = {"v100": SimulatedType("v100", 16, ((0.0, 50.0), (1.0, 300.0)))}
+    backend = SimulatedBackend(hostname="n", layout=[("v100", 1)], types=types, refuse_limits=NO_PERMISSION)
+    backend.open()
+    with pytest.raises(PowerLimitRefused, match="Insufficient Permissions"):
+        backend.set_power_limit(0, 200)
+    assert backend.power_limit(0) == 300
