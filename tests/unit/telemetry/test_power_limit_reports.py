@@ -2,6 +2,7 @@
 force and the last refusal with each heartbeat; bad reports are 400s that store nothing."""
 import pytest
 
+from telemetry.live import gpus_snapshot
 from telemetry.models import Gpu, Node
 
 from .reports import gpu_report, node_report
@@ -70,6 +71,8 @@ def test_a_heartbeat_stores_the_limit_in_force_and_the_refusal_and_an_applied_li
     assert gpu.power_limit_w == 200
     listed = client_for(agent).get(f"/api/gpus/{gpu.pk}/").json()
     assert (listed["power_limit_w"], listed["power_limit_error"]) == (200, "")
+    live = next(g for g in gpus_snapshot(None).values() if g["uuid"] == "GPU-node1-0")
+    assert (live["power_limit_w"], live["power_limit_error"]) == (200, "")
 
 
 @pytest.mark.parametrize("gpus,field", [
