@@ -204,6 +204,16 @@ def test_an_agent_without_a_control_plane_that_knows_limits_sends_bare_heartbeat
     assert all("gpus" not in (body or {}) for body in plane.heartbeat_bodies)
 
 
+def test_a_control_plane_from_before_power_limits_gets_a_registration_without_them(plane, run_agent):
+    plane.before_power_limits = True
+    agent = run_agent(plane)
+    assert wait_for(lambda: plane.heartbeats >= 1)
+    first, second = plane.registrations
+    assert first["gpus"][0]["power_limit_w"] == 300
+    assert not any(key.startswith("power_limit") for gpu in second["gpus"] for key in gpu)
+    assert second["gpus"][0]["uuid"] == "GPU-fake-0" and not agent.errors
+
+
 def test_an_observer_never_sets_a_limit(tmp_path):
     observed = FakeControlPlane().start()
     nvml = fake_nvml(count=1)
