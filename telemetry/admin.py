@@ -12,6 +12,9 @@ from .models import Gpu, GpuSample, GpuSampleMinute, GpuState, Node, NodeState
 from .services.admission import node_approve, node_revoke
 
 _GPU_REPORTED = ["index", "uuid", "gpu_type", "product_name", "pci_bus_id", "pcie_switch", "numa_node", "memory_gb"]
+#: What the agent reports of the GPU's power limits (docs/agent.md), read-only.
+_GPU_POWER_LIMIT = ["power_limit_min_w", "power_limit_max_w", "power_limit_default_w", "power_limit_w",
+                    "power_limit_error"]
 
 
 def _set_states(modeladmin, request, objects, set_state, state: str, reason: str, done: str) -> None:
@@ -40,7 +43,7 @@ class GpuInline(admin.TabularInline):
     model = Gpu
     extra = 0
     can_delete = False
-    fields = [*_GPU_REPORTED, "state", "state_reason", "external_holder"]
+    fields = [*_GPU_REPORTED, "state", "state_reason", "external_holder", "power_limit_w", "power_limit_error"]
     readonly_fields = fields
     show_change_link = True
 
@@ -122,11 +125,13 @@ class NodeAdmin(admin.ModelAdmin):
 
 @admin.register(Gpu)
 class GpuAdmin(admin.ModelAdmin):
-    list_display = ["node", "index", "gpu_type", "state", "external_holder", "pcie_switch", "numa_node", "uuid"]
+    list_display = [
+        "node", "index", "gpu_type", "state", "external_holder", "power_limit_w", "pcie_switch", "numa_node", "uuid",
+    ]
     list_filter = ["gpu_type", "state"]
     search_fields = ["uuid", "node__hostname"]
     list_select_related = ["node", "gpu_type"]
-    readonly_fields = ["node", *_GPU_REPORTED, "state", "state_reason", "external_holder"]
+    readonly_fields = ["node", *_GPU_REPORTED, "state", "state_reason", "external_holder", *_GPU_POWER_LIMIT]
     actions = ["disable", "enable"]
 
     def has_add_permission(self, request):

@@ -43,6 +43,8 @@ def gpu_state(gpu, *, sample) -> dict:
         "state": gpu.state,
         "state_reason": gpu.state_reason,
         "external_holder": gpu.external_holder,
+        "power_limit_w": number(gpu.power_limit_w),
+        "power_limit_error": gpu.power_limit_error,
         "power_w": number(sample.power_w) if sample else None,
         "utilization": number(sample.utilization) if sample else None,
         "temperature_c": number(sample.temperature_c) if sample else None,

@@ -82,7 +82,18 @@ def gpu_errors(gpus) -> dict[str, list[str]]:
             first_with_uuid[uuid] = position
         if not (gpu.get("gpu_type") or gpu.get("product_name")):
             errors[f"{path}.gpu_type"] = ["Give gpu_type (a GPU type name) or product_name (as NVML reports it)."]
+        errors.update(power_limit_range_errors(gpu, path))
     return errors
+
+
+def power_limit_range_errors(gpu: Mapping, path: str) -> dict[str, list[str]]:
+    """The allowed range of power limits is a range, and the default lies in it."""
+    low, high, default = (gpu.get(f"power_limit_{name}_w") for name in ("min", "max", "default"))
+    if low is not None and high is not None and low > high:
+        return {f"{path}.power_limit_min_w": [f"The lowest limit ({low:g} W) is above the highest ({high:g} W)."]}
+    if default is not None and not ((low is None or low <= default) and (high is None or default <= high)):
+        return {f"{path}.power_limit_default_w": [f"The default limit ({default:g} W) is outside the allowed range."]}
+    return {}
 
 
 def registration_errors(*, hostname: str, labels, gpus) -> dict[str, list[str]]:

@@ -15,6 +15,9 @@ def node_assignments(node: Node, *, for_its_agent: bool) -> list[dict]:
     `placed_at` changes whenever the job is placed anew (migrated, preempted and placed again,
     on this node or another), never when only its partners change: agents restart on it.
     `partners`: the workloads of the jobs sharing its GPUs, sorted ([] alone).
+    `power_limits_w`: the power limit the round chose for each GPU of `gpu_indexes`, in the same
+    order (null: the board's default); the agent applies it without restarting the job (agents
+    from before ignore it).
     `resume_step` / `resume_checkpoint`: where a new run of the job starts (its last
     checkpoint; 0 and "" without one); `preemption_grace_s`: how long it may take to stop.
     A job moved or preempted while it ran is not listed until its last run has stopped
@@ -51,9 +54,10 @@ def node_assignments(node: Node, *, for_its_agent: bool) -> list[dict]:
                 "steps_done": job.steps_done, "resume_step": job.checkpoint_step or 0,
                 "resume_checkpoint": job.checkpoint_path if job.checkpoint_step is not None else "",
                 "preemption_grace_s": job.preemption_grace_s,
-                "placed_at": job.placed_at.isoformat() if job.placed_at else None,
+                "placed_at": job.placed_at.isoformat() if job.placed_at else None, "power_limits_w": [],
             },
         )
         entry["allocations"].append(allocation.pk)
         entry["gpu_indexes"].append(allocation.gpu.index)
+        entry["power_limits_w"].append(allocation.power_limit_w)
     return list(by_job.values())

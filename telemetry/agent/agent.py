@@ -30,7 +30,14 @@ back to pending, instead of waiting for the heartbeat timeout.
 Observer (config.observe, --observe): on a node whose jobs a cluster manager (Slurm) runs, the
 agent registers, heartbeats, samples and reports dead GPUs, but never asks for assignments, so
 it never runs a job; stopping, it uploads what is buffered and does not leave: whether the node
-is up is the manager's to say, not its observer's.
+is up is the manager's to say, not its observer's. It never sets a power limit either: the
+node's jobs are the manager's, and a limit on a GPU it does not schedule would slow them
+behind its back (it still reports the limits in force).
+
+Power limits (power.py): each assignments poll applies the limit chosen for each assigned GPU
+and puts the default back on GPUs no job is assigned; stopping puts it back on every GPU the
+agent changed. Heartbeats report the limit in force on each GPU and why the last one asked for
+was refused, to a control plane whose registration answer shows it knows them.
 
 The job contract (docs/jobs.md): a job whose allocation is withdrawn or changed gets its own
 grace period (the control plane's preemption_grace_s) to checkpoint; the fence, a lost GPU and
@@ -51,7 +58,8 @@ from .client import ControlPlane, Refused, RetryLater, Unreachable
 from .config import AgentConfig
 from .contract import PREEMPTED_EXIT_CODE
 from .gpus import GpuBackend
-from .jobs import Assignment, partner_file, simulated_command
+from .jobs import Assignment, pace_file, partner_file, simulated_command
+from .power import PowerLimiter
 from .runner import JobProcess
 
 log = logging.getLogger("gogh.agent")
@@ -69,6 +77,8 @@ EVERY_TURN = frozenset({"progress", "failures"})
 #: GOGH_MEASUREMENT lines a job report carries at most (the control plane's limit); the rest
 #: go with the next report.
 MEASUREMENTS_PER_REPORT = 100
+#: What a registration reports of each GPU's power limits (a control plane from before refuses them).
+POWER_LIMIT_FIELDS = ("power_limit_min_w", "power_limit_max_w", "power_limit_default_w", "power_limit_w")
 #: Why the agent stopped a job, in its final report (the control plane records it).
 WITHDRAWN = "its allocation here was withdrawn or changed"
 LEAVING = "the node's agent is stopping and the node leaves"
@@ -107,6 +117,9 @@ class Agent:
         self._uuids: dict[int, str] = {}
         self._failures_reported: set[int] = set()
         self._heartbeat_body: dict = {}
+        self.power = PowerLimiter(backend)
+        self._reports_power_limits = False
+        self._paces: dict[int, float] = {}  # simulated jobs' pace as last written, by job
 
     # --- life cycle
     def stop(self) -> None:
@@ -135,11 +148,14 @@ class Agent:
             self._shutdown()
             threads["sampler"].join(timeout=5)
         finally:
+            if not self.config.observe:
+                self.power.restore_all()
             self.backend.close()
 
     def _register(self) -> bool:
         devices = self.backend.devices()
         self._uuids = {device.index: device.uuid for device in devices}
+        self.power.open(devices)
         report = {
             "hostname": self.config.hostname, "labels": self.config.labels, "cell": self.config.cell,
             "agent_version": AGENT_VERSION, "gpus": [device.report() for device in devices],
@@ -153,6 +169,8 @@ class Agent:
             except Refused as exc:
                 if _unknown_field(exc, "driver_version") and report.pop("driver_version", None):
                     continue  # a control plane from before driver versions: register without it
+                if _unknown_gpu_fields(exc, POWER_LIMIT_FIELDS) and _without(report["gpus"], POWER_LIMIT_FIELDS):
+                    continue  # one from before power limits: register without them
                 raise RegistrationRefused(
                     f"the control plane refused the registration of {report['hostname']}: {exc}"
                 ) from exc
@@ -163,6 +181,7 @@ class Agent:
             self.node_id = node["id"]
             # A control plane that shows the driver version takes it with every heartbeat.
             self._heartbeat_body = {"driver_version": driver} if driver and "driver_version" in node else {}
+            self._reports_power_limits = any("power_limit_w" in gpu for gpu in node.get("gpus") or ())
             self._heard(sent, node)
             log.info("registered node %s (id %s) with %d GPUs", node["hostname"], node["id"], len(devices))
             return True
@@ -219,7 +238,7 @@ class Agent:
             sent = time.monotonic()
             wait = interval
             try:
-                answer = self._heartbeat_client.heartbeat(self.node_id, self._heartbeat_body)
+                answer = self._heartbeat_client.heartbeat(self.node_id, self._heartbeat_report())
             except RetryLater as exc:
                 wait = min(exc.after_s, interval)
                 log.warning("control plane busy (%s); heartbeating again in %g s", exc, wait)
@@ -231,6 +250,11 @@ class Agent:
                 self._note_reachable()
                 self._heard(sent, answer)
             self._stop.wait(max(0.0, sent + wait - time.monotonic()))
+
+    def _heartbeat_report(self) -> dict:
+        if not self._reports_power_limits:
+            return self._heartbeat_body
+        return {**self._heartbeat_body, "gpus": self.power.report()}
 
     def _heard(self, sent: float, answer) -> None:
         """A heartbeat (or the registration) sent at `sent` succeeded: the control plane
@@ -414,14 +438,24 @@ class Agent:
                     self._start_job(assignment)
             # A finished job is listed until the control plane has its end: forget it once it is not.
             self._finished_keys &= {assignment.key for assignment in assignments}
+            self.power.follow(assignments, failed)
+            for assignment, _ in self._running.values():
+                if self._simulated(assignment):
+                    self._write_pace(assignment)
+
+    def _simulated(self, assignment: Assignment) -> bool:
+        """Whether the job runs as a simulated job (simjob) rather than its own command."""
+        return self.config.simulate_seed is not None and not (
+            self.config.simulate_run_commands and assignment.command.strip())
 
     def _start_job(self, assignment: Assignment) -> None:
         command, environment = assignment.command, assignment.environment
-        if self.config.simulate_seed is not None and not (self.config.simulate_run_commands and command.strip()):
+        if self._simulated(assignment):
             command, extra = simulated_command(
                 assignment, seed=self.config.simulate_seed, speedup=self.config.simulate_speedup,
                 partner_path=self._write_partner(assignment), throughputs=self.config.simulate_throughputs,
                 checkpoint_interval_s=self.config.simulate_checkpoint_interval_s,
+                pace_path=self._write_pace(assignment),
             )
             environment = {**environment, **extra}
         process = JobProcess(
@@ -452,6 +486,19 @@ class Agent:
         staged = path.with_suffix(".partner.new")
         staged.write_text("".join(f"{partner}\n" for partner in assignment.partners))
         staged.replace(path)  # atomic: the job never reads a half-written list
+        return path
+
+    def _write_pace(self, assignment: Assignment) -> Path:
+        """The simulated job's pace under its GPUs' power limits (simjob reads it every interval),
+        written when it changes."""
+        path = pace_file(self.config.log_dir, assignment.job_id)
+        pace = self.backend.pace(assignment.gpu_indexes)
+        if self._paces.get(assignment.job_id) != pace or not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            staged = path.with_suffix(".pace.new")
+            staged.write_text(f"{pace:.6f}\n")
+            staged.replace(path)  # atomic: the job never reads half a number
+            self._paces[assignment.job_id] = pace
         return path
 
     def _grace(self, assignment: Assignment) -> float:
@@ -583,6 +630,21 @@ class Agent:
         if steps_per_s is None or self.config.simulate_seed is None:
             return steps_per_s
         return steps_per_s / self.config.simulate_speedup
+
+
+def _unknown_gpu_fields(exc: Refused, names: tuple[str, ...]) -> bool:
+    """Whether a 400 refused the registration for carrying any of `names` in its GPUs."""
+    gpus = exc.body.get("gpus") if exc.status == 400 and isinstance(exc.body, dict) else None
+    return isinstance(gpus, list) and any(isinstance(gpu, dict) and gpu.keys() & set(names) for gpu in gpus)
+
+
+def _without(gpus: list[dict], names: tuple[str, ...]) -> bool:
+    """Drop `names` from every GPU of a report; whether any was there."""
+    found = False
+    for gpu in gpus:
+        for name in names:
+            found = gpu.pop(name, None) is not None or found
+    return found
 
 
 def _unknown_field(exc: Refused, name: str) -> bool:

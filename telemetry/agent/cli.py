@@ -50,6 +50,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="With --simulate: Gavel's simulation_throughputs.json, the simulated jobs' true rates "
                         "(default: the repository's copy, catalog/reference/gavel/).")
     parser.add_argument(
+        "--refuse-power-limits", action="store_true",
+        help="With --simulate: the GPUs refuse every power limit, as NVML does for an agent without root.",
+    )
+    parser.add_argument(
         "--run-commands", action="store_true",
         help="With --simulate: a job that has a command runs it (a real process on the simulated GPUs, e.g. a "
         "training job on the CPU); only jobs without one run as simulated jobs.",
@@ -171,6 +175,8 @@ def _usage_problem(args) -> str | None:
         return "--run-commands runs jobs at their own speed: leave --speedup at 1 (its rates are divided by it)"
     if args.throughputs and not args.simulate:
         return "--throughputs needs --simulate: real jobs run at their own rate"
+    if args.refuse_power_limits and not args.simulate:
+        return "--refuse-power-limits needs --simulate: real GPUs refuse on their own (an agent without root)"
     return None
 
 
@@ -187,7 +193,7 @@ def _nvml_backend():
 
 def _simulated_backend(args, client: ControlPlane):
     """Simulated GPUs whose power curves are the control plane's GPU types' (GET /api/gpu-types/)."""
-    from .simulated import SimulatedBackend, SimulatedType, parse_failures, parse_gpu_spec
+    from .simulated import NO_PERMISSION, SimulatedBackend, SimulatedType, parse_failures, parse_gpu_spec
 
     layout = parse_gpu_spec(args.gpus)
     try:
@@ -202,7 +208,8 @@ def _simulated_backend(args, client: ControlPlane):
         for row in rows
     }
     return SimulatedBackend(hostname=args.hostname, layout=layout, types=types, seed=args.seed,
-                            fail_after=parse_failures(args.fail_gpu))
+                            fail_after=parse_failures(args.fail_gpu),
+                            refuse_limits=NO_PERMISSION if args.refuse_power_limits else "")
 
 
 def _simulated_throughputs(args) -> Path:

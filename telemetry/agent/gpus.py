@@ -13,6 +13,11 @@ class NoGpuDriver(RuntimeError):
     """The backend cannot reach GPUs (no NVIDIA driver or NVML library); the message says why."""
 
 
+class PowerLimitRefused(RuntimeError):
+    """The GPU did not take the power limit (no permission, not supported, out of range...);
+    the message says why, for the control plane and the operator."""
+
+
 @dataclass(frozen=True)
 class GpuInfo:
     """One device as the registration reports it (telemetry's GpuReportSerializer fields)."""
@@ -24,6 +29,18 @@ class GpuInfo:
     numa_node: int | None = None
     memory_gb: float | None = None
     gpu_type: str = ""  # only the simulated backend knows the type; NVML reports a product name
+    # The power limits the board allows and its default, W, and the limit in force when read
+    # (None: the device or driver cannot say, and no limit is ever set on it).
+    power_limit_min_w: float | None = None
+    power_limit_max_w: float | None = None
+    power_limit_default_w: float | None = None
+    power_limit_w: float | None = None
+
+    @property
+    def power_limit_range(self) -> tuple[float, float, float] | None:
+        """(min, max, default) W, or None where the board does not report all three."""
+        values = (self.power_limit_min_w, self.power_limit_max_w, self.power_limit_default_w)
+        return None if None in values else values
 
     def report(self) -> dict:
         return {key: value for key, value in asdict(self).items() if value not in ("", None)}
@@ -75,5 +92,15 @@ class GpuBackend(Protocol):
     def failures(self) -> dict[int, str]:
         """Devices that stopped working since open(), by index, with why. They are no longer
         sampled; the agent reports them and stops the jobs on them."""
+
+    def power_limit(self, index: int) -> float | None:
+        """The power limit in force on the device, W (None: it cannot say)."""
+
+    def set_power_limit(self, index: int, watts: float) -> None:
+        """Set the device's power limit; raises PowerLimitRefused with why when it does not take it."""
+
+    def pace(self, indexes) -> float:
+        """How fast a simulated job runs on these devices under their power limits (1: full
+        speed). Real GPUs slow their jobs themselves: 1."""
 
     def close(self) -> None: ...

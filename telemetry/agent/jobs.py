@@ -5,6 +5,8 @@ Its key is the job, when it was placed and its GPU indexes: when the key changes
 preempted and placed again), the running process is stopped and a new one started. New
 allocation rows on the same GPUs (only the job's partners on the GPU changed) leave it running.
 Where to resume and the job's grace period come with it (the job contract, docs/jobs.md).
+So does the power limit chosen for each of its GPUs: a change of limit alone is no change of
+key, so it never restarts the job (power.py applies it).
 """
 import shlex
 import sys
@@ -36,13 +38,22 @@ class Assignment:
     # The control plane knows the job contract (it lists resume_step): it takes checkpoint
     # fields and "preempted" reports, which one from before refuses (unknown field, status).
     contract: bool = False
+    # The power limit for each GPU of gpu_indexes, W (None: the board's default); () from a
+    # control plane before power limits: every GPU at its default.
+    power_limits_w: tuple[float | None, ...] = ()
+
+    @property
+    def limits_by_gpu(self) -> dict[int, float | None]:
+        return dict(zip(self.gpu_indexes, self.power_limits_w or (None,) * len(self.gpu_indexes)))
 
     @classmethod
     def from_api(cls, item: dict) -> "Assignment":
+        limits = item.get("power_limits_w") or [None] * len(item["gpu_indexes"])
+        by_gpu = sorted(zip(item["gpu_indexes"], limits), key=lambda pair: pair[0])
         return cls(
             job_id=item["job"],
             allocation_ids=tuple(sorted(item["allocations"])),
-            gpu_indexes=tuple(sorted(item["gpu_indexes"])),
+            gpu_indexes=tuple(index for index, _ in by_gpu),
             gpu_type=item["gpu_type"],
             workload=item["workload"],
             partners=tuple(item.get("partners") or ()),
@@ -54,6 +65,7 @@ class Assignment:
             resume_checkpoint=item.get("resume_checkpoint") or "",
             preemption_grace_s=item.get("preemption_grace_s") or DEFAULT_GRACE_S,
             contract="resume_step" in item,
+            power_limits_w=tuple(limit for _, limit in by_gpu) if "power_limits_w" in item else (),
         )
 
     @property
@@ -70,12 +82,18 @@ def partner_file(log_dir: Path, job_id: int) -> Path:
     return log_dir / f"job-{job_id}.partner"
 
 
+def pace_file(log_dir: Path, job_id: int) -> Path:
+    """Where a simulated job reads its pace under its GPUs' power limits (the agent writes it)."""
+    return log_dir / f"job-{job_id}.pace"
+
+
 def simulated_command(assignment: Assignment, *, seed: int, speedup: float, partner_path: Path,
-                      throughputs: Path | None = None, checkpoint_interval_s: float = 0.0) -> tuple[str, dict]:
+                      throughputs: Path | None = None, checkpoint_interval_s: float = 0.0,
+                      pace_path: Path | None = None) -> tuple[str, dict]:
     """(command, extra environment) running the assignment as a simulated job (simjob), which
-    reads its partners from `partner_path` as it runs and its true rates from `throughputs`
-    (Gavel's file; None: simjob's default), and checkpoints every `checkpoint_interval_s`
-    seconds (0: never)."""
+    reads its partners from `partner_path` and its pace from `pace_path` as it runs and its
+    true rates from `throughputs` (Gavel's file; None: simjob's default), and checkpoints every
+    `checkpoint_interval_s` seconds (0: never)."""
     argv = [
         sys.executable, "-m", "telemetry.agent.simjob", "--workload", assignment.workload,
         "--gpu-type", assignment.gpu_type, "--num-gpus", str(len(assignment.gpu_indexes)),
@@ -83,6 +101,8 @@ def simulated_command(assignment: Assignment, *, seed: int, speedup: float, part
         "--speedup", str(speedup), "--checkpoint-interval-s", str(checkpoint_interval_s),
     ]
     argv += ["--partner-file", str(partner_path)]
+    if pace_path is not None:
+        argv += ["--pace-file", str(pace_path)]
     if throughputs is not None:
         argv += ["--throughputs", str(throughputs)]
     return shlex.join(argv), {"PYTHONPATH": str(_SOURCE_ROOT)}

@@ -4,13 +4,23 @@ The module is injected (`NvmlBackend(nvml=...)`), so tests run this very code ag
 with the real module's function names and NVMLError semantics. Every reading a GPU may not
 support (power on some boards, ECC on consumer cards, retired pages on A100 and later, which
 remap rows instead) is guarded: an NVMLError there yields None for that metric, not a crash.
+
+Power limits: NVML reports each board's allowed range and default
+(nvmlDeviceGetPowerManagementLimitConstraints, nvmlDeviceGetPowerManagementDefaultLimit) and
+the limit in force (nvmlDeviceGetEnforcedPowerLimit), all in mW; setting one
+(nvmlDeviceSetPowerManagementLimit) needs root. Every refusal becomes PowerLimitRefused with a
+reason a person can act on.
 """
 from pathlib import Path
 
-from .gpus import GpuInfo, GpuSample, NoGpuDriver
+from .gpus import GpuInfo, GpuSample, NoGpuDriver, PowerLimitRefused
 
 _MIB = 1024 * 1024
 _GIB = 1024 * 1024 * 1024
+
+
+def _watts(milliwatts) -> float | None:
+    return milliwatts / 1000 if milliwatts is not None else None
 
 
 def _text(value) -> str:
@@ -46,6 +56,9 @@ class NvmlBackend:
             uuid = _text(nvml.nvmlDeviceGetUUID(handle))
             bus_id = self._optional(lambda h=handle: _text(nvml.nvmlDeviceGetPciInfo(h).busId))
             memory = self._optional(lambda h=handle: nvml.nvmlDeviceGetMemoryInfo(h).total)
+            low, high = self._optional(lambda h=handle: nvml.nvmlDeviceGetPowerManagementLimitConstraints(h)) or (
+                None, None)
+            default = self._optional(lambda h=handle: nvml.nvmlDeviceGetPowerManagementDefaultLimit(h))
             found.append(
                 GpuInfo(
                     index=index,
@@ -54,10 +67,44 @@ class NvmlBackend:
                     pci_bus_id=bus_id or "",
                     numa_node=self._numa_node(handle, bus_id),
                     memory_gb=round(memory / _GIB, 2) if memory else None,
+                    power_limit_min_w=_watts(low),
+                    power_limit_max_w=_watts(high),
+                    power_limit_default_w=_watts(default),
+                    power_limit_w=_watts(self._optional(lambda h=handle: nvml.nvmlDeviceGetEnforcedPowerLimit(h))),
                 )
             )
             self._handles.append((uuid, handle))
         return found
+
+    def power_limit(self, index: int) -> float | None:
+        if index in self._failed:
+            return None
+        handle = self._handles[index][1]
+        return _watts(self._optional(lambda: self._nvml.nvmlDeviceGetEnforcedPowerLimit(handle)))
+
+    def pace(self, indexes) -> float:
+        """A real job slows under a limit by itself."""
+        return 1.0
+
+    def set_power_limit(self, index: int, watts: float) -> None:
+        nvml = self._nvml
+        try:
+            nvml.nvmlDeviceSetPowerManagementLimit(self._handles[index][1], int(round(watts * 1000)))
+        except nvml.NVMLError as exc:
+            raise PowerLimitRefused(self._refusal(exc, watts)) from exc
+        except AttributeError as exc:
+            raise PowerLimitRefused("this nvidia-ml-py cannot set power limits (too old)") from exc
+
+    def _refusal(self, exc, watts: float) -> str:
+        code = getattr(exc, "value", None)
+        nvml = self._nvml
+        if code == nvml.NVML_ERROR_NO_PERMISSION:
+            return f"NVML refused {watts:g} W: no permission (setting a power limit needs root) ({exc})"
+        if code == nvml.NVML_ERROR_NOT_SUPPORTED:
+            return f"NVML refused {watts:g} W: this GPU does not support setting its power limit ({exc})"
+        if code == nvml.NVML_ERROR_INVALID_ARGUMENT:
+            return f"NVML refused {watts:g} W: outside the range this GPU allows ({exc})"
+        return f"NVML refused {watts:g} W: {exc}"
 
     def driver_version(self) -> str:
         """nvmlSystemGetDriverVersion, e.g. "580.159.04" ("" where NVML cannot say)."""

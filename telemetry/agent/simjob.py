@@ -17,7 +17,9 @@ protocol (telemetry.agent.progress) and exits 0 after --steps steps. --speedup m
 rate, for demos that should not take hours. --partner may be repeated. With --partner-file the
 partners are read from that file (one workload name per line; empty: alone) every interval:
 the agent rewrites it when the job's partners on the GPU change without the job moving, and
-the rate follows, as a real job's would.
+the rate follows, as a real job's would. With --pace-file the rate is multiplied by the number
+in that file (0 < pace <= 1; anything else, or no file: 1), read every interval: the agent
+writes the pace of the job's GPUs under their power limits (simulated.py).
 
 It follows the job contract (telemetry.agent.contract) as a real training job does: it resumes
 at the step of GOGH_RESUME_CHECKPOINT (a small JSON file it wrote; a checkpoint it cannot read
@@ -161,6 +163,17 @@ def run(*, rate: float | Callable[[], float], steps: int, noise: float, rng: ran
     return 0
 
 
+def read_pace(path: Path | None) -> float:
+    """The pace the agent wrote (1 without a file, or with one that holds no pace in (0, 1])."""
+    if path is None:
+        return 1.0
+    try:
+        pace = float(path.read_text())
+    except (OSError, ValueError):
+        return 1.0
+    return pace if 0 < pace <= 1 else 1.0
+
+
 def save_checkpoint(job: contract.Job, step: int) -> None:
     """A simulated job's state is its step: a small JSON file, written as the contract says."""
     job.save_checkpoint(step, lambda path: path.write_text(json.dumps({"step": step})), suffix=".json")
@@ -186,6 +199,8 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--partner-file", type=Path, default=None, help="Read the partners from here (one per line), every interval."
     )
+    parser.add_argument("--pace-file", type=Path, default=None,
+                        help="Read the pace under the GPUs' power limits from here (0 < pace <= 1), every interval.")
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--deviation", type=float, default=0.15)
@@ -217,7 +232,7 @@ def main(argv=None) -> int:
         return 2
 
     def rate() -> float:
-        return rates.now(partners_now())
+        return rates.now(partners_now()) * read_pace(args.pace_file)
 
     return run(rate=rate, steps=args.steps, noise=args.noise, rng=random.Random(args.seed), job=job, start=start,
                checkpoint_every_s=args.checkpoint_interval_s)

@@ -7,15 +7,30 @@ and index (`gpu_uuid`), the same on every start; the demo inventory (telemetry.d
 registers its GPUs with them, so a simulated agent for a demo node reports the very GPUs
 `load_demo_cluster` registered. GPUs fail when told to (`fail_after`), as a lost GPU does under
 NVML: no more samples, and `failures()` names it.
+
+Power limits: each simulated board allows MIN_LIMIT_FRACTION to 1 x its type's top power (the
+default, as a datasheet TDP is), and a limit caps the power it reports. A limit below what the
+busy board draws slows its job: the job's pace is (limit / draw) ** SLOWDOWN_EXPONENT (the
+agent hands it to the simulated job, simjob --pace-file), so energy per step falls as the limit
+does, as Zeus measured on real boards (a simple stand-in, not Zeus's per-family curves).
+`refuse_limits` makes setting one fail as NVML does without root, to show refusals end to end.
 """
 import random
 import time
 import uuid
 from dataclasses import dataclass
 
-from .gpus import GpuInfo, GpuSample
+from .gpus import GpuInfo, GpuSample, PowerLimitRefused
 
 BUSY_UTILIZATION = 0.9
+#: The lowest limit a simulated board allows, as a fraction of its default (real boards: about
+#: 0.33 (V100) to 0.5 (P100) of their TDP).
+MIN_LIMIT_FRACTION = 0.4
+#: How a job's pace follows a limit below its GPU's draw: 0.5 gives 0.73 at half the draw's
+#: square (150 W on a board drawing 280 W), saving about a quarter of the energy per step.
+SLOWDOWN_EXPONENT = 0.5
+#: Why a simulated GPU refuses every limit under --refuse-power-limits (NVML's words without root).
+NO_PERMISSION = "Insufficient Permissions (simulated: setting a power limit needs root)"
 #: What a simulated node reports as its GPU driver: fixed, so it never looks like a change.
 SIMULATED_DRIVER = "simulated"
 _UUID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_DNS, "demo.gogh.invalid")
@@ -78,7 +93,7 @@ class SimulatedBackend:
 
     def __init__(self, *, hostname: str, layout: list[tuple[str, int]], types: dict[str, SimulatedType],
                  seed: int = 0, noise: float = 0.03, fail_after: dict[int, float] | None = None,
-                 clock=time.monotonic):
+                 clock=time.monotonic, refuse_limits: str = ""):
         unknown = sorted({name for name, _ in layout} - set(types))
         if unknown:
             raise ValueError(f"unknown GPU type(s) {', '.join(unknown)}; known: {', '.join(sorted(types))}")
@@ -90,13 +105,17 @@ class SimulatedBackend:
         self._fail_after = dict(fail_after or {})  # device index -> seconds after open()
         self._clock = clock
         self._opened_at = 0.0
+        self._limits: dict[int, float] = {}  # device index -> limit in force, W
+        self._refuse_limits = refuse_limits  # why every set is refused ("": none is)
 
     def open(self) -> None:
         self._opened_at = self._clock()
         index = 0
         for type_name, count in self._layout:
             gpu_type = self._types[type_name]
+            default = round(gpu_type.power_at(1.0), 1)
             for _ in range(count):
+                self._limits[index] = default
                 info = GpuInfo(
                     index=index,
                     uuid=gpu_uuid(self._hostname, index),  # a demo node's own GPUs, same rows
@@ -105,6 +124,10 @@ class SimulatedBackend:
                     numa_node=0,
                     memory_gb=gpu_type.memory_gb,
                     gpu_type=type_name,
+                    power_limit_min_w=round(default * MIN_LIMIT_FRACTION, 1),
+                    power_limit_max_w=default,
+                    power_limit_default_w=default,
+                    power_limit_w=default,
                 )
                 self._devices.append((info, gpu_type))
                 index += 1
@@ -117,6 +140,26 @@ class SimulatedBackend:
 
     def note_busy(self, indexes: set[int]) -> None:
         self._busy = set(indexes)
+
+    def power_limit(self, index: int) -> float | None:
+        return self._limits.get(index)
+
+    def pace(self, indexes) -> float:
+        """The pace of a job on these GPUs under their limits (1: full speed): the slowest GPU's."""
+        paces = []
+        for index in indexes:
+            draw = self._devices[index][1].power_at(BUSY_UTILIZATION)
+            paces.append(min(1.0, (self._limits[index] / draw) ** SLOWDOWN_EXPONENT) if draw > 0 else 1.0)
+        return min(paces, default=1.0)
+
+    def set_power_limit(self, index: int, watts: float) -> None:
+        info = self._devices[index][0]
+        if self._refuse_limits:
+            raise PowerLimitRefused(self._refuse_limits)
+        if not info.power_limit_min_w <= watts <= info.power_limit_max_w:
+            raise PowerLimitRefused(f"{watts:g} W is outside the range this GPU allows "
+                                    f"({info.power_limit_min_w:g}-{info.power_limit_max_w:g} W)")
+        self._limits[index] = watts
 
     def failures(self) -> dict[int, str]:
         """The devices told to fail (--fail-gpu INDEX@SECONDS) whose time has come."""
@@ -136,6 +179,7 @@ class SimulatedBackend:
             busy = info.index in self._busy
             util = min(1.0, max(0.0, self._rng.gauss(BUSY_UTILIZATION, self._noise))) if busy else 0.0
             power = gpu_type.power_at(util) * max(0.0, 1 + self._rng.gauss(0, self._noise))
+            power = min(power, self._limits[info.index])  # the board holds its draw under the limit
             samples.append(
                 GpuSample(
                     uuid=info.uuid,

@@ -14,6 +14,8 @@ from ..models import Gpu, Node
 from ..registration_rules import MAX_LABEL_LENGTH
 
 MAX_GPUS_PER_NODE = 256
+#: The highest power limit any GPU takes is well under this (1000 W boards exist).
+MAX_POWER_LIMIT_W = 2000.0
 
 
 def _max_length(model, field: str) -> int:
@@ -24,6 +26,17 @@ def _max_length(model, field: str) -> int:
 def _optional_text(model, field: str, **kwargs) -> serializers.CharField:
     return serializers.CharField(
         required=False, default="", allow_blank=True, max_length=_max_length(model, field), **kwargs
+    )
+
+
+def _positive_watts(value):
+    if not 0 < value <= MAX_POWER_LIMIT_W:
+        raise serializers.ValidationError(f"A power limit must be above 0 W and at most {MAX_POWER_LIMIT_W:g} W.")
+
+
+def _watts(help_text: str) -> FiniteFloatField:
+    return FiniteFloatField(
+        required=False, default=None, allow_null=True, validators=[_positive_watts], help_text=help_text
     )
 
 
@@ -40,6 +53,10 @@ class GpuReportSerializer(StrictFieldsMixin, serializers.Serializer):
     pcie_switch = _optional_text(Gpu, "pcie_switch", help_text="Identifier of the PCIe switch the GPU sits behind.")
     numa_node = serializers.IntegerField(required=False, default=None, allow_null=True, min_value=0, max_value=1023)
     memory_gb = FiniteFloatField(required=False, default=None, allow_null=True, max_value=4096)
+    power_limit_min_w = _watts("Lowest power limit NVML allows, W.")
+    power_limit_max_w = _watts("Highest power limit NVML allows, W.")
+    power_limit_default_w = _watts("The board's default power limit, W.")
+    power_limit_w = _watts("The power limit in force, W.")
 
     def validate_memory_gb(self, value):
         if value is not None and value <= 0:
@@ -62,12 +79,27 @@ class EmptyBodySerializer(StrictFieldsMixin, serializers.Serializer):
     """Actions that take no input still refuse fields, so a client's mistake is not silent."""
 
 
+class GpuPowerLimitReportSerializer(StrictFieldsMixin, serializers.Serializer):
+    """One GPU's power limit as its agent last found it."""
+
+    uuid = serializers.CharField(max_length=_max_length(Gpu, "uuid"))
+    power_limit_w = _watts("The power limit in force, W (null: the GPU cannot say).")
+    power_limit_error = _optional_text(
+        Gpu, "power_limit_error", help_text="Why the last limit asked for was refused (\"\": applied)."
+    )
+
+
 class HeartbeatReportSerializer(StrictFieldsMixin, serializers.Serializer):
-    """A heartbeat's body: empty, or the GPU driver's version when the agent knows it."""
+    """A heartbeat's body: empty, or the GPU driver's version when the agent knows it, and each
+    GPU's power limit in force."""
 
     driver_version = serializers.CharField(
         required=False, allow_blank=True, max_length=_max_length(Node, "driver_version"),
         help_text="The GPU driver's version (NVML); left as it was when absent.",
+    )
+    gpus = GpuPowerLimitReportSerializer(
+        many=True, required=False, max_length=MAX_GPUS_PER_NODE,
+        help_text="Each GPU's power limit in force and its last refusal (docs/agent.md); kept as they were if absent.",
     )
 
 
@@ -95,6 +127,7 @@ class GpuSerializer(serializers.ModelSerializer):
         fields = [
             "id", "node", "index", "uuid", "gpu_type", "product_name", "pci_bus_id", "pcie_switch",
             "numa_node", "memory_gb", "state", "state_reason", "external_holder",
+            "power_limit_min_w", "power_limit_max_w", "power_limit_default_w", "power_limit_w", "power_limit_error",
         ]
         read_only_fields = fields
 

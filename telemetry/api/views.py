@@ -63,7 +63,8 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
         body = HeartbeatReportSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         node = services.node_heartbeat(node=self.get_object(), agent_user=request.user,
-                                       driver_version=body.validated_data.get("driver_version"))
+                                       driver_version=body.validated_data.get("driver_version"),
+                                       power_limits=body.validated_data.get("gpus"))
         return Response({**HeartbeatSerializer(node).data, **_fencing()})
 
     @extend_schema(request=None, responses={200: HeartbeatSerializer})

@@ -1,5 +1,6 @@
 """Every write of the telemetry app goes through these functions (keyword-only, atomic):
-the inventory (nodes.py), GPUs that die (gpu_failures.py) and GPU samples (samples.py). Who
+the inventory (nodes.py, with what agents report of power limits: power_limits.py), GPUs that
+die (gpu_failures.py) and GPU samples (samples.py). Who
 may report for what: access.py. What a lost node or GPU means for its jobs is the scheduler's
 (telemetry.signals, received by scheduler.dispatch)."""
 from .gpu_failures import gpus_report_failed

@@ -26,11 +26,13 @@ from ..product_names import AmbiguousProductName, gpu_type_for_product
 from ..registration_rules import normalize_hostname, registration_errors
 from .access import check_is_agent, check_may_report
 from .admission import admission_at_registration
+from .power_limits import POWER_LIMIT_RANGE_FIELDS, gpu_power_limits_note
 
 REASON_LENGTH = 200
 
 _GPU_REPORTED_FIELDS = [
     "node", "index", "gpu_type", "product_name", "pci_bus_id", "pcie_switch", "numa_node", "memory_gb",
+    *POWER_LIMIT_RANGE_FIELDS,
 ]
 
 
@@ -44,7 +46,8 @@ def node_register(
     Idempotent: the same report twice leaves the same rows. The report is the truth about the
     node: labels, cell and version are replaced, GPUs are added, updated or marked missing.
     Each GPU: index, uuid, gpu_type (a type name) or product_name (mapped through the types'
-    product names), and optionally pci_bus_id, pcie_switch, numa_node, memory_gb.
+    product names), and optionally pci_bus_id, pcie_switch, numa_node, memory_gb and the power
+    limits NVML reports (power_limit_min_w, _max_w, _default_w, and the limit in force, _w).
     The registering account becomes the node's agent; a node held by another agent account
     is refused unless the caller is staff (see _check_may_register). A new node waits for an
     operator's approval unless staff registered it or its name is pre-approved (admission.py).
@@ -112,12 +115,16 @@ def _announce_registration(node: Node, gpu_types: list, *, was: str | None) -> N
 
 
 @transaction.atomic
-def node_heartbeat(*, node: Node, agent_user, driver_version: str | None = None) -> Node:
+def node_heartbeat(*, node: Node, agent_user, driver_version: str | None = None,
+                   power_limits: list[dict] | None = None) -> Node:
     """Record that the node's agent is alive; a down node comes back (ready, or draining if an
     operator drained it). `driver_version`: the GPU driver, as its agent reports it (None: not
-    reported, kept as it was)."""
+    reported, kept as it was). `power_limits`: each GPU's limit in force and last refusal
+    (power_limits.gpu_power_limits_note; None: not reported, kept as they were)."""
     node = Node.objects.select_for_update().get(pk=node.pk)
     check_may_report(node, agent_user)
+    if power_limits is not None:
+        gpu_power_limits_note(node=node, reports=power_limits)
     was = node.state
     node.last_heartbeat = timezone.now()
     if driver_version is not None:
@@ -422,6 +429,8 @@ def _gpus_sync(*, node: Node, gpus: list[dict], gpu_types: list, rows: dict[str,
         row.pcie_switch = gpu.get("pcie_switch") or ""
         row.numa_node = gpu.get("numa_node")
         row.memory_gb = gpu.get("memory_gb")
+        for field in POWER_LIMIT_RANGE_FIELDS:
+            setattr(row, field, gpu.get(field))
     for row in rows.values():
         if row.uuid not in reported and row.state != GpuState.MISSING:
             was = f"{row.state}: {row.state_reason}" if row.state_reason else row.state

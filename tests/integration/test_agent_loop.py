@@ -1,6 +1,7 @@
 """A simulated node agent process against a real daphne: it registers, heartbeats, uploads
-samples, runs a job allocated to it as a real subprocess until the job succeeds, and leaves
-on SIGTERM; /metrics shows its GPUs."""
+samples, runs a job allocated to it as a real subprocess at the power limit chosen for its GPU
+until the job succeeds, puts the default limit back, and leaves on SIGTERM; /metrics shows its
+GPUs."""
 import signal
 import sys
 import time
@@ -52,7 +53,9 @@ def test_a_simulated_agent_registers_reports_runs_a_job_and_leaves(daphne, spawn
     job = job_submit(owner=alice, workload=resnet50, min_throughput=1, max_gpus=1, total_steps=150).job
     job = job_transition(job=job, to="placed")
     gpu = node.gpus.get(index=1)
-    Allocation.objects.create(job=job, gpu=gpu, start=timezone.now(), predicted_throughput=4.4 * 25)
+    assert (gpu.power_limit_min_w, gpu.power_limit_default_w, gpu.power_limit_w) == (
+        pytest.approx(0.4 * gpu.power_limit_max_w), gpu.power_limit_max_w, gpu.power_limit_max_w)
+    Allocation.objects.create(job=job, gpu=gpu, start=timezone.now(), predicted_throughput=4.4 * 25, power_limit_w=150)
     wait_until(lambda: Job.objects.get(pk=job.pk).state == "succeeded", "the job's success", log)
     job.refresh_from_db()
     assert job.steps_done == 150 and job.started_at is not None
@@ -63,7 +66,9 @@ def test_a_simulated_agent_registers_reports_runs_a_job_and_leaves(daphne, spawn
         assert measurement.gpu_type == v100 and 1.6 < measurement.throughput < 10
     assert (tmp_path / "jobs" / f"job-{job.pk}.out").read_text().count("GOGH_PROGRESS") >= 3
     busy = GpuSample.objects.filter(gpu=gpu, utilization__gt=0.5)
-    assert busy.exists() and busy.first().power_w > 200  # the type's curve under load
+    assert busy.exists() and busy.first().power_w == 150  # the type's curve under load, held at the limit
+    assert "power limits set: GPU 1 150 W" in log.read_text()
+    wait_until(lambda: node.gpus.get(index=1).power_limit_w == gpu.power_limit_default_w, "the default limit back", log)
 
     staff_token = Token.objects.get_or_create(user=staff)[0].key  # made when it approved the node
     status, body = call(daphne, "/metrics", staff_token)

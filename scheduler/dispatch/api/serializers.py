@@ -110,3 +110,8 @@ class AssignmentSerializer(serializers.Serializer):
             "When the job was placed (ISO 8601): changes when it is placed anew, not when only its partners change."
         ),
     )
+    power_limits_w = serializers.ListField(
+        child=serializers.FloatField(allow_null=True),
+        help_text="The power limit for each GPU of gpu_indexes, in the same order, W (null: the board's default). "
+                  "A change of limit alone does not restart the job.",
+    )

@@ -22,6 +22,9 @@ class FakeControlPlane:
         self.heartbeat_times: list[float] = []  # time.monotonic() of each heartbeat answered 200
         self.heartbeat_answer: dict = {"state": "ready"}
         self.heartbeat_status = 200  # e.g. 503: heartbeats fail while everything else works
+        self.heartbeat_bodies: list = []  # each heartbeat's body, as received
+        self.knows_power_limits = False  # the registration answer lists GPUs with their power limits
+        self.before_power_limits = False  # refuses power-limit fields in a registration, as servers before them
         self.sample_attempts: list[float] = []  # time.monotonic() of each sample upload, answered or not
         self.assignments: list[dict] = []
         self.assignment_polls = 0
@@ -62,7 +65,12 @@ class FakeControlPlane:
     def _answer(self, method: str, path: str, body):
         if method == "POST" and path == "/api/nodes/register/":
             self.registrations.append(body)
-            return 201, {"id": NODE_ID, "hostname": body["hostname"]}
+            if self.before_power_limits and any("power_limit_w" in gpu for gpu in body["gpus"]):
+                return 400, {"gpus": [{"power_limit_w": ["Unknown field."]} for _ in body["gpus"]]}
+            answer = {"id": NODE_ID, "hostname": body["hostname"]}
+            if self.knows_power_limits:
+                answer["gpus"] = [{"uuid": g["uuid"], "power_limit_w": g.get("power_limit_w")} for g in body["gpus"]]
+            return 201, answer
         if self.node_deleted and path.startswith(f"/api/nodes/{NODE_ID}/"):
             return 404, {"detail": "No Node matches the given query."}
         if method == "POST" and path == f"/api/nodes/{NODE_ID}/heartbeat/":
@@ -70,6 +78,7 @@ class FakeControlPlane:
                 return self.heartbeat_status, {"detail": "Heartbeats fail."}
             self.heartbeats += 1
             self.heartbeat_times.append(time.monotonic())
+            self.heartbeat_bodies.append(body)
             return 200, dict(self.heartbeat_answer)
         if method == "POST" and path == f"/api/nodes/{NODE_ID}/gpu-failures/":
             self.gpu_failures.extend(body["gpus"])

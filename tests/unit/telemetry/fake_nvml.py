@@ -5,11 +5,16 @@ import types
 import pynvml
 
 
-def fake_nvml(*, count=2, name="Tesla V100-SXM2-16GB", unsupported=(), init_error=None, power_mw=150_000):
+def fake_nvml(*, count=2, name="Tesla V100-SXM2-16GB", unsupported=(), init_error=None, power_mw=150_000,
+              limit_range_mw=(100_000, 300_000)):
     """A module object. `unsupported`: function names that raise NVMLError_NotSupported;
     `init_error`: an NVML error code nvmlInit raises (e.g. NVML_ERROR_DRIVER_NOT_LOADED).
     Add a device index to `fake.lost` and every query of it raises NVMLError_GpuIsLost, as a
-    GPU that fell off the bus does."""
+    GPU that fell off the bus does.
+    Power limits: every device allows `limit_range_mw` and defaults to its top; `fake.limits_mw`
+    holds each device's limit in force; `fake.refuse[index] = code` makes setting a limit on it
+    raise that NVML error (e.g. NVML_ERROR_NO_PERMISSION, as without root); a limit outside the
+    range raises NVML_ERROR_INVALID_ARGUMENT, as NVML does."""
     fake = types.ModuleType("fake_pynvml")
     for constant in dir(pynvml):
         if constant.startswith("NVML_"):
@@ -17,6 +22,8 @@ def fake_nvml(*, count=2, name="Tesla V100-SXM2-16GB", unsupported=(), init_erro
     fake.NVMLError = pynvml.NVMLError
     fake.calls = []
     fake.lost = set()
+    fake.limits_mw = dict.fromkeys(range(count), limit_range_mw[1])
+    fake.refuse = {}
 
     def nvml(function):
         def call(*args):
@@ -99,6 +106,26 @@ def fake_nvml(*, count=2, name="Tesla V100-SXM2-16GB", unsupported=(), init_erro
     def nvmlDeviceGetRetiredPages(handle, cause):
         return [0x1000] if cause == pynvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR else []
 
+    @nvml
+    def nvmlDeviceGetPowerManagementLimitConstraints(handle):
+        return list(limit_range_mw)
+
+    @nvml
+    def nvmlDeviceGetPowerManagementDefaultLimit(handle):
+        return limit_range_mw[1]
+
+    @nvml
+    def nvmlDeviceGetEnforcedPowerLimit(handle):
+        return fake.limits_mw[handle[1]]
+
+    @nvml
+    def nvmlDeviceSetPowerManagementLimit(handle, limit_mw):
+        if handle[1] in fake.refuse:
+            raise pynvml.NVMLError(fake.refuse[handle[1]])
+        if not limit_range_mw[0] <= limit_mw <= limit_range_mw[1]:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        fake.limits_mw[handle[1]] = limit_mw
+
     return fake
 
 
@@ -107,4 +134,6 @@ FAKED_FUNCTIONS = [
     "nvmlDeviceGetUUID", "nvmlDeviceGetPciInfo", "nvmlDeviceGetNumaNodeId", "nvmlDeviceGetMemoryInfo",
     "nvmlDeviceGetPowerUsage", "nvmlDeviceGetUtilizationRates", "nvmlDeviceGetClockInfo",
     "nvmlDeviceGetTemperature", "nvmlDeviceGetTotalEccErrors", "nvmlDeviceGetRetiredPages",
+    "nvmlDeviceGetPowerManagementLimitConstraints", "nvmlDeviceGetPowerManagementDefaultLimit",
+    "nvmlDeviceGetEnforcedPowerLimit", "nvmlDeviceSetPowerManagementLimit",
 ]

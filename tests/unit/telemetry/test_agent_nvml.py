@@ -24,6 +24,7 @@ def test_devices_report_name_uuid_memory_bus_and_numa():
     assert first == {
         "index": 2, "uuid": "GPU-fake-2", "product_name": "Tesla V100-SXM2-16GB",
         "pci_bus_id": "00000000:06:00.0", "numa_node": 1, "memory_gb": 16.0,
+        "power_limit_min_w": 100.0, "power_limit_max_w": 300.0, "power_limit_default_w": 300.0, "power_limit_w": 300.0,
     }
 
 
