@@ -31,10 +31,14 @@ def speed_observations(*, limit: int = MAX_MEASUREMENTS) -> list[tuple[str, str,
             "measurement__throughput",
         )[:limit]
     )
+    allocations = Allocation.objects.filter(
+        job_id__in={link[0] for link in links}, predicted_throughput__isnull=False
+    ).order_by("job_id", "gpu_id")
     spans: dict[int, list[tuple]] = {}
-    for row in Allocation.objects.filter(job_id__in={link[0] for link in links}, predicted_throughput__isnull=False) \
-            .values_list("job_id", "gpu_id", "gpu__gpu_type__name", "start", "end", "predicted_throughput"):
-        spans.setdefault(row[0], []).append(row[1:])
+    for job_id, *span in allocations.values_list(
+        "job_id", "gpu_id", "gpu__gpu_type__name", "start", "end", "predicted_throughput"
+    ):
+        spans.setdefault(job_id, []).append(span)
     out = []
     for job_id, observed_at, workload, gpu_type, measured in reversed(links):
         for gpu_id, allocation_type, start, end, predicted in spans.get(job_id, ()):
