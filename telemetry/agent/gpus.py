@@ -43,6 +43,10 @@ class GpuSample:
     ecc_corrected: int | None = None
     ecc_uncorrected: int | None = None
     retired_pages: int | None = None
+    # Health signals (docs/gpu_health.md): NVML's clocks event (throttle) reasons, a bit mask,
+    # and the rows remapped (correctable + uncorrectable) on boards that remap instead of retiring.
+    throttle_reasons: int | None = None
+    remapped_rows: int | None = None
 
     def payload(self) -> dict:
         """The wire form of POST /api/telemetry/samples/: non-finite readings become null."""

@@ -99,6 +99,14 @@ def fake_nvml(*, count=2, name="Tesla V100-SXM2-16GB", unsupported=(), init_erro
     def nvmlDeviceGetRetiredPages(handle, cause):
         return [0x1000] if cause == pynvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR else []
 
+    @nvml
+    def nvmlDeviceGetCurrentClocksEventReasons(handle):
+        return pynvml.nvmlClocksEventReasonSwPowerCap | pynvml.nvmlClocksEventReasonHwThermalSlowdown
+
+    @nvml
+    def nvmlDeviceGetRemappedRows(handle):
+        return (2, 1, False, False)
+
     return fake
 
 
@@ -107,4 +115,5 @@ FAKED_FUNCTIONS = [
     "nvmlDeviceGetUUID", "nvmlDeviceGetPciInfo", "nvmlDeviceGetNumaNodeId", "nvmlDeviceGetMemoryInfo",
     "nvmlDeviceGetPowerUsage", "nvmlDeviceGetUtilizationRates", "nvmlDeviceGetClockInfo",
     "nvmlDeviceGetTemperature", "nvmlDeviceGetTotalEccErrors", "nvmlDeviceGetRetiredPages",
+    "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetRemappedRows",
 ]
