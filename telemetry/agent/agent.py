@@ -50,7 +50,7 @@ from .buffer import SampleBuffer
 from .client import ControlPlane, Refused, RetryLater, Unreachable
 from .config import AgentConfig
 from .contract import PREEMPTED_EXIT_CODE
-from .gpus import GpuBackend
+from .gpus import HEALTH_FIELDS, GpuBackend, GpuSample
 from .jobs import Assignment, partner_file, simulated_command
 from .runner import JobProcess
 
@@ -107,6 +107,7 @@ class Agent:
         self._uuids: dict[int, str] = {}
         self._failures_reported: set[int] = set()
         self._heartbeat_body: dict = {}
+        self._health_refused = False  # the control plane refused the samples' health signals (HEALTH_FIELDS)
 
     # --- life cycle
     def stop(self) -> None:
@@ -378,15 +379,25 @@ class Agent:
         deadline = time.monotonic() + budget_s
         while batch := self.buffer.peek(self.config.batch_size):
             try:
-                if self._send("upload", self.client.upload_samples, [s.payload() for s in batch],
+                if self._send("upload", self.client.upload_samples, [self._wire(s) for s in batch],
                               self.buffer.dropped) is None:
                     return
             except Refused as exc:
+                if not self._health_refused and any(_unknown_field(exc, key) for key in _health_paths(batch)):
+                    self._health_refused = True  # a control plane from before them: the same batch without
+                    continue
                 self.rejected_samples += len(batch)
                 log.error("control plane refused %d samples: %s", len(batch), exc)
             self.buffer.commit(batch)
             if time.monotonic() >= deadline:
                 return
+
+    def _wire(self, sample: GpuSample) -> dict:
+        """A sample's payload, without the health signals a control plane from before them refused."""
+        body = sample.payload()
+        for key in HEALTH_FIELDS if self._health_refused else ():
+            body.pop(key, None)
+        return body
 
     # --- jobs
     def reconcile(self, assignments: list[Assignment]) -> None:
@@ -583,6 +594,11 @@ class Agent:
         if steps_per_s is None or self.config.simulate_seed is None:
             return steps_per_s
         return steps_per_s / self.config.simulate_speedup
+
+
+def _health_paths(batch) -> list[str]:
+    """Where a strict control plane names the health signals it does not know (samples[i].field)."""
+    return [f"samples[{i}].{key}" for i in range(len(batch)) for key in HEALTH_FIELDS]
 
 
 def _unknown_field(exc: Refused, name: str) -> bool:

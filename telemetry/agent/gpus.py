@@ -29,6 +29,11 @@ class GpuInfo:
         return {key: value for key, value in asdict(self).items() if value not in ("", None)}
 
 
+#: GpuSample's health signals (docs/gpu_health.md): a control plane from before them refuses
+#: them, and the agent then sends its samples without them.
+HEALTH_FIELDS = ("throttle_reasons", "remapped_rows")
+
+
 @dataclass(frozen=True)
 class GpuSample:
     """One reading of one GPU. A metric the device does not support is None, never invented."""
