@@ -12,6 +12,8 @@ slowest board, so each of them is seen at that pace); it is compared with the th
 round predicted for the job (Allocation.predicted_throughput) on the allocations open when it
 was observed.
 """
+from django.db.models import Q
+
 from telemetry.gpu_speed import SpeedTracker
 from telemetry.services import gpu_speeds_write
 
@@ -31,8 +33,14 @@ def speed_observations(*, limit: int = MAX_MEASUREMENTS) -> list[tuple[str, str,
             "measurement__throughput",
         )[:limit]
     )
+    if not links:
+        return []
+    oldest = links[-1][1]
+    # The jobs as a subquery, not thousands of parameters (SQLite caps them); spans ended before
+    # the oldest measurement cannot hold one.
     allocations = Allocation.objects.filter(
-        job_id__in={link[0] for link in links}, predicted_throughput__isnull=False
+        Q(end__isnull=True) | Q(end__gt=oldest), job_id__in=JobMeasurement.objects.values("job_id"),
+        predicted_throughput__isnull=False,
     ).order_by("job_id", "gpu_id")
     spans: dict[int, list[tuple]] = {}
     for job_id, *span in allocations.values_list(

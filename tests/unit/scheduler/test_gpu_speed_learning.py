@@ -55,6 +55,9 @@ def test_a_gpu_that_slowed_ten_percent_is_flagged(jobs, cluster, v100):
     others = Gpu.objects.filter(pk__in=[g.pk for g in cluster[1:4]])
     assert all(g.speed_flag == "" and g.speed_factor > 0.97 for g in others)
 
+    newest = speed_observations(limit=4)  # the window: the newest measurements only, oldest first
+    assert [m for *_, m in newest] == [m for *_, m in speed_observations()[-4:]] and len(newest) == 4
+
     flagged_at = slow.speed_flagged_at
     assert gpu_speeds_refresh() == 0  # nothing new: nothing rewritten, the flag keeps its instant
     assert Gpu.objects.get(pk=cluster[0].pk).speed_flagged_at == flagged_at
