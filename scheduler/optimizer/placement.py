@@ -98,9 +98,10 @@ class _Packer:
         """Which boards of the type may take a unit whose jobs were planned at (throughput, T_min)."""
         return lambda gpu: serves(gpu, planned, self.type_speed.get(gpu_type, 1.0))
 
-    def find(self, gpu_type: str, k: int, consolidated: bool, tenant: str, planned=()) -> tuple[list, str]:
-        """GPUs for one unit ([] if none) and why not."""
-        nodes, fits = self.free[gpu_type], self.fits(gpu_type, list(planned))
+    def find(self, gpu_type: str, k: int, consolidated: bool, tenant: str, planned) -> tuple[list, str]:
+        """GPUs for one unit ([] if none) and why not; `planned`: its jobs' (throughput, T_min),
+        which decide whether a board flagged slow may take it."""
+        nodes, fits = self.free[gpu_type], self.fits(gpu_type, planned)
         if consolidated and k > 1:
             fitting = []
             for node, gs in nodes.items():
