@@ -23,6 +23,7 @@ TASK_ROUTES = {
     "catalog.tasks.predictor_retrain_if_due": {"queue": PREDICTIONS},
     "scheduler.tasks.predictions_reconcile": {"queue": MAINTENANCE},
     "scheduler.tasks.accounting_pass": {"queue": MAINTENANCE},
+    "scheduler.tasks.gpu_speeds_refresh": {"queue": MAINTENANCE},
     # Beside the rounds, not behind P1 requests: a sync expires after its interval, and on the
     # maintenance worker a burst of submissions' P1 tasks made every sync expire unrun for minutes
     # (bench_slurm_latency: decision -> RUNNING median 7.0 s there, 1.2 s here).

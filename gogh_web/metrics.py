@@ -24,6 +24,7 @@ class ControlPlaneCollector:
 
     def collect(self):
         yield from telemetry_metrics.gpu_families(self.now)
+        yield from telemetry_metrics.board_families()
         yield from scheduler_metrics.job_families()
         yield from telemetry_metrics.node_families()
         yield from scheduler_metrics.solve_families()

@@ -255,6 +255,12 @@ GOGH_TELEMETRY_DOWNSAMPLE_EVERY_S = float(os.environ.get("GOGH_TELEMETRY_DOWNSAM
 GOGH_PROFILING_PYTHON = os.environ.get("GOGH_PROFILING_PYTHON", "python")
 GOGH_PROFILING_SUITE_ARGS = os.environ.get("GOGH_PROFILING_SUITE_ARGS", "")
 GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S = float(os.environ.get("GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S", "300"))
+# Each GPU's own power curve and speed (docs/gpu_health.md): curves refitted every
+# GOGH_POWER_CURVE_REFIT_S from the raw samples of the last GOGH_POWER_CURVE_WINDOW_S; speeds
+# relearnt from the jobs' measurements every GOGH_GPU_SPEED_REFRESH_S.
+GOGH_POWER_CURVE_REFIT_S = float(os.environ.get("GOGH_POWER_CURVE_REFIT_S", "3600"))
+GOGH_POWER_CURVE_WINDOW_S = float(os.environ.get("GOGH_POWER_CURVE_WINDOW_S", str(6 * 3600)))
+GOGH_GPU_SPEED_REFRESH_S = float(os.environ.get("GOGH_GPU_SPEED_REFRESH_S", "600"))
 GOGH_TELEMETRY_METRICS_STALE_S = float(os.environ.get("GOGH_TELEMETRY_METRICS_STALE_S", "120"))
 # Per-minute aggregates are kept GOGH_TELEMETRY_MINUTE_RETENTION_S (pruned by the downsampling
 # task), so sample storage per GPU is bounded (docs/telemetry.md, "Storage").
@@ -342,6 +348,16 @@ CELERY_BEAT_SCHEDULE = {
     "downsample-gpu-samples": {
         "task": "telemetry.tasks.gpu_samples_downsample",
         "schedule": GOGH_TELEMETRY_DOWNSAMPLE_EVERY_S,
+    },
+    "refit-gpu-power-curves": {
+        "task": "telemetry.tasks.gpu_power_curves_refit",
+        "schedule": GOGH_POWER_CURVE_REFIT_S,
+        "options": {"expires": GOGH_POWER_CURVE_REFIT_S},
+    },
+    "refresh-gpu-speeds": {
+        "task": "scheduler.tasks.gpu_speeds_refresh",
+        "schedule": GOGH_GPU_SPEED_REFRESH_S,
+        "options": {"expires": GOGH_GPU_SPEED_REFRESH_S},
     },
     "mark-silent-nodes-down": {
         "task": "telemetry.tasks.nodes_mark_silent_down",

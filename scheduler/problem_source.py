@@ -14,6 +14,7 @@ from catalog.selectors import latest_estimates_by_workload
 from catalog.services.predictors_store import catalog_policy, catalog_window_records
 from telemetry.models import Gpu, GpuState, NodeState
 
+from .boards import with_boards
 from .lifecycle import JobState
 from .models import Allocation, Job, JobMeasurement, SolveRun, SolverConfig, Tenant, TenantQuota, TenantUsage
 from .optimizer import (
@@ -118,6 +119,7 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
         )
         for t in GpuType.objects.filter(name__in={g.gpu_type for g in gpu_specs})
     }
+    gpu_specs, types = with_boards(list(gpus), gpu_specs, types)  # each board's speed and power curve
     jobs = (
         Job.objects.filter(state__in=ACTIVE_STATES).exclude(pk__in=kept_jobs)
         .select_related("workload", "tenant").order_by("pk")

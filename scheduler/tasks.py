@@ -4,6 +4,7 @@ from celery import shared_task
 from . import services
 from .accounting.services import accounting_pass as account
 from .dispatch.executor_sync import executor_sync as sync
+from .gpu_speed_learning import gpu_speeds_refresh as speeds_refresh
 from .models import SolveTrigger
 
 
@@ -50,3 +51,10 @@ def accounting_pass() -> int:
     GPU-hours since the last pass, refresh the tenants' fair-share factors; how many allocations
     it counted."""
     return account().allocations
+
+
+@shared_task(name="scheduler.tasks.gpu_speeds_refresh")
+def gpu_speeds_refresh() -> int:
+    """Run by Celery beat every GOGH_GPU_SPEED_REFRESH_S: each GPU's speed relearnt from its jobs'
+    measurements (docs/gpu_health.md); how many GPU rows changed."""
+    return speeds_refresh()

@@ -8,7 +8,7 @@ from gogh_web.admin_display import rounded
 
 from . import services
 from .lifecycle import IllegalTransition
-from .models import Gpu, GpuSample, GpuSampleMinute, GpuState, Node, NodeState
+from .models import Gpu, GpuPowerCurve, GpuSample, GpuSampleMinute, GpuState, Node, NodeState
 from .services.admission import node_approve, node_revoke
 
 _GPU_REPORTED = ["index", "uuid", "gpu_type", "product_name", "pci_bus_id", "pcie_switch", "numa_node", "memory_gb"]
@@ -126,16 +126,35 @@ class NodeAdmin(admin.ModelAdmin):
 @admin.register(Gpu)
 class GpuAdmin(admin.ModelAdmin):
     list_display = [
-        "node", "index", "gpu_type", "state", "external_holder", "power_limit_w", "pcie_switch", "numa_node", "uuid",
+        "node", "index", "gpu_type", "state", "speed_factor", "slow", "external_holder", "power_limit_w",
+        "pcie_switch", "numa_node", "uuid",
     ]
     list_filter = ["gpu_type", "state"]
     search_fields = ["uuid", "node__hostname"]
     list_select_related = ["node", "gpu_type"]
-    readonly_fields = ["node", *_GPU_REPORTED, "state", "state_reason", "external_holder", *_GPU_POWER_LIMIT]
+    # Learnt (speed: scheduler.gpu_speed_learning) or reported (health, curve, power limits): read-only here.
+    readonly_fields = [
+        "node", *_GPU_REPORTED, "state", "state_reason", "external_holder", *_GPU_POWER_LIMIT, "speed_factor",
+        "speed_factor_std", "speed_observations", "speed_flag", "speed_flagged_at", "health", "power_curve_fit",
+    ]
     actions = ["disable", "enable"]
 
     def has_add_permission(self, request):
         return False  # GPUs come from their agents' registrations
+
+    @admin.display(boolean=True, description="slow")
+    def slow(self, gpu):
+        return bool(gpu.speed_flag)
+
+    @admin.display(description="power curve")
+    def power_curve_fit(self, gpu):
+        """Its fitted curve (docs/gpu_health.md), or why there is none."""
+        curve = GpuPowerCurve.objects.filter(gpu=gpu).first()
+        if curve is None:
+            return "none fitted yet"
+        points = ", ".join(f"{u:.2f}: {w:.0f} W" for u, w in curve.points)
+        spread = f"\u00b1{curve.residual_std_w:.1f} W, {curve.samples} samples"
+        return f"{points} ({spread}, fitted {curve.fitted_at:%Y-%m-%d %H:%M})"
 
     @admin.action(description="Disable the selected GPUs (no new work)")
     def disable(self, request, queryset):

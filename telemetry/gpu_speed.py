@@ -3,10 +3,15 @@
 Boards of one type differ by a few per cent, and a board slows as it ages or degrades. A
 measurement of a job on a GPU is a ratio measured / predicted; the log of that ratio holds the
 predictor's error for that workload on that type (shared by every board of the type) and the
-board's own deviation. The tracker keeps, per (workload, type), a running mean of the log
-ratio over all boards (the predictor's part) and, per GPU, an exponentially weighted mean of
-what is left (the board's part), so a board that only ever ran one badly predicted workload is
-not blamed for the predictor.
+board's own deviation. The tracker keeps, per (workload, type), the log ratios' sum and count
+over all boards, and per (workload, type, board) the board's own: a board's measurement is
+compared with the mean of the *other* boards' (the predictor's part, leave-one-out), and an
+exponentially weighted mean of what is left is the board's part. So a board that only ever ran
+one badly predicted workload is not blamed for the predictor, and a board that slows is not
+measured against a baseline its own slow measurements pull down (with a plain mean over all
+boards, a board one of four that lost 10 % read as 8-9 % slow and was flagged later; one that
+alone ran its workloads was never flagged). Until another board has run the workload on the
+type, a measurement teaches nothing about the board.
 
 A recent observation weighs more (half-life in observations), so a board that drifts slower is
 followed within a few jobs. A board whose factor falls below `1 - flag_drop` with at least
@@ -31,7 +36,8 @@ class SpeedTracker:
         self.alpha = 1.0 - 0.5 ** (1.0 / half_life_obs)
         self.flag_drop = flag_drop
         self.min_observations = min_observations
-        self._baseline: dict[tuple[str, str], tuple[float, int]] = {}  # (workload, type) -> (mean, n)
+        self._baseline: dict[tuple[str, str], tuple[float, int]] = {}  # (workload, type) -> (sum, n), all boards
+        self._board: dict[tuple[str, str, str], tuple[float, int]] = {}  # (workload, type, gpu) -> (sum, n)
         self._gpu: dict[str, tuple[float, float, int]] = {}  # gpu -> (ewma, ewm variance, n)
 
     def observe(self, gpu: str, workload: str, gpu_type: str, predicted: float, measured: float) -> bool:
@@ -40,12 +46,14 @@ class SpeedTracker:
         if not (_positive(predicted) and _positive(measured)):
             return False
         ratio = math.log(measured / predicted)
-        mean, n = self._baseline.get((workload, gpu_type), (0.0, 0))
-        residual = ratio - mean if n else 0.0
-        self._baseline[(workload, gpu_type)] = (mean + (ratio - mean) / (n + 1), n + 1)
-        if n == 0:
-            # The first board to run a workload defines its baseline: nothing is learnt about the board.
+        total, n = self._baseline.get((workload, gpu_type), (0.0, 0))
+        own, own_n = self._board.get((workload, gpu_type, gpu), (0.0, 0))
+        self._baseline[(workload, gpu_type)] = (total + ratio, n + 1)
+        self._board[(workload, gpu_type, gpu)] = (own + ratio, own_n + 1)
+        if n == own_n:
+            # No other board has run the workload on the type: nothing to tell the board from the predictor.
             return True
+        residual = ratio - (total - own) / (n - own_n)
         ewma, var, count = self._gpu.get(gpu, (0.0, 0.0, 0))
         delta = residual - ewma
         ewma += self.alpha * delta if count else delta
@@ -66,12 +74,15 @@ class SpeedTracker:
                 f"the recent ones weighted most; flagged below {1 - self.flag_drop:.0%})")
 
     def state(self) -> dict:
-        """What the tracker knows, as plain data (stored between rounds by the control plane)."""
-        return {"baseline": [[w, t, m, n] for (w, t), (m, n) in self._baseline.items()],
+        """What the tracker knows, as plain data, for a caller that keeps it between measurements
+        (the control plane replays the stored measurements instead: scheduler/gpu_speed_learning.py)."""
+        return {"baseline": [[w, t, total, n] for (w, t), (total, n) in self._baseline.items()],
+                "boards": [[w, t, g, total, n] for (w, t, g), (total, n) in self._board.items()],
                 "gpus": [[g, e, v, n] for g, (e, v, n) in self._gpu.items()]}
 
     def load(self, state: dict) -> None:
-        self._baseline = {(w, t): (float(m), int(n)) for w, t, m, n in state.get("baseline", [])}
+        self._baseline = {(w, t): (float(total), int(n)) for w, t, total, n in state.get("baseline", [])}
+        self._board = {(w, t, str(g)): (float(total), int(n)) for w, t, g, total, n in state.get("boards", [])}
         self._gpu = {str(g): (float(e), float(v), int(n)) for g, e, v, n in state.get("gpus", [])}
 
 

@@ -32,7 +32,8 @@ def node_state(node, *, gpu_count: int) -> dict:
 
 
 def gpu_state(gpu, *, sample) -> dict:
-    """A GPU (node and type loaded) with its newest raw sample (or None)."""
+    """A GPU (node and type loaded) with its newest raw sample (or None), its learnt speed and
+    flag, its health notes and the power limit in force (docs/gpu_health.md)."""
     return {
         "id": gpu.pk,
         "node_id": gpu.node_id,
@@ -50,6 +51,10 @@ def gpu_state(gpu, *, sample) -> dict:
         "temperature_c": number(sample.temperature_c) if sample else None,
         "memory_used_mb": number(sample.memory_used_mb) if sample else None,
         "sampled_at": iso(sample.ts) if sample else None,
+        "speed_factor": number(gpu.speed_factor),
+        "speed_observations": gpu.speed_observations,
+        "speed_flag": gpu.speed_flag,
+        "health_notes": list(gpu.health.get("notes", [])),
     }
 
 

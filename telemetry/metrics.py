@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db.models import Count, OuterRef, Subquery
 from prometheus_client.core import GaugeMetricFamily
 
-from .models import Gpu, GpuSample, Node, NodeState
+from .models import Gpu, GpuPowerCurve, GpuSample, Node, NodeState
 
 DCGM_LABELS = ["gpu", "UUID", "device", "modelName", "Hostname", "gpu_type"]
 _GPU_GAUGES = [
@@ -33,15 +33,45 @@ def gpu_families(now):
     samples = GpuSample.objects.in_bulk([gpu.latest for gpu in gpus])
     families = [(GaugeMetricFamily(name, doc, labels=DCGM_LABELS), field) for name, doc, field in _GPU_GAUGES]
     for gpu in gpus:
-        labels = [
-            str(gpu.index), gpu.uuid, f"nvidia{gpu.index}", gpu.product_name or gpu.gpu_type.name,
-            gpu.node.hostname, gpu.gpu_type.name,
-        ]
+        labels = _labels(gpu)
         for family, field in families:
             value = getattr(samples[gpu.latest], field)
             if value is not None:
                 family.add_metric(labels, value)
     yield from (family for family, _ in families)
+
+
+def board_families():
+    """Each GPU's own speed, slow flag, power limit in force and power-curve residual
+    (docs/gpu_health.md), for every registered GPU, whether or not it sampled lately: these
+    change with jobs and fits, not with each sample."""
+    speed = GaugeMetricFamily("gogh_gpu_speed_factor", "Throughput over its type's prediction, learnt from its "
+                              "jobs (1: as predicted).", labels=DCGM_LABELS)
+    slow = GaugeMetricFamily("gogh_gpu_slow", "1 where the board is flagged as drifting slower.", labels=DCGM_LABELS)
+    limit = GaugeMetricFamily("gogh_gpu_power_limit_watts", "Power limit in force, as last reported, W.",
+                              labels=DCGM_LABELS)
+    notes = GaugeMetricFamily("gogh_gpu_health_notes", "Health signals that warn (throttling for heat or the power "
+                              "brake, high temperature, rising error counts).", labels=DCGM_LABELS)
+    residual = GaugeMetricFamily("gogh_gpu_power_curve_residual_watts", "Spread of the samples around the board's "
+                                 "fitted power curve, W.", labels=DCGM_LABELS)
+    curves = dict(GpuPowerCurve.objects.values_list("gpu_id", "residual_std_w"))
+    for gpu in Gpu.objects.select_related("node", "gpu_type"):
+        labels = _labels(gpu)
+        speed.add_metric(labels, gpu.speed_factor)
+        slow.add_metric(labels, 1 if gpu.speed_flag else 0)
+        notes.add_metric(labels, len(gpu.health.get("notes", ())))
+        if gpu.power_limit_w is not None:
+            limit.add_metric(labels, gpu.power_limit_w)
+        if gpu.pk in curves:
+            residual.add_metric(labels, curves[gpu.pk])
+    yield from (speed, slow, limit, notes, residual)
+
+
+def _labels(gpu: Gpu) -> list[str]:
+    return [
+        str(gpu.index), gpu.uuid, f"nvidia{gpu.index}", gpu.product_name or gpu.gpu_type.name,
+        gpu.node.hostname, gpu.gpu_type.name,
+    ]
 
 
 def node_families():

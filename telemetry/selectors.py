@@ -17,13 +17,13 @@ def nodes_with_gpus() -> QuerySet[Node]:
     return (
         Node.objects.select_related("agent", "approved_by")
         .annotate(gpu_count=Count("gpus", distinct=True))
-        .prefetch_related(Prefetch("gpus", queryset=Gpu.objects.select_related("gpu_type")))
+        .prefetch_related(Prefetch("gpus", queryset=Gpu.objects.select_related("gpu_type", "power_curve")))
         .order_by("hostname")  # Meta.ordering does not apply to a query with an aggregate
     )
 
 
 def gpus() -> QuerySet[Gpu]:
-    return Gpu.objects.select_related("node", "gpu_type")
+    return Gpu.objects.select_related("node", "gpu_type", "power_curve")
 
 
 def gpu_types_by_name() -> dict[str, GpuType]:

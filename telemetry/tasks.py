@@ -18,3 +18,10 @@ def gpu_samples_downsample() -> int:
     folded = services.gpu_samples_downsample(retention_s=settings.GOGH_TELEMETRY_RAW_RETENTION_S)
     services.gpu_sample_minutes_prune(retention_s=settings.GOGH_TELEMETRY_MINUTE_RETENTION_S)
     return folded
+
+
+@shared_task(name="telemetry.tasks.gpu_power_curves_refit")
+def gpu_power_curves_refit() -> dict:
+    """Run by Celery beat every GOGH_POWER_CURVE_REFIT_S: each GPU's curve refitted from its
+    samples of the last GOGH_POWER_CURVE_WINDOW_S; how many were fitted and refused."""
+    return services.gpu_power_curves_refit(window_s=settings.GOGH_POWER_CURVE_WINDOW_S)

@@ -22,7 +22,7 @@ from scheduler.problem_source import ACTIVE_STATES
 from scheduler.profiling.live import gpu_type_profiles_snapshot, profile_label
 from scheduler.selectors import jobs_visible_to
 from telemetry.live import gpus_data, nodes_data
-from telemetry.models import Gpu, GpuSample, GpuSampleMinute, GpuState, Node, NodeManager, NodeState
+from telemetry.models import Gpu, GpuPowerCurve, GpuSample, GpuSampleMinute, GpuState, Node, NodeManager, NodeState
 
 from . import tradeoff
 from .models import TradeoffSweep
@@ -75,11 +75,30 @@ def cluster_overview(*, now=None) -> dict:
             for t, states in sorted(by_type.items())
         ],
         "gpus": gpus,
+        "board_rows": [g for g in gpus if g["state"] != GpuState.MISSING],
+        "power_curves": power_curves(),
         "gpus_by_type": {t: dict(states) for t, states in sorted(by_type.items())},
         "power_now_w": power_now_w(gpus, now=now),
         "energy_today_wh": energy_today_wh(now=now),
         "stale_s": stale_after_s(),
     }
+
+
+def power_curves() -> list[dict]:
+    """Each fitted board curve beside its type's datasheet curve (docs/gpu_health.md), for the
+    Cluster page's chart. Server-rendered only: curves are refitted hourly, not per sample."""
+    rows = GpuPowerCurve.objects.select_related("gpu__node", "gpu__gpu_type").order_by("gpu__node__hostname",
+                                                                                      "gpu__index")
+    return [
+        {
+            "gpu_id": curve.gpu_id, "label": f"{curve.gpu.node.hostname}/{curve.gpu.index}",
+            "gpu_type": curve.gpu.gpu_type.name, "points": curve.points, "residual_std_w": curve.residual_std_w,
+            "samples": curve.samples, "power_limit_w": curve.power_limit_w,
+            "datasheet": curve.gpu.gpu_type.power_curve
+            or [[0.0, curve.gpu.gpu_type.idle_w], [1.0, curve.gpu.gpu_type.tdp_w]],
+        }
+        for curve in rows
+    ]
 
 
 def held_gpus(gpus: list[dict]) -> dict[int, list[dict]]:

@@ -17,7 +17,7 @@ from .tradeoff import DEFAULT_SURPLUS_VALUE_W
 def cluster(request):
     overview = selectors.cluster_overview()
     page_data = {"gpus": overview["gpus"], "nodes": overview["nodes"], "profiles": overview["profiles"],
-                 "stale_s": overview["stale_s"]}
+                 "stale_s": overview["stale_s"], "power_curves": overview["power_curves"]}
     return render(request, "dashboard/cluster.html", {"page": "cluster", **overview, "page_data": page_data})
 
 

@@ -4,6 +4,7 @@ from dataclasses import dataclass, field, replace
 
 from .admission import admission_values, probes_last
 from .aggregation import TypeCapacity, aggregate, block_sizes, usage_levels
+from .board_speeds import at_board_speeds
 from .candidates import group_candidates
 from .choices import Choice, Group, Option
 from .feasibility import layout_fits, margin, meets_tmin, memory_fits, option_cost, uncertainty, values_surplus
@@ -145,7 +146,9 @@ class Instance:
 
 def compile_instance(problem: Problem, *, lift_quotas: bool = False) -> Instance:
     """The instance of a problem; `lift_quotas` for the solvers that do not formulate quotas
-    (quotas.lift_within_quota: the jobs within their tenant's quota admitted first)."""
+    (quotas.lift_within_quota: the jobs within their tenant's quota admitted first). Types are
+    planned at their boards' speeds (board_speeds.py)."""
+    problem = at_board_speeds(problem)
     settings = problem.settings
     capacity = aggregate(problem.gpus)
     jobs = tuple(problem.jobs)

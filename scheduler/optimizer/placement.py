@@ -7,10 +7,12 @@ type with the fewest free GPUs that still hold it (best fit, so whole nodes stay
 next large job); single GPUs, groups and spread-out jobs fill what is left. With
 topology-aware isolation a PCIe switch serves one tenant only, and a tenant's jobs take GPUs on
 its own switches before they open another (so switches are not split among tenants
-needlessly). A job that cannot be placed stays pending with the reason.
+needlessly). Boards flagged slow are taken last, and only by jobs whose T_min holds at their
+own speed (board_speeds.serves). A job that cannot be placed stays pending with the reason.
 """
 from collections import defaultdict
 
+from .board_speeds import serves, type_speeds
 from .choices import Choice
 from .feasibility import SWITCH_TAKEN, switch_allows
 from .instance import Instance
@@ -48,8 +50,9 @@ class _Packer:
         self.choices = list(choices)
         self.isolate = inst.problem.settings.topology_isolation
         self.free: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
-        for gpu in inst.problem.gpus:
+        for gpu in sorted(inst.problem.gpus, key=lambda g: g.slow):  # flagged boards last on each node
             self.free[gpu.gpu_type][gpu.node].append(gpu)
+        self.type_speed = type_speeds(inst.problem.gpus)
         self.gpu_by_id = {g.id: g for g in inst.problem.gpus}
         self.switch_tenant: dict[tuple[str, str], str] = {}
         self.tenant_nodes: dict[str, set] = defaultdict(set)  # nodes where a tenant owns a switch
@@ -72,35 +75,44 @@ class _Packer:
         owned = [g for g in gpus if self.own(g, tenant)]
         return owned + [g for g in gpus if self.allowed(g, tenant) and not self.own(g, tenant)]
 
-    def pick(self, nodes, tenant: str, k: int) -> list:
-        """k GPUs of any nodes (single GPUs, pairs, spread jobs); with isolation the free GPUs
-        on the tenant's own switches first. [] when there are not k."""
+    def pick(self, nodes, tenant: str, k: int, fits) -> list:
+        """k GPUs of any nodes (single GPUs, pairs, spread jobs) that `fits` allows; with
+        isolation the free GPUs on the tenant's own switches first, boards flagged slow last.
+        [] when there are not k."""
         gpus, taken = [], set()
         for node in sorted(self.tenant_nodes[tenant]) if self.isolate else ():
             for g in nodes.get(node, ()):
-                if self.own(g, tenant) and len(gpus) < k:
+                if self.own(g, tenant) and fits(g) and len(gpus) < k:
                     gpus.append(g)
                     taken.add(g.id)
-        for gs in nodes.values():
-            if len(gpus) == k:
-                break
-            gpus += [g for g in gs if g.id not in taken and self.allowed(g, tenant)][: k - len(gpus)]
+        for slow in (False, True):
+            for gs in nodes.values():
+                if len(gpus) == k:
+                    break
+                gpus += [g for g in gs if g.slow == slow and g.id not in taken and self.allowed(g, tenant) and fits(g)][
+                    : k - len(gpus)
+                ]
         return gpus if len(gpus) == k else []
 
-    def find(self, gpu_type: str, k: int, consolidated: bool, tenant: str) -> tuple[list, str]:
-        """GPUs for one unit ([] if none) and why not."""
-        nodes = self.free[gpu_type]
+    def fits(self, gpu_type: str, planned: list[tuple[float, float]]):
+        """Which boards of the type may take a unit whose jobs were planned at (throughput, T_min)."""
+        return lambda gpu: serves(gpu, planned, self.type_speed.get(gpu_type, 1.0))
+
+    def find(self, gpu_type: str, k: int, consolidated: bool, tenant: str, planned) -> tuple[list, str]:
+        """GPUs for one unit ([] if none) and why not; `planned`: its jobs' (throughput, T_min),
+        which decide whether a board flagged slow may take it."""
+        nodes, fits = self.free[gpu_type], self.fits(gpu_type, planned)
         if consolidated and k > 1:
             fitting = []
             for node, gs in nodes.items():
                 if len(gs) >= k:
-                    ok = self.usable(gs, tenant)
+                    ok = [g for g in self.usable(gs, tenant) if fits(g)]
                     if len(ok) >= k:
                         fitting.append((len(ok), node, ok))
             gpus = min(fitting, key=lambda f: f[:2])[2][:k] if fitting else []
             why = f"no node of type {gpu_type} has {k} free GPUs left"
         else:
-            gpus = self.pick(nodes, tenant, k)
+            gpus = self.pick(nodes, tenant, k, fits)
             why = f"not enough free {gpu_type} GPUs left"
         return gpus, why + (SWITCH_TAKEN if self.isolate else "")
 
@@ -113,6 +125,11 @@ class _Packer:
             if gpu.pcie_switch:
                 self.switch_tenant[(gpu.node, gpu.pcie_switch)] = tenant
                 self.tenant_nodes[tenant].add(gpu.node)
+
+    def tau(self, j: int) -> float:
+        """The throughput job j was planned at in its current choice."""
+        choice = self.choices[j]
+        return self.inst.groups[choice[1]].tau_of(j) if choice[0] == "g" else self.inst.all_options[choice[1]].tau
 
     def record(self, j: int, gpus) -> None:
         inst, choice, job = self.inst, self.choices[j], self.inst.jobs[j]
@@ -163,7 +180,8 @@ class _Packer:
 
     def pack(self, unit: dict) -> None:
         tenant = self.inst.jobs[unit["jobs"][0]].tenant
-        gpus, why = self.find(unit["type"], unit["k"], unit["consolidated"], tenant)
+        planned = [(self.tau(j), self.inst.jobs[j].min_throughput) for j in unit["jobs"]]
+        gpus, why = self.find(unit["type"], unit["k"], unit["consolidated"], tenant, planned)
         if not gpus:
             for j in unit["jobs"]:
                 self.failed[j] = UNPLACEABLE.format(why=why)
@@ -177,7 +195,8 @@ class _Packer:
         inst, tenant = self.inst, self.inst.jobs[j].tenant
         for i in sorted(inst.job_options[j], key=lambda i: (inst.all_options[i].cost, i)):
             opt = inst.all_options[i]
-            gpus, _ = self.find(opt.gpu_type, opt.num_gpus, opt.consolidated, tenant)
+            planned = [(opt.tau, inst.jobs[j].min_throughput)]
+            gpus, _ = self.find(opt.gpu_type, opt.num_gpus, opt.consolidated, tenant, planned)
             if gpus:
                 self.choices[j] = ("o", i)
                 self.claim(gpus, tenant)

@@ -83,6 +83,9 @@ class GpuSpec:
     # jobs it ran; ageing and board-to-board spread), and its own measured power curve, when fitted.
     speed: float = 1.0
     power_curve: PowerCurve | None = None
+    # Flagged as drifting slower (Gpu.speed_flag): left out of its type's planning speed, used
+    # last and only for jobs whose T_min holds at its own speed (optimizer/board_speeds.py).
+    slow: bool = False
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ from .buffer import SampleBuffer
 from .client import ControlPlane, Refused, RetryLater, Unreachable
 from .config import AgentConfig
 from .contract import PREEMPTED_EXIT_CODE
-from .gpus import GpuBackend
+from .gpus import HEALTH_FIELDS, GpuBackend, GpuSample
 from .jobs import Assignment, pace_file, partner_file, simulated_command
 from .power import PowerLimiter
 from .runner import JobProcess
@@ -120,6 +120,7 @@ class Agent:
         self.power = PowerLimiter(backend)
         self._reports_power_limits = False
         self._paces: dict[int, float] = {}  # simulated jobs' pace as last written, by job
+        self._health_refused = False  # the control plane refused the samples' health signals (HEALTH_FIELDS)
 
     # --- life cycle
     def stop(self) -> None:
@@ -402,15 +403,25 @@ class Agent:
         deadline = time.monotonic() + budget_s
         while batch := self.buffer.peek(self.config.batch_size):
             try:
-                if self._send("upload", self.client.upload_samples, [s.payload() for s in batch],
+                if self._send("upload", self.client.upload_samples, [self._wire(s) for s in batch],
                               self.buffer.dropped) is None:
                     return
             except Refused as exc:
+                if not self._health_refused and any(_unknown_field(exc, key) for key in _health_paths(batch)):
+                    self._health_refused = True  # a control plane from before them: the same batch without
+                    continue
                 self.rejected_samples += len(batch)
                 log.error("control plane refused %d samples: %s", len(batch), exc)
             self.buffer.commit(batch)
             if time.monotonic() >= deadline:
                 return
+
+    def _wire(self, sample: GpuSample) -> dict:
+        """A sample's payload, without the health signals a control plane from before them refused."""
+        body = sample.payload()
+        for key in HEALTH_FIELDS if self._health_refused else ():
+            body.pop(key, None)
+        return body
 
     # --- jobs
     def reconcile(self, assignments: list[Assignment]) -> None:
@@ -645,6 +656,11 @@ def _without(gpus: list[dict], names: tuple[str, ...]) -> bool:
         for name in names:
             found = gpu.pop(name, None) is not None or found
     return found
+
+
+def _health_paths(batch) -> list[str]:
+    """Where a strict control plane names the health signals it does not know (samples[i].field)."""
+    return [f"samples[{i}].{key}" for i in range(len(batch)) for key in HEALTH_FIELDS]
 
 
 def _unknown_field(exc: Refused, name: str) -> bool:

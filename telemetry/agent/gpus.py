@@ -46,6 +46,11 @@ class GpuInfo:
         return {key: value for key, value in asdict(self).items() if value not in ("", None)}
 
 
+#: GpuSample's health signals (docs/gpu_health.md): a control plane from before them refuses
+#: them, and the agent then sends its samples without them.
+HEALTH_FIELDS = ("throttle_reasons", "remapped_rows")
+
+
 @dataclass(frozen=True)
 class GpuSample:
     """One reading of one GPU. A metric the device does not support is None, never invented."""
@@ -60,6 +65,10 @@ class GpuSample:
     ecc_corrected: int | None = None
     ecc_uncorrected: int | None = None
     retired_pages: int | None = None
+    # Health signals (docs/gpu_health.md): NVML's clocks event (throttle) reasons, a bit mask,
+    # and the rows remapped (correctable + uncorrectable) on boards that remap instead of retiring.
+    throttle_reasons: int | None = None
+    remapped_rows: int | None = None
 
     def payload(self) -> dict:
         """The wire form of POST /api/telemetry/samples/: non-finite readings become null."""

@@ -3,7 +3,8 @@
 The module is injected (`NvmlBackend(nvml=...)`), so tests run this very code against a fake
 with the real module's function names and NVMLError semantics. Every reading a GPU may not
 support (power on some boards, ECC on consumer cards, retired pages on A100 and later, which
-remap rows instead) is guarded: an NVMLError there yields None for that metric, not a crash.
+remap rows instead; remapped rows and clock throttle reasons on older ones) is guarded: an
+NVMLError there yields None for that metric, not a crash.
 
 Power limits: NVML reports each board's allowed range and default
 (nvmlDeviceGetPowerManagementLimitConstraints, nvmlDeviceGetPowerManagementDefaultLimit) and
@@ -132,6 +133,8 @@ class NvmlBackend:
                     ecc_corrected=read(lambda: self._ecc(h, nvml.NVML_MEMORY_ERROR_TYPE_CORRECTED)),
                     ecc_uncorrected=read(lambda: self._ecc(h, nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED)),
                     retired_pages=read(lambda: self._retired_pages(h)),
+                    throttle_reasons=read(lambda: self._throttle_reasons(h)),
+                    remapped_rows=read(lambda: self._remapped_rows(h)),
                 )
             )
         return samples
@@ -168,6 +171,18 @@ class NvmlBackend:
             nvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR,
         )
         return sum(len(nvml.nvmlDeviceGetRetiredPages(handle, cause)) for cause in causes)
+
+    def _throttle_reasons(self, handle) -> int:
+        """Why the clocks are held back now, a bit mask (docs/gpu_health.md); nvidia-ml-py 12.535+
+        names it 'clocks event reasons', older ones 'throttle reasons'."""
+        nvml = self._nvml
+        read = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+        return int((read or nvml.nvmlDeviceGetCurrentClocksThrottleReasons)(handle))
+
+    def _remapped_rows(self, handle) -> int:
+        """Rows remapped for correctable and uncorrectable errors (A100 and later; NotSupported before)."""
+        corrected, uncorrected, _pending, _failed = self._nvml.nvmlDeviceGetRemappedRows(handle)
+        return corrected + uncorrected
 
     def _numa_node(self, handle, bus_id: str | None) -> int | None:
         """NVML knows the NUMA node on recent drivers; otherwise Linux does, in sysfs (-1: none)."""

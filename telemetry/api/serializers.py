@@ -10,7 +10,7 @@ from catalog.models import GpuType
 from gogh_web.api.fields import FiniteFloatField
 from gogh_web.api.strict import StrictFieldsMixin
 
-from ..models import Gpu, Node
+from ..models import Gpu, GpuPowerCurve, Node
 from ..registration_rules import MAX_LABEL_LENGTH
 
 MAX_GPUS_PER_NODE = 256
@@ -118,9 +118,20 @@ class NodeStateChangeSerializer(StrictFieldsMixin, serializers.Serializer):
     reason = _optional_text(Node, "state_reason")
 
 
+class GpuPowerCurveSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = GpuPowerCurve
+        fields = ["points", "residual_std_w", "samples", "power_limit_w", "fitted_at"]
+        read_only_fields = fields
+
+
 class GpuSerializer(serializers.ModelSerializer):
     node = serializers.SlugRelatedField(slug_field="hostname", read_only=True)
     gpu_type = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    power_curve = GpuPowerCurveSerializer(
+        read_only=True, allow_null=True,
+        help_text="Its own power curve fitted from its samples (docs/gpu_health.md); null until enough samples.",
+    )
 
     class Meta:
         model = Gpu
@@ -128,6 +139,9 @@ class GpuSerializer(serializers.ModelSerializer):
             "id", "node", "index", "uuid", "gpu_type", "product_name", "pci_bus_id", "pcie_switch",
             "numa_node", "memory_gb", "state", "state_reason", "external_holder",
             "power_limit_min_w", "power_limit_max_w", "power_limit_default_w", "power_limit_w", "power_limit_error",
+            # Its own speed and health (docs/gpu_health.md).
+            "speed_factor", "speed_factor_std", "speed_observations", "speed_flag", "speed_flagged_at", "health",
+            "power_curve",
         ]
         read_only_fields = fields
 

@@ -36,6 +36,15 @@ class GpuSampleSerializer(StrictFieldsMixin, serializers.Serializer):
     ecc_corrected = _counter("ecc_corrected")
     ecc_uncorrected = _counter("ecc_uncorrected")
     retired_pages = _counter("retired_pages")
+    # Health signals kept as the GPU's latest (Gpu.health, docs/gpu_health.md), not per sample.
+    throttle_reasons = serializers.IntegerField(
+        required=False, default=None, allow_null=True, min_value=0, max_value=2**63 - 1,
+        help_text="NVML's clocks event (throttle) reasons, a bit mask.",
+    )
+    remapped_rows = serializers.IntegerField(
+        required=False, default=None, allow_null=True, min_value=0, max_value=2**31 - 1,
+        help_text="Rows remapped (correctable + uncorrectable), lifetime.",
+    )
 
 
 class SampleBatchSerializer(StrictFieldsMixin, serializers.Serializer):

@@ -1,5 +1,7 @@
 """Writes of GPU samples: agents' batches in, per-minute aggregates out.
 
+Each GPU's health signals are kept as its latest (Gpu.health, docs/gpu_health.md).
+
 A batch is all or nothing: one bad sample refuses the whole batch (400, every bad item named
 by its path, e.g. `samples[3].gpu`), like a registration or a measurement import. The agent
 builds samples from NVML and turns unreadable values into null, so a bad item means a broken
@@ -17,6 +19,7 @@ from django.utils import timezone
 from catalog.measurement_limits import MAX_CLOCK_AHEAD
 
 from .. import live
+from ..gpu_health import health_of
 from ..models import Gpu, GpuSample, GpuSampleMinute, Node
 from .access import check_is_agent, may_report
 
@@ -70,6 +73,7 @@ def gpu_samples_ingest(*, agent_user, samples: list[dict], dropped: int | None =
     rows = _new_rows(gpus, samples)
     # ignore_conflicts still: a concurrent upload of the same samples may commit first.
     GpuSample.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+    _keep_health(gpus, samples, {(row.gpu_id, row.ts) for row in rows})
     live.gpus_changed({row.gpu_id for row in rows})  # once per GPU with a new sample, however many; none on a resend
     if dropped is not None:  # written only when it changed (the nodes came with the GPUs): most batches drop nothing
         changed = {gpu.node_id for gpu in gpus.values() if gpu.node.samples_dropped != dropped}
@@ -146,6 +150,24 @@ def gpu_sample_minutes_prune(*, retention_s: float, now=None) -> int:
     now = now or timezone.now()
     deleted, _ = GpuSampleMinute.objects.filter(minute__lt=now - timedelta(seconds=retention_s)).delete()
     return deleted
+
+
+def _keep_health(gpus: dict[str, Gpu], samples: list[dict], new: set[tuple]) -> None:
+    """Each GPU's health (gpu_health.health_of) from its newest sample among the new ones,
+    written where it changed (a batch of steady readings writes nothing)."""
+    newest: dict[str, dict] = {}
+    for sample in samples:
+        uuid = sample["gpu"]
+        if (gpus[uuid].pk, sample["ts"]) in new and (uuid not in newest or sample["ts"] > newest[uuid]["ts"]):
+            newest[uuid] = sample
+    changed = []
+    for uuid, sample in newest.items():
+        gpu = gpus[uuid]
+        health = health_of(sample, gpu.health)
+        if health != gpu.health:
+            gpu.health = health
+            changed.append(gpu)
+    Gpu.objects.bulk_update(changed, ["health"], batch_size=500)
 
 
 def _aggregate_fields() -> list[str]:

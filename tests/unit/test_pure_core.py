@@ -11,6 +11,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PURE_PACKAGES = ["catalog.predictors", "scheduler.optimizer", "scheduler.simulation", "telemetry.agent"]
+#: Pure modules of Django apps: each GPU's own curve fit, speed tracker and health (docs/gpu_health.md).
+PURE_MODULES = ["telemetry.power_curve_fit", "telemetry.gpu_speed", "telemetry.gpu_health"]
 
 PROBE = """
 import importlib, pkgutil, sys
@@ -25,6 +27,15 @@ print(",".join(sorted({m.split(".")[0] for m in sys.modules} & {"django", "rest_
 @pytest.mark.parametrize("package", PURE_PACKAGES)
 def test_no_module_of_the_package_imports_the_web_stack(package):
     done = subprocess.run([sys.executable, "-c", PROBE, package], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""
+
+
+@pytest.mark.parametrize("module", PURE_MODULES)
+def test_a_pure_module_imports_no_web_stack(module):
+    probe = f"import importlib, sys; importlib.import_module({module!r}); print(','.join(sorted({WEB_STACK})))"
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True,
                           timeout=120, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == ""

@@ -3,7 +3,10 @@
    drawn from the live layer's GPU, node and gpu_type_profile dicts (the server renders the same
    dicts first), so a GPU or node that appears after load is shown too. A node says who manages it
    (its agent, or Slurm); a GPU a run GOGH did not submit holds (external_holder) is counted
-   "held" by type and named under its node (selectors.cluster_overview does the same). */
+   "held" by type and named under its node (selectors.cluster_overview does the same). The boards
+   table shows each GPU's learnt speed, slow flag, health notes and power limit from the same live
+   dicts; the power-curve chart (each fitted board curve beside its type's datasheet curve) is
+   drawn once from the page's data: curves are refitted hourly, not per sample. */
 (function () {
   "use strict";
   var G = window.GoghDash;
@@ -96,6 +99,50 @@
     counter.parentNode.classList.toggle("bad", down > 0);
   }
 
+  function drawBoards() {
+    var list = values(gpus).filter(function (g) { return g.state !== "missing"; }).sort(byText(label));
+    var rows = list.map(function (g) {
+      var speed = g.speed_observations
+        ? [g.speed_factor.toFixed(2) + " ", G.el("small", {}, ["(" + g.speed_observations + " measurements)"])]
+        : [G.el("small", {}, ["not learnt yet"])];
+      var flag = g.speed_flag ? [G.el("span", { class: "badge state-slow", title: g.speed_flag }, ["slow"])] : [];
+      var notes = [];
+      (g.health_notes || []).forEach(function (note) { notes.push(G.el("small", { class: "note" }, [note]), " "); });
+      var limit = g.power_limit_w === null || g.power_limit_w === undefined ? "default" : g.power_limit_w.toFixed(0) + " W";
+      return G.el("tr", { "data-gpu": g.id }, [
+        G.el("td", {}, [label(g)]), G.el("td", {}, [g.gpu_type]), G.el("td", { class: "speed" }, speed),
+        G.el("td", { class: "flag" }, flag), G.el("td", { class: "health" }, notes), G.el("td", { class: "limit" }, [limit]),
+      ]);
+    });
+    var tbody = document.querySelector("#board-table tbody");
+    tbody.replaceChildren.apply(tbody, rows.length ? rows : [G.el("tr", {}, [G.el("td", { colspan: 6 }, ["No GPUs registered."])])]);
+  }
+
+  function drawCurves() {
+    var curves = initial.power_curves || [];
+    if (!curves.length || !document.getElementById("curve-plot")) return;
+    var traces = [], datasheets = {};
+    curves.forEach(function (c) {
+      var limit = c.power_limit_w ? ", at " + c.power_limit_w.toFixed(0) + " W limit" : "";
+      traces.push({
+        type: "scatter", mode: "lines+markers", name: c.label + " (measured, ±" + c.residual_std_w.toFixed(0) + " W" + limit + ")",
+        x: c.points.map(function (p) { return p[0]; }), y: c.points.map(function (p) { return p[1]; }),
+      });
+      datasheets[c.gpu_type] = c.datasheet;
+    });
+    Object.keys(datasheets).sort().forEach(function (type) {
+      var pts = datasheets[type];
+      traces.push({
+        type: "scatter", mode: "lines", name: type + " (datasheet)", line: { dash: "dash", color: "#888" },
+        x: pts.map(function (p) { return p[0]; }), y: pts.map(function (p) { return p[1]; }),
+      });
+    });
+    Plotly.react("curve-plot", traces, {
+      margin: { t: 10, r: 20, b: 40, l: 50 }, legend: { orientation: "h", y: 1.15 },
+      xaxis: { title: { text: "utilization" }, range: [0, 1] }, yaxis: { title: { text: "W" }, rangemode: "tozero" },
+    }, { responsive: true, displaylogo: false });
+  }
+
   function copy(map) {
     var out = {};
     Object.keys(map || {}).forEach(function (key) { out[key] = map[key]; });
@@ -104,9 +151,10 @@
 
   // GPU events come several a second (each sample batch); the chart, counts and power follow
   // at most once a second, always ending on the newest state.
-  var redrawGpus = G.throttledRedraw(drawGpus, 1000);
+  var redrawGpus = G.throttledRedraw(function () { drawGpus(); drawBoards(); }, 1000);
   var redrawNodes = G.throttledRedraw(drawNodes, 1000);  // a GPU's holder is shown under its node
   redrawGpus();
+  drawCurves();
   G.live({
     onState: function (state) {
       gpus = copy(state.gpu);

@@ -35,6 +35,7 @@ class FakeControlPlane:
         self.leave_order: list[str] = []  # "leaving", "leave" and each final report's status, as received
         self.leaving_status = 200  # e.g. 404: a control plane from before the leaving call
         self.node_deleted = False  # an operator deleted the node: its endpoints answer 404
+        self.sample_fields_unknown: set[str] = set()  # e.g. a control plane from before the health signals
         self.lock = threading.Lock()
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
@@ -87,6 +88,10 @@ class FakeControlPlane:
             self.assignment_polls += 1
             return 200, self.assignments
         if method == "POST" and path == "/api/telemetry/samples/":
+            unknown = {f"samples[{i}].{key}": ["Unexpected field."] for i, sample in enumerate(body["samples"])
+                       for key in sample if key in self.sample_fields_unknown}
+            if unknown:
+                return 400, unknown
             self.samples.extend(body["samples"])
             self.dropped_reports.append(body["dropped"])
             return 201, {"accepted": len(body["samples"])}

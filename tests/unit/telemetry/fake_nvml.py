@@ -126,6 +126,14 @@ def fake_nvml(*, count=2, name="Tesla V100-SXM2-16GB", unsupported=(), init_erro
             raise pynvml.NVMLError(pynvml.NVML_ERROR_INVALID_ARGUMENT)
         fake.limits_mw[handle[1]] = limit_mw
 
+    @nvml
+    def nvmlDeviceGetCurrentClocksEventReasons(handle):
+        return pynvml.nvmlClocksEventReasonSwPowerCap | pynvml.nvmlClocksEventReasonHwThermalSlowdown
+
+    @nvml
+    def nvmlDeviceGetRemappedRows(handle):
+        return (2, 1, False, False)
+
     return fake
 
 
@@ -136,4 +144,5 @@ FAKED_FUNCTIONS = [
     "nvmlDeviceGetTemperature", "nvmlDeviceGetTotalEccErrors", "nvmlDeviceGetRetiredPages",
     "nvmlDeviceGetPowerManagementLimitConstraints", "nvmlDeviceGetPowerManagementDefaultLimit",
     "nvmlDeviceGetEnforcedPowerLimit", "nvmlDeviceSetPowerManagementLimit",
+    "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetRemappedRows",
 ]

@@ -48,6 +48,28 @@ def test_a_flush_uploads_for_at_most_its_budget(plane, tmp_path):
     assert len(plane.samples) == 50 and len(agent.buffer) == 0
 
 
+def test_samples_go_without_health_signals_to_a_control_plane_from_before_them(plane, tmp_path):
+    """It refuses them as unknown fields (400): the agent sends the same batch again without them,
+    and every later one too; nothing is lost."""
+    plane.sample_fields_unknown = {"throttle_reasons", "remapped_rows"}
+    agent = Agent(backend=NvmlBackend(nvml=fake_nvml()), client=ControlPlane(plane.url, "agent-token"),
+                  config=AgentConfig(hostname="gpu-node-1", log_dir=tmp_path, batch_size=5))
+    agent.buffer.extend(GpuSample(uuid="GPU-fake-0", ts=1.7e9 + i, power_w=100.0, throttle_reasons=4) for i in range(8))
+    agent.flush(budget_s=60)
+    assert len(plane.samples) == 8 and agent.rejected_samples == 0 and len(agent.buffer) == 0
+    assert len(plane.sample_attempts) == 3  # the first batch refused, then sent again; then the second
+    assert all("throttle_reasons" not in s and s["power_w"] == 100.0 for s in plane.samples)
+
+
+def test_a_batch_refused_for_another_field_is_still_dropped(plane, tmp_path):
+    plane.sample_fields_unknown = {"power_w"}
+    agent = Agent(backend=NvmlBackend(nvml=fake_nvml()), client=ControlPlane(plane.url, "agent-token"),
+                  config=AgentConfig(hostname="gpu-node-1", log_dir=tmp_path, batch_size=5))
+    agent.buffer.extend(GpuSample(uuid="GPU-fake-0", ts=1.7e9 + i, power_w=100.0) for i in range(5))
+    agent.flush(budget_s=60)
+    assert plane.samples == [] and agent.rejected_samples == 5 and len(agent.buffer) == 0
+
+
 def test_all_jobs_report_in_one_request_a_turn(plane, run_agent):
     plane.assignments = [assignment(job, LONG_JOB, gpu_indexes=(job % 2,)) for job in (1, 2, 3)]
     run_agent(plane, progress_interval_s=0.5)

@@ -10,7 +10,7 @@ from catalog.models import Measurement
 from scheduler.models import JobMeasurement, SolveRun
 from scheduler.services import job_transition
 from telemetry import tasks
-from telemetry.models import Gpu, GpuSample, GpuSampleMinute
+from telemetry.models import Gpu, GpuPowerCurve, GpuSample, GpuSampleMinute
 from telemetry.services import gpu_samples_downsample
 
 from .jobs import placed_job
@@ -122,3 +122,22 @@ def test_metrics_errors_are_plain_text_not_a_python_repr(client_for, alice):
     assert user.status_code == 403
     assert user.content == b"You do not have permission to perform this action.\n"
     assert user["Content-Type"].startswith("text/plain")
+
+
+def test_metrics_show_each_boards_speed_flag_limit_and_curve(client_for, staff, node1, gpu):
+    Gpu.objects.filter(pk=gpu.pk).update(speed_factor=0.88, speed_flag="runs at 88 %", power_limit_w=250.0,
+                                         health={"notes": ["hot: 90 C (noted from 85 C)"]})
+    GpuPowerCurve.objects.create(gpu=gpu, points=[[0, 40], [1, 280]], residual_std_w=6.5, samples=900,
+                                 fitted_at=timezone.now())
+    metrics = scrape(client_for(staff))
+    labels = (("Hostname", "node1"), ("UUID", "GPU-node1-0"), ("device", "nvidia0"), ("gpu", "0"),
+              ("gpu_type", "v100"), ("modelName", "v100"))
+    other = (("Hostname", "node1"), ("UUID", "GPU-node1-1"), ("device", "nvidia1"), ("gpu", "1"),
+             ("gpu_type", "v100"), ("modelName", "v100"))
+    assert metrics[("gogh_gpu_speed_factor", labels)] == 0.88 and metrics[("gogh_gpu_slow", labels)] == 1
+    assert metrics[("gogh_gpu_power_limit_watts", labels)] == 250.0
+    assert metrics[("gogh_gpu_power_curve_residual_watts", labels)] == 6.5
+    assert metrics[("gogh_gpu_health_notes", labels)] == 1
+    assert metrics[("gogh_gpu_speed_factor", other)] == 1.0 and metrics[("gogh_gpu_slow", other)] == 0
+    assert ("gogh_gpu_power_limit_watts", other) not in metrics  # nothing reported: no line
+    assert ("gogh_gpu_power_curve_residual_watts", other) not in metrics

@@ -15,8 +15,9 @@ from scheduler.live import job_changed
 from scheduler.models import Job, JobInterruption, Tenant
 from scheduler.profiling.live import gpu_type_profile_changed
 from scheduler.tenancy.services import tenant_quotas_replace, tenant_update
+from telemetry.gpu_speed import SpeedTracker
 from telemetry.models import Gpu
-from telemetry.services import gpu_samples_ingest, node_set_state
+from telemetry.services import gpu_samples_ingest, gpu_speeds_write, node_set_state
 
 from .conftest import apply_events, plain
 
@@ -53,9 +54,16 @@ def test_state_after_applying_events_equals_a_fresh_snapshot(measured, alice, bo
         node_set_state(node=node, state="down", reason="maintenance")  # mine goes back to pending
     with committed():
         now = timezone.now()
-        samples = [{"gpu": gpu.uuid, "ts": now - timedelta(seconds=s), "power_w": 100.0 + s, "utilization": 0.5}
+        samples = [{"gpu": gpu.uuid, "ts": now - timedelta(seconds=s), "power_w": 100.0 + s, "utilization": 0.5,
+                    "throttle_reasons": 0x80}  # a health note (docs/gpu_health.md)
                    for gpu in Gpu.objects.all()[:2] for s in range(3)]
         gpu_samples_ingest(agent_user=staff, samples=samples)
+    with committed():
+        tracker = SpeedTracker(min_observations=1)
+        first = Gpu.objects.order_by("pk").first()
+        tracker.observe(str(first.pk + 1), "w", "v100", 10.0, 10.0)
+        tracker.observe(str(first.pk), "w", "v100", 10.0, 8.0)  # a board learnt slow, flagged
+        gpu_speeds_write(tracker=tracker, gpu_ids=[first.pk])
     with committed():
         services.solver_config_update(by=staff, values={"base_energy_weight": 2.0})
     with committed():
@@ -86,6 +94,7 @@ def test_state_after_applying_events_equals_a_fresh_snapshot(measured, alice, bo
     final = snapshot(viewers["alice"])["state"]
     assert final["job"][str(mine.pk)]["state"] == "pending"  # its V100 node went down; a K80 is too slow
     assert final["node"][str(node.pk)]["state"] == "down"
+    assert final["gpu"][str(first.pk)]["speed_flag"] and final["gpu"][str(first.pk)]["speed_factor"] == 0.8
     assert set(final) == KINDS
     assert {key: v["status"] for key, v in final["predictor_version"].items()} == {
         str(active.pk): "active",

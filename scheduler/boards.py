@@ -1,0 +1,48 @@
+"""Each board as the optimiser sees it: its own speed and power curve (docs/gpu_health.md).
+
+telemetry learns a board's speed (Gpu.speed_*) and fits its power curve (GpuPowerCurve); here
+they become GpuSpec.speed, GpuSpec.slow and GpuSpec.power_curve. The aggregated model prices a
+GPU type with one curve, so the type's curve becomes the pointwise mean of its boards' curves
+(each board's fitted curve where it has one, the datasheet's otherwise). Only curves fitted at
+the board's default power limit are used: the power at a lower limit is the predictions' part
+(Predictions.at_power_limit, docs/power_limits.md), as a fraction of the default-limit power.
+A speed learnt from fewer than MIN_SPEED_OBSERVATIONS measurements is too noisy to plan with:
+such a board is planned at 1.0.
+"""
+from dataclasses import replace
+
+from telemetry.gpu_speed import SpeedTracker
+from telemetry.models import Gpu, GpuPowerCurve
+
+from .optimizer import GpuSpec, GpuTypeSpec, PowerCurve
+
+MIN_SPEED_OBSERVATIONS = SpeedTracker().min_observations
+
+
+def with_boards(
+    gpus: list[Gpu], specs: tuple[GpuSpec, ...], types: dict[str, GpuTypeSpec]
+) -> tuple[tuple[GpuSpec, ...], dict[str, GpuTypeSpec]]:
+    """The specs with each board's speed, flag and fitted curve, and the types with their
+    boards' mean curve. `gpus` are the rows `specs` were built from, in the same order."""
+    curves = {
+        gpu_id: PowerCurve(tuple((float(u), float(w)) for u, w in points))
+        for gpu_id, points in GpuPowerCurve.objects.filter(
+            gpu_id__in=[g.pk for g in gpus], power_limit_w__isnull=True
+        ).values_list("gpu_id", "points")
+    }
+    specs = tuple(
+        replace(spec, speed=gpu.speed_factor if gpu.speed_observations >= MIN_SPEED_OBSERVATIONS else 1.0,
+                slow=bool(gpu.speed_flag), power_curve=curves.get(gpu.pk))
+        for gpu, spec in zip(gpus, specs)
+    )
+    return specs, {name: replace(t, power_curve=mean_curve(t, specs)) for name, t in types.items()}
+
+
+def mean_curve(gpu_type: GpuTypeSpec, specs) -> PowerCurve:
+    """The pointwise mean of the type's boards' curves (fitted, else the datasheet's), at every
+    utilization any of them has a point at; the datasheet's alone where no board has a fit."""
+    curves = [s.power_curve or gpu_type.power_curve for s in specs if s.gpu_type == gpu_type.name]
+    if all(c is gpu_type.power_curve for c in curves):
+        return gpu_type.power_curve
+    knots = sorted({u for c in curves for u, _ in c.points})
+    return PowerCurve(tuple((u, sum(c(u) for c in curves) / len(curves)) for u in knots))
