@@ -163,6 +163,7 @@ class PowerLimitModel:
                 lowest[gpu_type] = min(lowest[gpu_type], c.fractions[0])
         self.lowest_fraction = dict(lowest)
         self.lowest_anywhere = max(min(lowest.values(), default=1.0), 0.0)
+        self._answers: dict[tuple, tuple[float, float] | None] = {}  # a solve asks the same few limits often
 
     def measured_curve(self, family: str, batch_size: int | None, gpu_type: str) -> LimitCurve | None:
         network = ZEUS_NETWORKS.get(family)
@@ -179,6 +180,12 @@ class PowerLimitModel:
         (`default_w`, else the type's datasheet TDP); `draw_w`: its power at the default limit,
         when known (the fitted model only). None where nothing is known: an unknown type's
         default, a limit that is not a finite number > 0, or below the measured fractions."""
+        key = (workload, gpu_type, limit_w, default_w, draw_w)
+        if key not in self._answers:
+            self._answers[key] = self._answer(workload, gpu_type, limit_w, default_w, draw_w)
+        return self._answers[key]
+
+    def _answer(self, workload, gpu_type, limit_w, default_w, draw_w) -> tuple[float, float] | None:
         default_w = default_w or self.default_limits_w.get(gpu_type)
         if not default_w or not isinstance(limit_w, (int, float)) or not math.isfinite(limit_w) or limit_w <= 0:
             return None

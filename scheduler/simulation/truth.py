@@ -58,6 +58,7 @@ class Truth:
         self.seed, self.deviation, self.noise, self.busy_utilization = seed, deviation, noise, busy_utilization
         self._factors: dict[str, float] = {}
         self._limit_factors: dict[tuple[str, str], tuple[float, float]] = {}
+        self._at_limit: dict[tuple[str, str, float], tuple[float, float]] = {}
         self.limits: PowerLimitModel | None = None  # read when a limit is first asked about
         self.default_limits_w: dict[str, float] = {}
 
@@ -117,6 +118,12 @@ class Truth:
         default limit's (1, 1 at the default, None, or where nothing is known)."""
         if limit_w is None or limit_w >= spec.tdp_w:
             return 1.0, 1.0
+        key = (spec.name, workload, limit_w)
+        if key not in self._at_limit:
+            self._at_limit[key] = self._curve_at(spec, workload, limit_w)
+        return self._at_limit[key]
+
+    def _curve_at(self, spec: GpuTypeSpec, workload: str, limit_w: float) -> tuple[float, float]:
         if self.limits is None:
             self.limits = default_model()
         draw = self.gpu_power_alone(spec, workload)
