@@ -6,9 +6,11 @@ boards runs at its slowest board's pace: data-parallel steps wait for the last G
 - Spread (`variation`, e.g. 0.03): a fixed factor exp(N(0, variation)) per board, drawn from
   the seed; studies of GPU variability measure a few per cent between boards of one type.
 - Ageing (`ageing`): every board loses 1 % of its speed per 100 days of age, from an age at
-  the start drawn uniformly in 0..3 years; and `FAST_DECAY` boards (drawn from the seed)
-  decay faster, linearly over part of the run: the first falls 10 % over the first half of
-  the arrivals (then stays there), the others 5 % over all of them.
+  the start drawn uniformly in 0..3 years; and `FAST_DECAY` boards (drawn from the seed among
+  `fast_candidates`: `simulate` gives the layout's last type, V100 in Gavel's cluster, the
+  fastest, whose boards the jobs with the tightest T_min need) decay faster, linearly over part
+  of the run: the first falls 10 % over the first half of the arrivals (then stays there), the
+  others 5 % over all of them.
 
 `fell_at(gpu, drop)` says when a board's speed had fallen `drop` below its speed at the start
 (the report's `slow_gpu_flagged_after_h` counts from there). Pure Python, no Django.
@@ -34,14 +36,16 @@ class FastDecay:
 
 class Boards:
     def __init__(self, gpu_ids, *, seed: int = 0, variation: float = 0.0, ageing: bool = False,
-                 span_s: float = 0.0):
-        """`span_s`: the arrivals' span (the fast decays happen within it)."""
+                 span_s: float = 0.0, fast_candidates=None):
+        """`span_s`: the arrivals' span (the fast decays happen within it); `fast_candidates`: the
+        boards the fast-decaying ones are drawn from (default: all)."""
         rng = random.Random(f"boards:{seed}")
         ids = sorted(gpu_ids)
         self.variation, self.ageing = variation, ageing
         self.spread = {g: (math.exp(rng.gauss(0.0, variation)) if variation else 1.0) for g in ids}
         self.start_age_days = {g: (rng.uniform(0.0, MAX_START_AGE_DAYS) if ageing else 0.0) for g in ids}
-        chosen = rng.sample(ids, min(len(FAST_DECAY), len(ids))) if ageing and ids else []
+        pool = sorted(fast_candidates) if fast_candidates is not None else ids
+        chosen = rng.sample(pool, min(len(FAST_DECAY), len(pool))) if ageing and pool else []
         self.fast = {g: FastDecay(drop, max(span_s * share, DAY_S)) for g, (drop, share) in zip(chosen, FAST_DECAY)}
 
     @property

@@ -68,7 +68,8 @@ def build_scenario(truth: Truth, *, jobs: int = DEFAULT_JOBS, seed: int = 0, tra
         restart_overhead_s=restart_overheads(truth.workloads(), seed),
         campaign=Campaign(campaign_gpus(gpus, [name for name, _ in layout])) if campaign else None,
         boards=Boards([g.id for g in gpus], seed=seed, variation=gpu_variation, ageing=ageing,
-                      span_s=max((j.arrival_s for j in job_list), default=0.0)),
+                      span_s=max((j.arrival_s for j in job_list), default=0.0),
+                      fast_candidates=[g.id for g in gpus if g.gpu_type == layout[-1][0]]),
     )
 
 
