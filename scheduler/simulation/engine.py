@@ -271,12 +271,14 @@ class Simulation:
             if self._rate(state) <= 0:  # does not fit: the job cannot run, the GPU idles
                 watts = spec.idle_w * len(p.gpu_ids)
             elif not partners:
-                watts = self.truth.gpu_power_alone(spec, state.job.workload) * len(p.gpu_ids)
+                watts = self.truth.gpu_power_alone(spec, state.job.workload)
                 watts *= self.truth.at_power_limit(spec, state.job.workload, p.power_limit_w)[1]
+                watts = min(watts, p.power_limit_w or watts) * len(p.gpu_ids)  # a board never draws above its limit
             else:
                 members = (state.job.workload, *partners)
                 watts = self.truth.gpu_power_shared(spec, members)
                 watts *= self.truth.group_at_power_limit(spec, members, p.power_limit_w)
+                watts = min(watts, p.power_limit_w or watts)
             members = (state.job.id, *p.partners)
             for member in members:
                 out[member] = watts / len(members)

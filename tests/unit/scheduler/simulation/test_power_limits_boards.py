@@ -211,3 +211,16 @@ def test_the_fast_decaying_boards_are_drawn_among_the_candidates_simulate_gives_
     scenario = build_scenario(Truth(without_memory(reference_records)), jobs=4, seed=0, ageing=True)
     assert {g.split("-")[0] for g in scenario.boards.fast} == {"v100"}
     assert not build_scenario(Truth(without_memory(reference_records)), jobs=4, seed=0).boards.fast
+
+
+def test_a_board_never_draws_more_than_its_limit(monkeypatch):
+    """A workload measured drawing the V100's whole 300 W: the fitted model's power at 180 W is
+    above 180 W, the board draws 180 W."""
+    rows = [MeasurementRecord(workload=LM, gpu_type="v100", throughput=10.0, power_w=300.0)]
+    solver = LimitingSolver(180.0)
+    monkeypatch.setattr(engine_module, "get_solver", lambda name: solver)
+    truth = Truth(rows, deviation=0.0)
+    run = Simulation(_scenario(LM), truth, Policy("limits", "ilp", "catalog"), CatalogPredictions(rows)).run()
+    speed, power = truth.at_power_limit(V100, LM, 180.0)
+    assert 300.0 * power > 180.0
+    assert run.energy_j == pytest.approx(180.0 * 3600 / speed)
