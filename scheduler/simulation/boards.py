@@ -7,8 +7,8 @@ boards runs at its slowest board's pace: data-parallel steps wait for the last G
   the seed; studies of GPU variability measure a few per cent between boards of one type.
 - Ageing (`ageing`): every board loses 1 % of its speed per 100 days of age, from an age at
   the start drawn uniformly in 0..3 years; and `FAST_DECAY` boards (drawn from the seed among
-  `fast_candidates`: `simulate` gives the layout's last type, V100 in Gavel's cluster, the
-  fastest, whose boards the jobs with the tightest T_min need) decay faster, linearly over part
+  `fast_candidates`: `simulate` gives the first two servers of the layout's last type, V100 in
+  Gavel's cluster, the fastest, which the jobs with the tightest T_min need) decay faster, linearly over part
   of the run: the first falls 10 % over the first half of the arrivals (then stays there), the
   others 5 % over all of them.
 

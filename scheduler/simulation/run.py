@@ -12,7 +12,7 @@ from scheduler.optimizer.problem import SolverSettings
 
 from .boards import Boards
 from .checkpoints import CHECKPOINT_INTERVAL_S, NEVER_CHECKPOINTS, restart_overheads, with_checkpoints
-from .cluster import DEFAULT_LAYOUT, build_gpus, gpu_types
+from .cluster import DEFAULT_LAYOUT, GPUS_PER_SERVER, build_gpus, gpu_types
 from .engine import LEARNING_CURVE_MAX, Simulation
 from .explore import Explorer
 from .jobs import generate_jobs
@@ -37,6 +37,10 @@ DEFAULT_JOBS_PER_HOUR = 3.0
 #: 1): with 0 it would run every job at just above T_min on the lowest-power GPU, which costs
 #: more energy per step than a faster GPU finishing sooner (see docs/simulation.md).
 THROUGHPUT_VALUE_W = 100.0
+#: The fast-decaying boards (--ageing) are drawn among the first two servers of the layout's last
+#: (fastest) type: the solvers fill a type's GPUs in id order, so these run jobs under any load,
+#: and a board that never runs a job cannot be learnt by any telemetry (docs/simulation.md).
+FAST_DECAY_POOL = 2 * GPUS_PER_SERVER
 #: Exploration as production runs it: the optimiser's defaults (docs/exploration.md).
 EXPLORATION = ExplorationSettings()
 
@@ -69,7 +73,7 @@ def build_scenario(truth: Truth, *, jobs: int = DEFAULT_JOBS, seed: int = 0, tra
         campaign=Campaign(campaign_gpus(gpus, [name for name, _ in layout])) if campaign else None,
         boards=Boards([g.id for g in gpus], seed=seed, variation=gpu_variation, ageing=ageing,
                       span_s=max((j.arrival_s for j in job_list), default=0.0),
-                      fast_candidates=[g.id for g in gpus if g.gpu_type == layout[-1][0]]),
+                      fast_candidates=[g.id for g in gpus if g.gpu_type == layout[-1][0]][:FAST_DECAY_POOL]),
     )
 
 

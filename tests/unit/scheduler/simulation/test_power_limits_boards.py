@@ -205,11 +205,11 @@ def test_the_report_keys_are_present_and_sane_on_a_tiny_run(learned_run):
     assert policy_metrics(out["oracle"][1])["slow_gpu_flagged_after_h"] is None  # no tracker: nothing flagged
 
 
-def test_the_fast_decaying_boards_are_drawn_among_the_candidates_simulate_gives_the_fastest_type(reference_records):
+def test_fast_decaying_boards_are_drawn_among_the_candidates_simulate_gives_busy_boards(reference_records):
     boards = Boards([f"g{i}" for i in range(12)], seed=0, ageing=True, span_s=DAY_S, fast_candidates=["g3", "g4", "g5"])
     assert set(boards.fast) == {"g3", "g4", "g5"}
     scenario = build_scenario(Truth(without_memory(reference_records)), jobs=4, seed=0, ageing=True)
-    assert {g.split("-")[0] for g in scenario.boards.fast} == {"v100"}
+    assert {g.rsplit("-", 1)[0] for g in scenario.boards.fast} <= {"v100-s0", "v100-s1"}  # boards that run jobs
     assert not build_scenario(Truth(without_memory(reference_records)), jobs=4, seed=0).boards.fast
 
 
