@@ -10,8 +10,9 @@
   percentage error of the per-board prediction, the type's prediction x the learnt speed of the
   job's slowest board, against the true throughput, counted once every board of the placement
   has `MIN_OBSERVATIONS` behind it) and `slow_gpu_flagged_after_h` (for the boards whose speed
-  fell 10 %: hours from then to the tracker's first flag, the worst of them; null if one never
-  was flagged or none fell that far).
+  fell 10 %: hours from then to the first observation at or after it at which the tracker flags
+  the board (its current flag, as the console shows it: a board flagged before and still flagged
+  then counts 0), the worst of them; null if one never was, or none fell that far).
 """
 import statistics
 from collections import defaultdict
@@ -29,7 +30,8 @@ class BoardWatch:
     def __init__(self, boards: Boards, *, learns: bool, truth_speeds: bool):
         self.boards, self.truth_speeds = boards, truth_speeds
         self.tracker = SpeedTracker() if learns else None
-        self.flagged_at: dict[str, float] = {}
+        self.fell_at = {g: t for g in boards.fast if (t := boards.fell_at(g, SLOW_DROP)) is not None}
+        self.flagged_at: dict[str, float] = {}  # a fallen board -> its first flag at or after its fall
         self.errors: dict[str, list[float]] = defaultdict(list)
         self.busy_gpu_s = 0.0
         self.limited_gpu_s = 0.0
@@ -48,7 +50,8 @@ class BoardWatch:
             return
         for gpu in gpus:
             self.tracker.observe(gpu, workload, gpu_type, predicted, measured)
-            if gpu not in self.flagged_at and self.tracker.flag(gpu):
+            fell = self.fell_at.get(gpu)
+            if fell is not None and t >= fell and gpu not in self.flagged_at and self.tracker.flag(gpu):
                 self.flagged_at[gpu] = t
 
     def score(self, gpus, t: float, predicted: float | None, true: float) -> None:
@@ -78,13 +81,6 @@ class BoardWatch:
     def _flag_delay_h(self) -> float | None:
         if self.tracker is None:
             return None
-        delays = []
-        for gpu in self.boards.fast:
-            fell = self.boards.fell_at(gpu, SLOW_DROP)
-            if fell is None:
-                continue
-            flagged = self.flagged_at.get(gpu)
-            if flagged is None:
-                return None
-            delays.append(max(0.0, flagged - fell) / HOUR_S)
-        return round(max(delays), 2) if delays else None
+        if not self.fell_at or any(g not in self.flagged_at for g in self.fell_at):
+            return None
+        return round(max(self.flagged_at[g] - fell for g, fell in self.fell_at.items()) / HOUR_S, 2)

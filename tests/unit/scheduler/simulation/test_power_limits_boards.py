@@ -146,13 +146,24 @@ def test_age_buckets():
     assert [age_bucket(d) for d in (0, 364, 365, 800, 5000)] == ["0-1y", "0-1y", "1-2y", "2-3y", "3y+"]
 
 
-def test_the_flag_delay_counts_from_the_fall_to_the_flag_and_is_null_when_never_flagged():
+def test_the_flag_delay_counts_from_the_fall_to_the_next_flag_and_is_null_when_never_flagged():
     boards = Boards([f"g{i}" for i in range(6)], seed=1, ageing=True, span_s=4 * DAY_S)
     falling = next(g for g, d in boards.fast.items() if d.drop == 0.10)
+    fell = boards.fell_at(falling, 0.10)
     watch = BoardWatch(boards, learns=True, truth_speeds=False)
+    assert watch.fell_at == {falling: fell}
     assert watch.metrics()["slow_gpu_flagged_after_h"] is None
-    watch.flagged_at[falling] = boards.fell_at(falling, 0.10) + 5 * 3600
-    assert watch.metrics()["slow_gpu_flagged_after_h"] == pytest.approx(5.0)
+    others = [g for g in boards.spread if g != falling]
+    for i in range(40):  # the falling board measured 20 % below the others: flagged once enough is seen
+        t = fell - 3600 + i * 600
+        for g in others[:3]:
+            watch.observe([g], "w", "v100", 10.0, 10.0, t)
+        watch.observe([falling], "w", "v100", 10.0, 8.0, t)
+    assert watch.tracker.flag(falling)
+    # Flags before the fall do not count; the first flag at or after it does.
+    assert watch.flagged_at[falling] >= fell
+    assert watch.metrics()["slow_gpu_flagged_after_h"] == pytest.approx((watch.flagged_at[falling] - fell) / 3600)
+    assert watch.metrics()["slow_gpu_flagged_after_h"] < 1.0
 
 
 # ---- gogh learns each board's speed --------------------------------------------------------------
