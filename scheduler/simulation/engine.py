@@ -118,6 +118,7 @@ class Simulation:
         end, round_s = self.sc.end_s, self.sc.round_s
         t, changed = 0.0, False
         while t < end:
+            self.now = t
             if self.campaign is not None and t >= self.campaign.duration_s:
                 self._end_campaign()
                 changed = True
