@@ -59,7 +59,7 @@ class Truth:
         self._factors: dict[str, float] = {}
         self._limit_factors: dict[tuple[str, str], tuple[float, float]] = {}
         self._at_limit: dict[tuple[str, str, float], tuple[float, float]] = {}
-        self.limits: PowerLimitModel | None = None  # read when a limit is first asked about
+        self.limits: PowerLimitModel | None = None  # limit_model()
         self.default_limits_w: dict[str, float] = {}
 
     def factor(self, workload: str) -> float:
@@ -123,11 +123,15 @@ class Truth:
             self._at_limit[key] = self._curve_at(spec, workload, limit_w)
         return self._at_limit[key]
 
-    def _curve_at(self, spec: GpuTypeSpec, workload: str, limit_w: float) -> tuple[float, float]:
+    def limit_model(self) -> PowerLimitModel:
+        """The power-limit model (docs/power_limits.md), read when a limit is first asked about."""
         if self.limits is None:
             self.limits = default_model()
+        return self.limits
+
+    def _curve_at(self, spec: GpuTypeSpec, workload: str, limit_w: float) -> tuple[float, float]:
         draw = self.gpu_power_alone(spec, workload)
-        curve = self.limits.at_power_limit(workload, spec.name, limit_w, default_w=spec.tdp_w, draw_w=draw)
+        curve = self.limit_model().at_power_limit(workload, spec.name, limit_w, default_w=spec.tdp_w, draw_w=draw)
         if curve is None:
             return 1.0, 1.0
         if self._measured_curve(workload, spec.name):
@@ -137,7 +141,7 @@ class Truth:
 
     def _measured_curve(self, workload: str, gpu_type: str) -> bool:
         parsed = parse_workload(workload)
-        return self.limits.measured_curve(parsed.family, parsed.batch_size, gpu_type) is not None
+        return self.limit_model().measured_curve(parsed.family, parsed.batch_size, gpu_type) is not None
 
     def _limit_factor(self, workload: str, gpu_type: str) -> tuple[float, float]:
         key = (workload, gpu_type)
@@ -189,6 +193,5 @@ class TruePredictions:
         return self.truth.at_power_limit(spec, workload, limit_w)
 
     def _unknown(self, workload, spec, limit_w) -> bool:
-        if self.truth.limits is None:
-            self.truth.limits = default_model()
-        return self.truth.limits.at_power_limit(workload, spec.name, limit_w, default_w=spec.tdp_w) is None
+        """Below the fractions Zeus measured: the model knows nothing, the limit is not offered."""
+        return self.truth.limit_model().at_power_limit(workload, spec.name, limit_w, default_w=spec.tdp_w) is None
