@@ -28,6 +28,7 @@ from .optimizer import (
     keep_work,
 )
 from .optimizer.catalog_predictions import CatalogPredictions
+from .optimizer.limit_levels import type_levels
 from .optimizer.problem import QuotaSpec
 from .predictions import LearnedPredictions, WorkloadEstimates
 from .profiling.planning import as_probes
@@ -54,6 +55,7 @@ def solver_settings(config: SolverConfig, *, solver: str | None = None) -> Solve
         max_preemptions_per_hour=config.max_preemptions_per_hour,
         max_moves_per_job=config.max_moves_per_job,
         idle_gpus_powered_down=config.idle_gpus_powered_down,
+        power_limits=config.power_limits,
         topology_isolation=config.topology_isolation,
         cell_size_gpus=config.cell_size_gpus,
         seed=config.seed,
@@ -108,10 +110,11 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
     gpu_specs = tuple(
         GpuSpec(str(g.pk), g.node.hostname, g.gpu_type.name, g.pcie_switch, g.node.cell) for g in gpus
     )
+    boards = _boards_by_type(gpus) if settings.power_limits else {}
     types = {
         t.name: GpuTypeSpec(
             t.name, t.memory_gb, t.idle_w, t.tdp_w, PowerCurve.from_points(t.power_curve, t.idle_w, t.tdp_w),
-            settings.theta,
+            settings.theta, type_levels(t.tdp_w, boards[t.name]) if t.name in boards else (),
         )
         for t in GpuType.objects.filter(name__in={g.gpu_type for g in gpu_specs})
     }
@@ -152,6 +155,17 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
         settings=settings, load_history=history, quotas=_quotas(kept_jobs),
         no_borrowing=frozenset(Tenant.objects.filter(may_borrow=False).values_list("slug", flat=True)),
     )
+
+
+def _boards_by_type(gpus) -> dict[str, list[tuple]]:
+    """Per GPU type, what each of the round's GPUs reported of its power limits: (lowest and
+    highest allowed, default, why the last limit was refused) (limit_levels.type_levels)."""
+    out: dict[str, list[tuple]] = {}
+    for name, low, high, default, error in gpus.values_list(
+        "gpu_type__name", "power_limit_min_w", "power_limit_max_w", "power_limit_default_w", "power_limit_error"
+    ):
+        out.setdefault(name, []).append((low, high, default, error))
+    return out
 
 
 def _quotas(kept_jobs: set[int]) -> tuple[QuotaSpec, ...]:
@@ -199,18 +213,26 @@ def _kept_in_place() -> tuple[set[int], set[int]]:
 
 
 def _current_placements() -> dict[int, CurrentPlacement]:
-    """Each placed job's GPUs and the jobs sharing them (ids as strings, sorted), in two
-    queries: the open rows, then their partner links."""
+    """Each placed job's GPUs, the jobs sharing them (ids as strings, sorted) and the power
+    limit the round set on them (one per job: its GPUs share it), in two queries: the open
+    rows, then their partner links."""
     by_job: dict[int, list] = {}
     partners: dict[int, set[int]] = {}
-    for job_id, gpu_id in Allocation.objects.filter(end__isnull=True).values_list("job_id", "gpu_id"):
+    limits: dict[int, float] = {}
+    for job_id, gpu_id, limit in Allocation.objects.filter(end__isnull=True).values_list(
+        "job_id", "gpu_id", "power_limit_w"
+    ):
         by_job.setdefault(job_id, []).append(str(gpu_id))
+        if limit is not None:
+            limits[job_id] = limit
     for job_id, partner_id in Allocation.partners.through.objects.filter(allocation__end__isnull=True).values_list(
         "allocation__job_id", "job_id"
     ):
         partners.setdefault(job_id, set()).add(partner_id)
     return {
-        job_id: CurrentPlacement(tuple(sorted(gpus)), tuple(sorted(str(p) for p in partners.get(job_id, ()))))
+        job_id: CurrentPlacement(
+            tuple(sorted(gpus)), tuple(sorted(str(p) for p in partners.get(job_id, ()))), limits.get(job_id),
+        )
         for job_id, gpus in by_job.items()
     }
 

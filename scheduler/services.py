@@ -426,7 +426,7 @@ def _apply(allocation: optimizer.Plan, run: SolveRun, now,
     Returns what it did to each job, for the activity log."""
     ids = sorted(int(job_id) for job_id in {*allocation.placements, *allocation.reasons})
     jobs = {str(job.pk): job for job in Job.objects.select_for_update().filter(pk__in=ids).order_by("pk")}
-    open_allocs, held_power = _open_allocations_of(jobs.values())
+    open_allocs, held_power, held_limit = _open_allocations_of(jobs.values())
     newcomers = [(jobs[job_id], {int(g) for g in placement.gpu_ids})
                  for job_id, placement in allocation.placements.items() if jobs[job_id].state == JobState.PENDING.value]
     writes = _RoundWrites(now)
@@ -456,6 +456,8 @@ def _apply(allocation: optimizer.Plan, run: SolveRun, now,
         partners = frozenset(int(p) for p in placement.partners)
         wanted = {(int(g), partners) for g in placement.gpu_ids}
         if open_allocs.get(job.pk) == wanted:
+            if held_limit.get(job.pk) != placement.power_limit_w:
+                writes.change_limit(job, placement)
             continue  # stays where it is
         if job.state in (JobState.PLACED.value, JobState.RUNNING.value) and (
             {g for g, _ in open_allocs.get(job.pk, ())} == {g for g, _ in wanted}
@@ -481,8 +483,8 @@ def _apply(allocation: optimizer.Plan, run: SolveRun, now,
                             tuple(sorted(int(g) for g in placement.gpu_ids)), placement.predicted_throughput))
     writes.write(run)
     interruptions_record(stops + _moves_explained(moves, run), now=now, handover=True)
-    if any(item.kind != "pending" for item in news):
-        executor_sync_request()  # allocations opened or closed: a pushing executor hears of it now
+    if any(item.kind != "pending" for item in news) or writes.limits:
+        executor_sync_request()  # allocations opened, closed or given a new limit: a pushing executor hears of it now
     return news
 
 
@@ -504,13 +506,14 @@ def _moves_explained(moves: list[tuple[JobInterruption, object, float | None]], 
     return [stop for stop, _, _ in moves]
 
 
-def _open_allocations_of(jobs) -> tuple[dict[int, set[tuple[int, frozenset[int]]]], dict[int, float | None]]:
-    """Each job's open allocations as (GPU id, the ids of the jobs sharing that GPU), and the
-    power they were predicted to draw together (None where one did not say), in two queries
-    (the rows, then their partners)."""
+def _open_allocations_of(jobs) -> tuple[dict[int, set[tuple[int, frozenset[int]]]], dict[int, float | None],
+                                         dict[int, float | None]]:
+    """Each job's open allocations as (GPU id, the ids of the jobs sharing that GPU), the
+    power they were predicted to draw together (None where one did not say) and the power
+    limit set on them (None: the default), in two queries (the rows, then their partners)."""
     jobs = list(jobs)
     rows = Allocation.objects.filter(end__isnull=True, job__in=jobs).values_list(
-        "pk", "job_id", "gpu_id", "predicted_power_w"
+        "pk", "job_id", "gpu_id", "predicted_power_w", "power_limit_w"
     )
     partners: dict[int, set[int]] = {}
     for allocation_id, partner_id in Allocation.partners.through.objects.filter(
@@ -519,11 +522,13 @@ def _open_allocations_of(jobs) -> tuple[dict[int, set[tuple[int, frozenset[int]]
         partners.setdefault(allocation_id, set()).add(partner_id)
     open_allocs: dict[int, set[tuple[int, frozenset[int]]]] = {}
     power: dict[int, float | None] = {}
-    for pk, job_id, gpu_id, power_w in rows:
+    limit: dict[int, float | None] = {}
+    for pk, job_id, gpu_id, power_w, limit_w in rows:
         open_allocs.setdefault(job_id, set()).add((gpu_id, frozenset(partners.get(pk, ()))))
         known = power.get(job_id, 0.0)
         power[job_id] = None if known is None or power_w is None else known + power_w
-    return open_allocs, power
+        limit[job_id] = limit_w
+    return open_allocs, power, limit
 
 
 class _RoundWrites:
@@ -542,6 +547,7 @@ class _RoundWrites:
         self.fields: dict[int, set[str]] = {}  # the fields of each that changed
         self.closing: set[int] = set()  # jobs whose open allocations end
         self.opening: list[tuple[Job, object, frozenset[int]]] = []  # (job, placement, partner ids)
+        self.limits: list[tuple[Job, object]] = []  # (job, placement) whose power limit alone changes
         self.changed: set[int] = set()  # jobs whose pages must hear of it
 
     def save(self, job: Job, *fields: str) -> None:
@@ -570,12 +576,34 @@ class _RoundWrites:
         self.open(job, placement, partners)
         self.changed.add(job.pk)
 
+    def change_limit(self, job: Job, placement) -> None:
+        """The job keeps its GPUs and partners and only their power limit changes: not a
+        migration and no new allocation. The agent sets the new limit live (NVML changes it
+        while the job runs), so the open rows are updated in place, with the throughput and
+        power predicted at the new limit."""
+        self.limits.append((job, placement))
+        self.changed.add(job.pk)
+
     def write(self, run: SolveRun) -> None:
         Allocation.objects.filter(job_id__in=sorted(self.closing), end__isnull=True).update(end=self.now)
+        for (limit, throughput, power), job_ids in self._limit_updates().items():
+            Allocation.objects.filter(job_id__in=job_ids, end__isnull=True).update(
+                power_limit_w=limit, predicted_throughput=throughput, predicted_power_w=power,
+            )
         for values, job_ids in self._job_updates().items():
             Job.objects.filter(pk__in=job_ids).update(**dict(values))
         _open_allocations(self.opening, run, self.now)
         live.jobs_changed(self.changed)
+
+    def _limit_updates(self) -> dict[tuple, list[int]]:
+        """{(limit, throughput, power per GPU): ids of the jobs whose open rows get exactly these}:
+        one update per distinct set (jobs of one workload and configuration share one)."""
+        updates: dict[tuple, list[int]] = {}
+        for job, placement in self.limits:
+            values = (placement.power_limit_w, placement.predicted_throughput,
+                      placement.predicted_power_w / placement.num_gpus)
+            updates.setdefault(values, []).append(job.pk)
+        return updates
 
     def _job_updates(self) -> dict[tuple, list[int]]:
         """{((field, new value), ...): ids of the jobs that get exactly these}."""
@@ -598,6 +626,7 @@ def _open_allocations(openings: list[tuple[Job, object, frozenset[int]]], run: S
             start=now,
             predicted_throughput=placement.predicted_throughput,
             predicted_power_w=placement.predicted_power_w / placement.num_gpus,
+            power_limit_w=placement.power_limit_w,
         ), partners)
         for job, placement, partners in openings
         for gpu_id in placement.gpu_ids

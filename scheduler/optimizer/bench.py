@@ -94,7 +94,8 @@ def lp_bound(inst, admit_floors: dict[int, float]) -> float | None:
 
 def slo_met(problem: Problem, plan) -> set[str]:
     """Placed jobs whose throughput by the catalog's numbers reaches T_min (in a group of three
-    or more, the catalog's pairs combined as the optimiser does: telemetry/agent/colocation.py)."""
+    or more, the catalog's pairs combined as the optimiser does: telemetry/agent/colocation.py;
+    below the default power limit, times the speed the predictions give at that limit)."""
     jobs = {j.id: j for j in problem.jobs}
     met = set()
     for placement in plan.placements.values():
@@ -108,6 +109,9 @@ def slo_met(problem: Problem, plan) -> set[str]:
                 pred.rho(job.workload, jobs[p].workload, placement.gpu_type) or 0.0 for p in placement.partners
             )
             tau = alone * rho if alone and rho else None
+        if tau and placement.power_limit_w is not None:
+            found = pred.at_power_limit(job.workload, placement.gpu_type, placement.power_limit_w)
+            tau = tau * found[0] if found else None
         if tau and tau >= job.min_throughput - 1e-9:
             met.add(job.id)
     return met

@@ -36,8 +36,10 @@ from .feasibility import (
     memory_fits,
     one_tenant,
     sharing_theta,
+    values_surplus,
 )
 from .group_estimates import GroupEstimates
+from .limit_levels import group_power_at
 from .problem import JobSpec, Problem
 
 
@@ -62,6 +64,7 @@ class _Matcher:
         self.problem, self.jobs, self.currents = problem, jobs, currents
         self.weight, self.idle_on, self.cheapest_alone, self.memory = weight, idle_on, cheapest_alone, memory
         self.types, self.theta = types, theta
+        self.surplus = values_surplus(problem.settings)
         self.workloads = sorted({job.workload for job in jobs})
         self.estimates = GroupEstimates(problem, self.workloads, types)
         self.joining: dict = {}  # (chain's workloads, one more workload, type) -> estimate
@@ -103,7 +106,29 @@ class _Matcher:
             if not current and not group_meets_tmin(sure, (jobs[x] for x in members)):
                 continue
             taus, power = found
-            out.append(Group(members, t, taus, power, self.cost(members, t, power, taus, current), current))
+            cost = self.cost(members, t, power, taus, current)
+            variants = [Group(members, t, taus, power, cost, current)]
+            variants += self.at_limits(members, t, taus, sure, power, cost, current)
+            # Each variant is cheaper than the one before on the same GPU; without a value on
+            # surplus throughput, the faster dearer ones could never be chosen.
+            out += variants if self.surplus else variants[-1:]
+        return out
+
+    def at_limits(self, members: tuple[int, ...], t: str, taus: tuple[float, ...], sure: tuple[float, ...],
+                  power: float, cost: float, current: bool) -> list[Group]:
+        """The group on its GPU at each lower limit (one limit for the shared GPU) where every
+        member keeps its T_min at its own speed fraction and the GPU costs less than at every
+        higher limit. Changing only the limit changes no GPU, so a running group stays current."""
+        jobs, out = self.jobs, []
+        for limit, speeds, fractions in self.estimates.at_limits(tuple(jobs[x].workload for x in members), t):
+            if not group_meets_tmin((s * f for s, f in zip(sure, speeds)), (jobs[x] for x in members)):
+                continue
+            at_taus = tuple(tau * f for tau, f in zip(taus, speeds))
+            at_power = group_power_at(power, fractions, limit)
+            at_cost = self.cost(members, t, at_power, at_taus, current)
+            if at_cost < cost:
+                out.append(Group(members, t, at_taus, at_power, at_cost, current, limit))
+                cost = at_cost
         return out
 
     def chain_of(self, members: tuple[int, ...], *, running: bool = False) -> list[Group]:

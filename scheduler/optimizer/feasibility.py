@@ -132,6 +132,12 @@ def switch_allows(owner: str | None, tenant: str) -> bool:
 
 # -- scores: the objective's cost of an allowed option --------------------------------------
 
+def values_surplus(settings: SolverSettings) -> bool:
+    """Surplus throughput over T_min is worth something to the objective (throughput_value_w or
+    a fairness weight): only then may a faster, dearer choice of the same capacity be chosen."""
+    return settings.throughput_value_w > 0 or settings.fairness_weight > 0
+
+
 def option_cost(job: JobSpec, spec: GpuTypeSpec, settings: SolverSettings, k: int, tau: float, power: float,
                 weight: float, idle_on: bool, migrates: bool) -> float:
     """A job alone on k GPUs: weighted power (above idle when idle GPUs stay on), less the value

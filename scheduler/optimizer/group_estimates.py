@@ -8,6 +8,7 @@ workloads), so lookups and estimates are made once per round and kept.
 from telemetry.agent.colocation import group_fraction
 
 from .feasibility import margin, uncertainty
+from .limit_levels import limit_levels
 from .problem import Problem
 
 Estimate = tuple[tuple[float, ...], float]  # (throughput of each member, steps/s; GPU power, W)
@@ -27,6 +28,9 @@ class GroupEstimates:
             (w, t): share for w in workloads for t in types
             if (share := margin(*uncertainty(pred, w, t, 1, True), problem.settings)) < 1.0
         }
+        # (workload, type) -> {limit W: (speed, power fraction)} (limit_levels.py)
+        self.levels = {(w, t): {lim: (speed, power) for lim, speed, power in found}
+                       for w in workloads for t in types if (found := limit_levels(problem, w, t))}
         self._known: dict[tuple[tuple[str, ...], str], Estimate | None] = {}
         self._pairs: dict[tuple[str, str, str], Estimate | None] = {}
 
@@ -42,6 +46,15 @@ class GroupEstimates:
         if not self.margin:
             return taus
         return tuple(tau * self.margin.get((w, t), 1.0) for w, tau in zip(workloads, taus))
+
+    def at_limits(self, workloads: tuple[str, ...], t: str) -> list[tuple[float, tuple[float, ...], tuple[float, ...]]]:
+        """(limit W, each member's speed fraction, each member's power fraction) at each of the
+        type's limits that every member's predictions know, highest first."""
+        if not self.levels:
+            return []
+        known = [self.levels.get((w, t), {}) for w in workloads]
+        limits = sorted(set.intersection(*(set(k) for k in known)), reverse=True)
+        return [(lim, tuple(k[lim][0] for k in known), tuple(k[lim][1] for k in known)) for lim in limits]
 
     def estimate(self, workloads: tuple[str, ...], t: str) -> Estimate | None:
         """Throughputs of the workloads (in their order) sharing one GPU of type t, and the

@@ -1,12 +1,13 @@
 """The aggregated model every solver works on: per job the options that meet its T_min,
 co-location groups worth considering, capacity per GPU type, costs and admission values."""
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .admission import admission_values, probes_last
 from .aggregation import TypeCapacity, aggregate, block_sizes, usage_levels
 from .candidates import group_candidates
 from .choices import Choice, Group, Option
-from .feasibility import layout_fits, margin, meets_tmin, memory_fits, option_cost, uncertainty
+from .feasibility import layout_fits, margin, meets_tmin, memory_fits, option_cost, uncertainty, values_surplus
+from .limit_levels import limit_levels
 from .problem import JobSpec, Problem
 from .quotas import Quotas, lift_within_quota, quota_key, use_of
 from .weights import cluster_load, energy_weight
@@ -88,11 +89,18 @@ class Instance:
         """What job j holds now, where offered: its current option (among those meeting T_min
         with `slo_only`, which always include it) or, with `use_groups`, its running group."""
         if use_groups:
-            for p in self.job_groups[j]:
-                if self.groups[p].current:
-                    return ("g", p)
-        options = self.job_options[j] if slo_only else self.job_all_options[j]
-        return next((("o", i) for i in options if self.all_options[i].current), None)
+            running = [p for p in self.job_groups[j] if self.groups[p].current]
+            if running:
+                return ("g", self._at_current_limit(j, running, self.groups))
+        options = [i for i in (self.job_options[j] if slo_only else self.job_all_options[j])
+                   if self.all_options[i].current]
+        return ("o", self._at_current_limit(j, options, self.all_options)) if options else None
+
+    def _at_current_limit(self, j: int, indices: list[int], items: list) -> int:
+        """Of job j's current options (or groups), which differ only in their power limit, the
+        one at the limit it runs at now, else the first (the default limit)."""
+        limit = self.jobs[j].current.power_limit_w if self.jobs[j].current is not None else None
+        return min(indices, key=lambda i: items[i].power_limit_w != limit)
 
     def admission_order(self) -> list[int]:
         """Jobs by decreasing admission value; among equals, running/placed jobs first, then
@@ -170,11 +178,15 @@ def compile_instance(problem: Problem, *, lift_quotas: bool = False) -> Instance
             all_options.extend(
                 _job_options(problem, j, job, gpu_type, capacity[gpu_type], sizes, currents[j], weight, idle_on)
             )
-    options_idx = _useful(all_options, settings.throughput_value_w > 0 or settings.fairness_weight > 0)
+    options_idx = _useful(all_options, values_surplus(settings))
+    # Pairs are matched on what the jobs cost alone at the default limit: a lower limit makes
+    # running alone cheaper, and matching against it formed fewer pairs, so fewer jobs fit the
+    # cluster (bench_solver at 256 GPUs admitted one job less). Each pair matched is then
+    # offered at its own limits (candidates.py).
     cheapest_alone = [float("inf")] * len(jobs)
-    for i in options_idx:
-        opt = all_options[i]
-        cheapest_alone[opt.job] = min(cheapest_alone[opt.job], opt.cost)
+    for opt in all_options:
+        if opt.power_limit_w is None and (opt.meets_slo or opt.current):
+            cheapest_alone[opt.job] = min(cheapest_alone[opt.job], opt.cost)
     groups = group_candidates(problem, jobs, capacity, currents, weight, idle_on, cheapest_alone, memory)
     inst = Instance(
         problem=problem,
@@ -192,7 +204,8 @@ def compile_instance(problem: Problem, *, lift_quotas: bool = False) -> Instance
     inst.job_all_options = [[] for _ in jobs]
     inst.job_groups = [[] for _ in jobs]
     for i, opt in enumerate(all_options):
-        inst.job_all_options[opt.job].append(i)
+        if opt.power_limit_w is None:  # the baselines plan at the default limit
+            inst.job_all_options[opt.job].append(i)
     for i in options_idx:
         inst.job_options[all_options[i].job].append(i)
     for i, group in enumerate(groups):
@@ -285,10 +298,12 @@ def power_per_gpu_alone(problem: Problem, workload: str, gpu_type: str) -> float
 
 def _job_options(problem, j, job, gpu_type, cap, sizes, current, weight, idle_on) -> list[Option]:
     """Job j alone on k GPUs of the type, each layout, where its throughput is known; a probe on
-    exactly the largest block within D_j, at any throughput (unknown: 0, what it will measure)."""
+    exactly the largest block within D_j, at any throughput (unknown: 0, what it will measure).
+    Each configuration also at the type's lower power limits where they pay (limit_levels.py)."""
     spec = problem.gpu_types[gpu_type]
     settings = problem.settings
     per_gpu = power_per_gpu_alone(problem, job.workload, gpu_type)
+    limits = limit_levels(problem, job.workload, gpu_type) if not job.probe else ()
     out = []
     counts = block_sizes(min(job.max_gpus, cap.gpus))
     if job.probe:
@@ -304,12 +319,21 @@ def _job_options(problem, j, job, gpu_type, cap, sizes, current, weight, idle_on
                 k == 1 or current[2] == consolidated
             )
             power = k * per_gpu
-            cost = option_cost(
-                job, spec, settings, k, tau, power, weight, idle_on, current is not None and not is_current
-            )
-            out.append(Option(j, gpu_type, k, consolidated, tau, power, cost,
-                              job.probe or meets_tmin(tau * sure_share(problem, job, gpu_type, k, consolidated), job),
-                              is_current))
+            migrates = current is not None and not is_current
+            cost = option_cost(job, spec, settings, k, tau, power, weight, idle_on, migrates)
+            sure = sure_share(problem, job, gpu_type, k, consolidated)
+            default = Option(j, gpu_type, k, consolidated, tau, power, cost,
+                             job.probe or meets_tmin(tau * sure, job), is_current)
+            out.append(default)
+            for limit_w, speed, fraction in limits:
+                # A lower limit changes no GPU: the job keeps its configuration (and its GPUs where
+                # it has them now), so the option is as current as the default one and moves as little.
+                at_tau, at_power = tau * speed, min(power * fraction, k * limit_w)
+                at_cost = option_cost(job, spec, settings, k, at_tau, at_power, weight, idle_on, migrates)
+                if meets_tmin(at_tau * sure, job) and at_cost < cost:
+                    out.append(replace(default, tau=at_tau, power_w=at_power, cost=at_cost, meets_slo=True,
+                                       power_limit_w=limit_w))
+                    cost = at_cost
     return out
 
 
@@ -327,7 +351,8 @@ def _useful(options: list[Option], keep_surplus: bool) -> list[int]:
     (predictions may have fallen since it was placed: stopping it would lose its work, moving
     it elsewhere is still open); without a value on surplus throughput (neither
     throughput_value_w nor a fairness weight), a larger configuration of the same type and
-    placement style only costs more, so it is dropped."""
+    placement style only costs more, so it is dropped, and of one configuration's power limits
+    only the cheapest is kept."""
     best: dict[tuple, int] = {}
     keep = []
     for i, opt in enumerate(options):
@@ -337,6 +362,6 @@ def _useful(options: list[Option], keep_surplus: bool) -> list[int]:
             keep.append(i)
             continue
         key = (opt.job, opt.gpu_type, opt.consolidated)
-        if key not in best or opt.num_gpus < options[best[key]].num_gpus:
+        if key not in best or (opt.num_gpus, opt.cost) < (options[best[key]].num_gpus, options[best[key]].cost):
             best[key] = i
     return sorted(set(keep) | set(best.values()))

@@ -120,11 +120,12 @@ class _Packer:
             group = inst.groups[choice[1]]
             tau, consolidated, power = group.tau_of(j), True, group.power_w / len(group.members)
             partners = tuple(inst.jobs[x].id for x in group.partners_of(j))
+            limit = group.power_limit_w
         else:
             opt = inst.all_options[choice[1]]
-            tau, partners, consolidated, power = opt.tau, (), opt.consolidated, opt.power_w
+            tau, partners, consolidated, power, limit = opt.tau, (), opt.consolidated, opt.power_w, opt.power_limit_w
         self.placements[job.id] = Placement(
-            job.id, gpus[0].gpu_type, tuple(g.id for g in gpus), consolidated, partners, tau, power
+            job.id, gpus[0].gpu_type, tuple(g.id for g in gpus), consolidated, partners, tau, power, limit
         )
 
     def keep(self, unit: dict) -> bool:

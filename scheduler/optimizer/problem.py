@@ -91,6 +91,7 @@ class CurrentPlacement:
 
     gpu_ids: tuple[str, ...]
     partners: tuple[str, ...] = ()  # ids of the jobs sharing its GPU (at most theta - 1)
+    power_limit_w: float | None = None  # the limit its GPUs run at now; None: the default
 
 
 @dataclass(frozen=True)

@@ -12,21 +12,24 @@ from .problem import CurrentPlacement, GpuSpec, GpuTypeSpec, JobSpec, Placement,
 class PredictionSnapshot:
     """Predictions from tables: [workload, type, k, consolidated, tau], [workload, partner,
     type, rho], [workload, type, utilization], [workload, type, watts], [workload, GB],
-    [workload, type, k, consolidated, log_sd, measured] (only where not (0, measured))."""
+    [workload, type, k, consolidated, log_sd, measured] (only where not (0, measured)),
+    [workload, type, limit W, speed, power] (at_power_limit, at each type's power_limits_w)."""
 
-    def __init__(self, taus, rhos, utilizations, powers, memories=(), doubts=()):
+    def __init__(self, taus, rhos, utilizations, powers, memories=(), doubts=(), limits=()):
         self._tau = {(w, t, k, c): v for w, t, k, c, v in taus}
         self._doubt = {(w, t, k, c): (sd, bool(measured)) for w, t, k, c, sd, measured in doubts}
         self._rho = {(w, p, t): v for w, p, t, v in rhos}
         self._util = {(w, t): v for w, t, v in utilizations}
         self._power = {(w, t): v for w, t, v in powers}
         self._memory = dict(memories)
+        self._limits = {(w, t, limit): (speed, power) for w, t, limit, speed, power in limits}
 
     @classmethod
     def of(cls, predictions, workloads, gpu_types, largest: int) -> "PredictionSnapshot":
         ws, ts = sorted(workloads), sorted(gpu_types)
         memory = getattr(predictions, "memory_gb", None) or (lambda workload: None)
         doubt = getattr(predictions, "uncertainty", None) or (lambda *config: (0.0, True))
+        at_limit = getattr(predictions, "at_power_limit", None) or (lambda *at: None)
         configs = [(k, c) for k in block_sizes(largest) for c in ((True, False) if k > 1 else (True,))]
         return cls(
             [
@@ -41,6 +44,10 @@ class PredictionSnapshot:
                 [w, t, k, c, *d] for w in ws for t in ts for k, c in configs
                 if predictions.tau(w, t, k, c) is not None and (d := doubt(w, t, k, c)) != (0.0, True)
             ],
+            [
+                [w, t, limit, *found] for w in ws for t in ts for limit in gpu_types[t].power_limits_w
+                if (found := at_limit(w, t, limit)) is not None
+            ],
         )
 
     def tables(self) -> dict:
@@ -51,6 +58,7 @@ class PredictionSnapshot:
             "powers": [[*k, v] for k, v in self._power.items()],
             "memories": [[w, v] for w, v in self._memory.items()],
             "doubts": [[*k, *v] for k, v in self._doubt.items()],
+            "limits": [[*k, *v] for k, v in self._limits.items()],
         }
 
     def tau(self, workload, gpu_type, num_gpus, consolidated):
@@ -70,6 +78,9 @@ class PredictionSnapshot:
 
     def memory_gb(self, workload):
         return self._memory.get(workload)
+
+    def at_power_limit(self, workload, gpu_type, limit_w):
+        return self._limits.get((workload, gpu_type, limit_w))
 
 
 def problem_to_dict(problem: Problem) -> dict:
@@ -133,7 +144,7 @@ def plan_from_dict(data: dict) -> Plan:
 
 
 def _current(data: dict | None) -> CurrentPlacement | None:
-    return CurrentPlacement(tuple(data["gpu_ids"]), _partners(data)) if data else None
+    return CurrentPlacement(tuple(data["gpu_ids"]), _partners(data), data.get("power_limit_w")) if data else None
 
 
 def _partners(data: dict) -> tuple[str, ...]:
