@@ -11,6 +11,8 @@ scheduler.optimizer.registry plus where its predictions come from.
   fairness (scheduler.optimizer.gavel*), on the true numbers like the oracle (gavel_policy.py).
 - round_robin, random, greedy_fastest, greedy_efficient: the baselines on the catalog's
   numbers (what an operator without GOGH would have).
+Only gogh, gogh_fixed_weight and the oracle set power limits: Gavel and the baselines never do
+(no scheduler they stand for sets one).
 """
 from dataclasses import dataclass
 
@@ -23,14 +25,14 @@ class Policy:
     solver: str
     predictions: str  # LEARNED | TRUTH | CATALOG
     adaptive_weight: bool = True
-    power_limits: bool = True  # SolverSettings.power_limits: the solver may set power limits
+    power_limits: bool = False  # SolverSettings.power_limits: the solver may set power limits
 
 
 POLICIES = (
-    Policy("gogh", "ilp", LEARNED),
-    Policy("gogh_no_power_limit", "ilp", LEARNED, power_limits=False),
-    Policy("gogh_fixed_weight", "ilp", LEARNED, adaptive_weight=False),
-    Policy("oracle", "ilp", TRUTH),
+    Policy("gogh", "ilp", LEARNED, power_limits=True),
+    Policy("gogh_no_power_limit", "ilp", LEARNED),
+    Policy("gogh_fixed_weight", "ilp", LEARNED, adaptive_weight=False, power_limits=True),
+    Policy("oracle", "ilp", TRUTH, power_limits=True),
     Policy("gavel_max_min", "gavel_max_min", TRUTH),
     Policy("gavel_ftf", "gavel_ftf", TRUTH),
     Policy("round_robin", "round_robin", CATALOG),

@@ -91,7 +91,7 @@ def test_below_the_measured_range_the_oracle_is_not_offered_the_limit():
 
 
 def test_a_job_at_a_limit_runs_at_the_limits_speed_and_its_gpu_draws_the_limits_power(monkeypatch):
-    run, solver = _run_limited(monkeypatch, Policy("limits", "ilp", "catalog"))
+    run, solver = _run_limited(monkeypatch, Policy("limits", "ilp", "catalog", power_limits=True))
     speed, power = default_model().at_power_limit(RESNET, "v100", 210.0)
     assert speed < 1 and power < 1
     assert run.jobs[0].done_at == pytest.approx(3600 / speed)
@@ -252,7 +252,8 @@ def test_a_board_never_draws_more_than_its_limit(monkeypatch):
     solver = LimitingSolver(180.0)
     monkeypatch.setattr(engine_module, "get_solver", lambda name: solver)
     truth = Truth(rows, deviation=0.0)
-    run = Simulation(_scenario(LM), truth, Policy("limits", "ilp", "catalog"), CatalogPredictions(rows)).run()
+    policy = Policy("limits", "ilp", "catalog", power_limits=True)
+    run = Simulation(_scenario(LM), truth, policy, CatalogPredictions(rows)).run()
     speed, power = truth.at_power_limit(V100, LM, 180.0)
     assert 300.0 * power > 180.0
     assert run.energy_j == pytest.approx(180.0 * 3600 / speed)
