@@ -8,7 +8,8 @@ with. Once telemetry has observed the workload on this cluster, P2's refined est
 wherever they speak: they hold the observed cells' values and carry what was learned (this
 cluster's workload runs 12% slower than the reference said) to the GPU types and partners not
 yet observed, which the catalog's reference means cannot. Cells P2 says nothing about fall back
-to the measurements.
+to the measurements. Speed and power at a power limit: the Zeus-based model
+(catalog/predictors/power_limits.py), with the measured power as the job's draw.
 """
 from dataclasses import dataclass, field
 
@@ -100,6 +101,13 @@ class LearnedPredictions:
 
     def power_w(self, workload, gpu_type):
         return self._measured.power_w(workload, gpu_type)
+
+    def at_power_limit(self, workload, gpu_type, limit_w):
+        # Imported here: catalog.predictors loads the predictor networks' libraries, which a
+        # round that offers no power limit never needs.
+        from catalog.predictors.power_limits import default_model
+
+        return default_model().at_power_limit(workload, gpu_type, limit_w, draw_w=self.power_w(workload, gpu_type))
 
     def memory_gb(self, workload):
         """Peak GB per GPU telemetry saw the workload use; None when never seen (no constraint)."""

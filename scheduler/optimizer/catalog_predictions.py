@@ -5,7 +5,8 @@ learned predictors; the Django shell feeds it the catalog's records, the benchma
 
 A throughput of 0 means "does not fit" and is never averaged in. A single-GPU job is the
 same consolidated or not. rho(w, partner, type) is the co-located single-GPU throughput
-over the isolated one.
+over the isolated one. Speed and power at a power limit come from the Zeus-based model
+(catalog/predictors/power_limits.py), with the measured power as the job's draw.
 """
 from collections import defaultdict
 from collections.abc import Iterable
@@ -63,6 +64,13 @@ class CatalogPredictions:
 
     def power_w(self, workload, gpu_type):
         return self._power.get((workload, gpu_type))
+
+    def at_power_limit(self, workload, gpu_type, limit_w):
+        # Imported here: catalog.predictors loads the predictor networks' libraries, which a
+        # round that offers no power limit never needs.
+        from catalog.predictors.power_limits import default_model
+
+        return default_model().at_power_limit(workload, gpu_type, limit_w, draw_w=self.power_w(workload, gpu_type))
 
     def memory_gb(self, workload):
         """The most GPU memory per GPU any measurement of the workload used (its need)."""

@@ -23,6 +23,10 @@ policy's predictions take the suite's measurements (`after_campaign`). Gavel's p
 Every stretch of time goes into the tenants' ledger (tenants.py): what each tenant held and was
 entitled to, its usage (the fair-share factor the next solve gives its jobs), its energy and
 any GPUs it was denied below its quota.
+Power limits and boards (board_watch.py, boards.py): a placement's power limit scales its jobs'
+true throughput and its GPUs' power by the truth's curves at that limit (truth.py), and each
+board's true speed (spread, ageing) its jobs' throughput (a job on several boards: its slowest);
+a learning policy learns each board's speed from what telemetry reports and plans with it.
 """
 import random
 import time
@@ -33,6 +37,7 @@ from scheduler.optimizer.keep_work import RunningWork, keep_work
 from scheduler.optimizer.problem import CurrentPlacement, JobSpec, Placement, Problem
 from scheduler.optimizer.registry import get_solver
 
+from .board_watch import BoardWatch
 from .checkpoints import DEFAULT_RESTART_OVERHEAD_S
 from .explore import Explorer
 from .gavel_policy import GAVEL_POLICIES, GavelScheduler, finish_time_fairness
@@ -63,6 +68,7 @@ class PolicyRun:
     probes: int = 0  # exploration probes placed (explore.py)
     probed_jobs: int = 0
     tenants: TenantLedger | None = None  # what each tenant received, used, spent and was denied (tenants.py)
+    boards: BoardWatch | None = None  # power-limit time, learnt board speeds and their errors (board_watch.py)
 
 
 class Simulation:
@@ -94,7 +100,11 @@ class Simulation:
         self.overheads_seen: dict[str, float] = {}  # workload -> a restart's overhead, once one was paid in full
         self.curve: dict[int, list[float]] = defaultdict(list)
         self.stranded_curve: dict[int, list[float | None]] = defaultdict(list)
-        self.settings = replace(scenario.settings, solver=policy.solver, adaptive_weight=policy.adaptive_weight)
+        self.settings = replace(scenario.settings, solver=policy.solver, adaptive_weight=policy.adaptive_weight,
+                                power_limits=scenario.settings.power_limits and policy.power_limits)
+        self.boards = scenario.boards
+        self.watch = BoardWatch(self.boards, learns=self.learns, truth_speeds=policy.predictions == "truth")
+        self.now = 0.0
         self.gavel = (GavelScheduler(policy.solver, truth, scenario.gpus, scenario.tenants)
                       if policy.solver in GAVEL_POLICIES else None)
         self.ledger = TenantLedger(scenario.tenants, scenario.quotas, type_weights(scenario.gpu_types),
@@ -108,6 +118,7 @@ class Simulation:
         end, round_s = self.sc.end_s, self.sc.round_s
         t, changed = 0.0, False
         while t < end:
+            self.now = t
             if self.campaign is not None and t >= self.campaign.duration_s:
                 self._end_campaign()
                 changed = True
@@ -142,7 +153,7 @@ class Simulation:
                          dict(self.interruptions),
                          dict(self.lost_gpu_s), self.busy_gpu_s,
                          self.explorer.started if self.explorer else 0,
-                         len(self.explorer.probed_jobs) if self.explorer else 0, self.ledger)
+                         len(self.explorer.probed_jobs) if self.explorer else 0, self.ledger, self.watch)
 
     def _may_probe(self) -> bool:
         """A round with nothing changed can start or end a probe only with a job pending or probing."""
@@ -177,7 +188,8 @@ class Simulation:
              self._running_work(s, t))
             for s in self.active.values()
         ), self.settings)
-        problem = Problem(jobs=jobs, gpus=tuple(g for g in self.sc.gpus if g.id in self.alive),
+        gpus = tuple(replace(g, speed=self.watch.planned_speed(g.id, t)) for g in self.sc.gpus if g.id in self.alive)
+        problem = Problem(jobs=jobs, gpus=gpus,
                           gpu_types=self.sc.gpu_types, predictions=self.predictions, settings=self.settings,
                           load_history=tuple(self.load_history), quotas=self.sc.quotas)
         if self.explorer is not None:
@@ -213,6 +225,8 @@ class Simulation:
     def _place(self, state: JobState, new: Placement | None, t: float) -> None:
         """Apply a round's decision to one job: it stays, moves, is preempted, or starts."""
         old = state.placement
+        if not self.settings.power_limits and new is not None and new.power_limit_w is not None:
+            new = replace(new, power_limit_w=None)  # a policy without limits never sets one
         if old is not None and new is not None and new.gpu_ids == old.gpu_ids:
             state.placement = new  # stays; its partners may have changed
             return
@@ -242,7 +256,8 @@ class Simulation:
 
     def _rate(self, state: JobState) -> float:
         (gpu_type, k, consolidated), partners = self._config(state)
-        return self._true_rate(state.job.workload, gpu_type, k, consolidated, partners)
+        p = state.placement
+        return self._true_rate(state.job.workload, gpu_type, k, consolidated, partners, p.gpu_ids, p.power_limit_w)
 
     def _power_by_job(self) -> dict[str, float]:
         """Job id -> the power of its GPUs, a shared GPU's split evenly between the jobs on it."""
@@ -257,9 +272,14 @@ class Simulation:
             if self._rate(state) <= 0:  # does not fit: the job cannot run, the GPU idles
                 watts = spec.idle_w * len(p.gpu_ids)
             elif not partners:
-                watts = self.truth.gpu_power_alone(spec, state.job.workload) * len(p.gpu_ids)
+                watts = self.truth.gpu_power_alone(spec, state.job.workload)
+                watts *= self.truth.at_power_limit(spec, state.job.workload, p.power_limit_w)[1]
+                watts = min(watts, p.power_limit_w or watts) * len(p.gpu_ids)  # a board never draws above its limit
             else:
-                watts = self.truth.gpu_power_shared(spec, (state.job.workload, *partners))
+                members = (state.job.workload, *partners)
+                watts = self.truth.gpu_power_shared(spec, members)
+                watts *= self.truth.group_at_power_limit(spec, members, p.power_limit_w)
+                watts = min(watts, p.power_limit_w or watts)
             members = (state.job.id, *p.partners)
             for member in members:
                 out[member] = watts / len(members)
@@ -291,6 +311,7 @@ class Simulation:
         now, changed = t0, False
         while now < t1:
             stop = min(t1, failures[0].time_s) if failures else t1
+            self.now = now
             rates = {i: self._rate(s) for i, s in self.active.items() if s.placement}
             finishing = None
             for i, rate in rates.items():
@@ -305,6 +326,7 @@ class Simulation:
                 self.energy_j += self.campaign_w * suite_s
                 self.busy_gpu_s += len(self.campaign.gpu_ids) * suite_s
             self.busy_gpu_s += len({g for s in self.active.values() if s.placement for g in s.placement.gpu_ids}) * dt
+            self._limit_time(dt)
             for i, state in self.active.items():
                 self._run(state, rates.get(i), dt)
             now = stop
@@ -318,6 +340,17 @@ class Simulation:
                 changed = True
         return self._telemetry() or changed
 
+    def _limit_time(self, dt: float) -> None:
+        """Busy GPU-seconds, and those at a limit below the default (each GPU once)."""
+        seen = set()
+        for state in self.active.values():
+            p = state.placement
+            if p is None or p.gpu_ids[0] in seen:
+                continue
+            seen.update(p.gpu_ids)
+            limited = p.power_limit_w is not None and p.power_limit_w < self.sc.gpu_types[p.gpu_type].tdp_w
+            self.watch.held(len(p.gpu_ids), limited, dt)
+
     def _run(self, state: JobState, rate: float | None, dt: float) -> None:
         """`dt` seconds of one job at `rate` (None: pending): progress, time below T_min
         (restart overheads included), lost overhead, the round's configurations for telemetry."""
@@ -329,7 +362,8 @@ class Simulation:
         if paid and not state.overhead_left_s:
             self.overheads_seen[state.job.workload] = self.sc.restart_overhead(state.job.workload)
         if dt > paid:
-            state.held[self._config(state)] += dt - paid
+            p = state.placement
+            state.held[(*self._config(state), p.gpu_ids, p.power_limit_w)] += dt - paid
 
     def _finish(self, job_id: str, now: float) -> None:
         state = self.active.pop(job_id)
@@ -362,21 +396,41 @@ class Simulation:
         """Report the round's configurations of a job to a learning policy; reset the round."""
         moved = False
         if self.learns:
-            for ((gpu_type, k, consolidated), partners), seconds in state.held.items():
+            for ((gpu_type, k, consolidated), partners, gpus, limit), seconds in state.held.items():
                 if seconds >= MIN_OBSERVED_S and len(partners) <= 1:  # a group is no catalog cell
-                    rate = self._true_rate(state.job.workload, gpu_type, k, consolidated, partners)
-                    seen = self.truth.observe(rate, self.rng)
+                    rate = self._true_rate(state.job.workload, gpu_type, k, consolidated, partners, gpus, limit)
+                    measured = self.truth.observe(rate, self.rng)
+                    limit_speed = self._planned_limit_speed(state.job.workload, gpu_type, limit)
+                    # P2 learns the type's rate at its default limit: what telemetry saw, over the
+                    # limit's predicted speed and (boards differing) the boards' learnt speed.
+                    board = self.watch.learnt_slowest(gpus) if self.boards.varies else 1.0
+                    seen = measured / (limit_speed * board)
                     if self.explorer is not None:
                         self.explorer.observed(state.job.workload, gpu_type, k, consolidated, partners, seen)
                     partner = partners[0] if partners else None
+                    predicted = self.predictions.throughput(state.job.workload, gpu_type, k, consolidated, partners)
                     moved |= self.predictions.observe(state.job.workload, gpu_type, k, consolidated, seen, partner)
+                    if predicted:
+                        self.watch.observe(gpus, state.job.workload, gpu_type, predicted * limit_speed, measured,
+                                           self.now)
         state.held.clear()
         return moved
 
-    def _true_rate(self, workload, gpu_type, k, consolidated, partners) -> float:
+    def _true_rate(self, workload, gpu_type, k, consolidated, partners, gpus=(), limit_w=None) -> float:
+        """The true rate in a configuration, on `gpus` (their boards' speeds) at `limit_w`."""
         if not partners:
-            return self.truth.throughput(workload, gpu_type, k, consolidated)
-        return self.truth.shared_throughput(workload, partners, gpu_type)
+            rate = self.truth.throughput(workload, gpu_type, k, consolidated)
+        else:
+            rate = self.truth.shared_throughput(workload, partners, gpu_type)
+        if limit_w is not None:
+            rate *= self.truth.at_power_limit(self.sc.gpu_types[gpu_type], workload, limit_w)[0]
+        return rate * self.boards.slowest(gpus, self.now) if gpus else rate
+
+    def _planned_limit_speed(self, workload, gpu_type, limit_w) -> float:
+        """The policy's own prediction of the speed fraction at `limit_w` (1 at the default)."""
+        ask = getattr(self.predictions, "at_power_limit", None)
+        answer = ask(workload, gpu_type, limit_w) if ask and limit_w is not None else None
+        return answer[0] if answer else 1.0
 
     def _score_predictions(self) -> None:
         """Learning curve: error of the estimate of each placed job's throughput where it runs,
@@ -392,8 +446,14 @@ class Simulation:
                     self.stranded_curve[n].append(self._best_cell_error(state))
                 continue
             (gpu_type, k, consolidated), partners = self._config(state)
-            true = self._true_rate(state.job.workload, gpu_type, k, consolidated, partners)
+            p = state.placement
+            true = self._true_rate(state.job.workload, gpu_type, k, consolidated, partners, p.gpu_ids, p.power_limit_w)
             estimate = self.predictions.throughput(state.job.workload, gpu_type, k, consolidated, partners)
+            if estimate:
+                estimate *= self._planned_limit_speed(state.job.workload, gpu_type, p.power_limit_w)
+            self.watch.score(p.gpu_ids, self.now, estimate, true)
+            if estimate and self.boards.varies:
+                estimate *= self.watch.learnt_slowest(p.gpu_ids)
             if true > 0 and estimate:
                 self.curve[n].append(abs(estimate - true) / true)
 

@@ -177,5 +177,8 @@ class SimulatedLearning:
     def power_w(self, workload, gpu_type):
         return self._planning.power_w(workload, gpu_type)
 
+    def at_power_limit(self, workload, gpu_type, limit_w):
+        return self._planning.at_power_limit(workload, gpu_type, limit_w)
+
     def memory_gb(self, workload):
         return self._planning.memory_gb(workload)

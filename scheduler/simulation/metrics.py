@@ -23,6 +23,7 @@
   GPU-hours of the GPUs hosting at least one job.
 - tenant_jain, max_finish_time_fairness, quota_violations, energy_kwh_by_tenant: see
   tenant_metrics (and tenants.py).
+- power_limit_share, prediction_mape_by_gpu_age, slow_gpu_flagged_after_h: see board_watch.py.
 """
 import statistics
 from collections import Counter
@@ -55,6 +56,7 @@ def policy_metrics(run: PolicyRun) -> dict:
         "probed_jobs": run.probed_jobs,
         **work_metrics(run),
         **tenant_metrics(run),
+        **(run.boards.metrics() if run.boards else {}),
     }
 
 

@@ -1,13 +1,18 @@
 """The policies compared, all in the same run on the same arrivals: a solver from
 scheduler.optimizer.registry plus where its predictions come from.
 
-- gogh: the ILP on the learned predictors (P1, refined online by P2), adaptive energy weight.
+- gogh: the ILP on the learned predictors (P1, refined online by P2), adaptive energy weight,
+  choosing each GPU's power limit with its placement (docs/power_limits.md).
+- gogh_no_power_limit: the same with every GPU at its default limit (SolverSettings.power_limits off).
 - gogh_fixed_weight: the same with the base energy weight in every round.
-- oracle: the ILP on the true numbers (the truth model, without noise).
+- oracle: the ILP on the true numbers (the truth model, without noise), its power limits
+  chosen on the true curves and its boards planned at their true speeds.
 - gavel_max_min, gavel_ftf: Gavel's heterogeneity-aware max-min fairness and finish-time
   fairness (scheduler.optimizer.gavel*), on the true numbers like the oracle (gavel_policy.py).
 - round_robin, random, greedy_fastest, greedy_efficient: the baselines on the catalog's
   numbers (what an operator without GOGH would have).
+Only gogh, gogh_fixed_weight and the oracle set power limits: Gavel and the baselines never do
+(no scheduler they stand for sets one).
 """
 from dataclasses import dataclass
 
@@ -20,12 +25,14 @@ class Policy:
     solver: str
     predictions: str  # LEARNED | TRUTH | CATALOG
     adaptive_weight: bool = True
+    power_limits: bool = False  # SolverSettings.power_limits: the solver may set power limits
 
 
 POLICIES = (
-    Policy("gogh", "ilp", LEARNED),
-    Policy("gogh_fixed_weight", "ilp", LEARNED, adaptive_weight=False),
-    Policy("oracle", "ilp", TRUTH),
+    Policy("gogh", "ilp", LEARNED, power_limits=True),
+    Policy("gogh_no_power_limit", "ilp", LEARNED),
+    Policy("gogh_fixed_weight", "ilp", LEARNED, adaptive_weight=False, power_limits=True),
+    Policy("oracle", "ilp", TRUTH, power_limits=True),
     Policy("gavel_max_min", "gavel_max_min", TRUTH),
     Policy("gavel_ftf", "gavel_ftf", TRUTH),
     Policy("round_robin", "round_robin", CATALOG),

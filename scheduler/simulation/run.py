@@ -10,8 +10,9 @@ from scheduler.optimizer.catalog_predictions import CatalogPredictions
 from scheduler.optimizer.exploration import ExplorationSettings
 from scheduler.optimizer.problem import SolverSettings
 
+from .boards import Boards
 from .checkpoints import CHECKPOINT_INTERVAL_S, NEVER_CHECKPOINTS, restart_overheads, with_checkpoints
-from .cluster import DEFAULT_LAYOUT, build_gpus, gpu_types
+from .cluster import DEFAULT_LAYOUT, GPUS_PER_SERVER, build_gpus, gpu_types
 from .engine import LEARNING_CURVE_MAX, Simulation
 from .explore import Explorer
 from .jobs import generate_jobs
@@ -36,6 +37,10 @@ DEFAULT_JOBS_PER_HOUR = 3.0
 #: 1): with 0 it would run every job at just above T_min on the lowest-power GPU, which costs
 #: more energy per step than a faster GPU finishing sooner (see docs/simulation.md).
 THROUGHPUT_VALUE_W = 100.0
+#: The fast-decaying boards (--ageing) are drawn among the first two servers of the layout's last
+#: (fastest) type: the solvers fill a type's GPUs in id order, so these run jobs under any load,
+#: and a board that never runs a job cannot be learnt by any telemetry (docs/simulation.md).
+FAST_DECAY_POOL = 2 * GPUS_PER_SERVER
 #: Exploration as production runs it: the optimiser's defaults (docs/exploration.md).
 EXPLORATION = ExplorationSettings()
 
@@ -43,9 +48,11 @@ EXPLORATION = ExplorationSettings()
 def build_scenario(truth: Truth, *, jobs: int = DEFAULT_JOBS, seed: int = 0, trace: str | None = None,
                    jobs_per_hour: float = DEFAULT_JOBS_PER_HOUR, layout=DEFAULT_LAYOUT, failures=(),
                    throughput_value_w: float = THROUGHPUT_VALUE_W, campaign: bool = False, tenants: bool = False,
-                   half_life_h: float = DEFAULT_HALF_LIFE_H) -> Scenario:
+                   half_life_h: float = DEFAULT_HALF_LIFE_H, gpu_variation: float = 0.0,
+                   ageing: bool = False) -> Scenario:
     """`campaign`: one server of each type runs the profiling suite first (modern.py);
-    `tenants`: the multi-tenant scenario (tenants.py), fair share halving every `half_life_h`."""
+    `tenants`: the multi-tenant scenario (tenants.py), fair share halving every `half_life_h`;
+    `gpu_variation`, `ageing`: the boards' spread and ageing (boards.py)."""
     job_list = (
         trace_jobs(trace, truth, seed=seed) if trace
         else generate_jobs(truth, count=jobs, jobs_per_hour=jobs_per_hour, seed=seed)
@@ -64,6 +71,9 @@ def build_scenario(truth: Truth, *, jobs: int = DEFAULT_JOBS, seed: int = 0, tra
         failures=tuple(failures),
         restart_overhead_s=restart_overheads(truth.workloads(), seed),
         campaign=Campaign(campaign_gpus(gpus, [name for name, _ in layout])) if campaign else None,
+        boards=Boards([g.id for g in gpus], seed=seed, variation=gpu_variation, ageing=ageing,
+                      span_s=max((j.arrival_s for j in job_list), default=0.0),
+                      fast_candidates=[g.id for g in gpus if g.gpu_type == layout[-1][0]][:FAST_DECAY_POOL]),
     )
 
 
@@ -96,7 +106,7 @@ def run_all(scenario: Scenario, truth: Truth, truth_records, catalog_records, *,
         t = time.perf_counter()
         predictions = {
             LEARNED: lambda: SimulatedLearning(model, catalog, features, gpu_types=scenario.gpu_types),
-            TRUTH: truth.predictions,
+            TRUTH: lambda: truth.predictions(scenario.gpu_types),
             CATALOG: lambda: catalog,
         }[policy.predictions]()
         explorer = Explorer(exploration, catalog) if exploration and policy.predictions == LEARNED else None
@@ -146,6 +156,7 @@ def comparison(p: dict) -> dict:
 
     return {
         "gogh_energy_over_oracle": ratio("gogh", "oracle", "energy_kwh"),
+        "gogh_energy_per_step_over_no_power_limit": ratio("gogh", "gogh_no_power_limit", "energy_per_step_j"),
         "gogh_energy_per_step_over_round_robin": ratio("gogh", "round_robin", "energy_per_step_j"),
         "gogh_jct_over_round_robin": ratio("gogh", "round_robin", "avg_jct_s"),
         "adaptive_over_fixed_weight_energy_per_step": ratio("gogh", "gogh_fixed_weight", "energy_per_step_j"),
@@ -180,6 +191,10 @@ def scenario_summary(scenario: Scenario, **extra) -> dict:
         "max_moves_per_job": scenario.settings.max_moves_per_job,
         "last_arrival_s": max((j.arrival_s for j in scenario.jobs), default=0.0),
         "failures": [[f.time_s, f.gpu_id] for f in scenario.failures],
+        "power_limits_w": {name: list(t.power_limits_w) for name, t in scenario.gpu_types.items()},
+        "gpu_variation": scenario.boards.variation,
+        "ageing": scenario.boards.ageing,
+        "fast_decay_gpus": {g: d.drop for g, d in sorted(scenario.boards.fast.items())},
         "tenants": dict(scenario.tenants),
         "quotas": [[q.tenant, q.gpu_type, q.gpus] for q in scenario.quotas],
         "half_life_h": scenario.half_life_s / 3600.0,
@@ -218,5 +233,10 @@ def format_table(report: dict) -> str:
                     for n, p in curve.items() if p["stranded"]]
         lines.append("gogh stranded jobs (rounds x jobs, their MAPE) by observations: "
                      + (", ".join(stranded) or "none"))
+    for name, m in report["policies"].items():
+        if m.get("power_limit_share") or m.get("prediction_mape_by_gpu_age"):
+            ages = ", ".join(f"{b}: {e:.1%}" for b, e in m["prediction_mape_by_gpu_age"].items()) or "-"
+            lines.append(f"{name}: power-limit share {m['power_limit_share']:.1%}; per-board MAPE by board age: "
+                         f"{ages}; slow board flagged after {m['slow_gpu_flagged_after_h']} h")
     lines += [f"{key}: {value}" for key, value in report.get("comparison", {}).items()]
     return "\n".join(lines)

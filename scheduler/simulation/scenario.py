@@ -4,6 +4,7 @@ from dataclasses import dataclass, field
 
 from scheduler.optimizer.problem import GpuSpec, GpuTypeSpec, QuotaSpec, SolverSettings
 
+from .boards import Boards
 from .checkpoints import DEFAULT_RESTART_OVERHEAD_S
 from .jobs import SimJob
 from .modern import Campaign
@@ -40,6 +41,8 @@ class Scenario:
     quotas: tuple[QuotaSpec, ...] = ()
     #: Fair-share usage halves every this many seconds.
     half_life_s: float = DEFAULT_HALF_LIFE_H * 3600.0
+    #: The boards' true speeds (boards.py); by default every board at its type's speed.
+    boards: Boards = field(default_factory=lambda: Boards(()))
 
     def restart_overhead(self, workload: str) -> float:
         return self.restart_overhead_s.get(workload, DEFAULT_RESTART_OVERHEAD_S)

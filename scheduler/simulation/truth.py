@@ -21,17 +21,33 @@ Utilization: the file's, where it has one; otherwise a busy GPU runs at `busy_ut
 (0.9, as the simulated GPU backend), and a shared GPU at the sum of its jobs' utilization
 scaled by their co-located fractions, capped at 1. Power per GPU: the file's measured power
 where it has one, otherwise the GPU type's power curve at that utilization.
+
+At a power limit (`at_power_limit`: speed and power as fractions of the default limit's), where
+the workload's family is a Zeus network measured on the type, Zeus's measured curve
+(catalog/predictors/power_limits.py), exact; elsewhere the model fitted on all of Zeus, with the
+workload's true default-limit power as its draw, its slowdown (1 - speed) and power saving
+(1 - power) each x a fixed factor exp(N(0, LIMIT_DEVIATION)) per (workload, type) drawn from the
+seed (0.3: about the fitted model's leave-one-network-out error), so the scheduler's fitted model
+is wrong as it would be on a family Zeus never measured. The per-workload throughput deviation
+applies on top. Jobs sharing a GPU share its limit: each runs at its own speed fraction, and the
+GPU draws its shared power x the largest power fraction of its jobs. Below the lowest fraction
+Zeus measured nothing is known, and the GPU is taken to run at its default.
 """
+import math
 import random
 from collections.abc import Sequence
 
+from catalog.gavel import parse_workload
 from catalog.measurement_record import MeasurementRecord
+from catalog.predictors.power_limits import PowerLimitModel, default_model
 from scheduler.optimizer.catalog_predictions import CatalogPredictions
 from scheduler.optimizer.problem import GpuTypeSpec
 from telemetry.agent.colocation import group_fraction
 from telemetry.agent.simjob import true_factor
 
 BUSY_UTILIZATION = 0.9
+#: Spread (log scale) of the truth's departure from the fitted power-limit model, per (workload, type).
+LIMIT_DEVIATION = 0.3
 
 
 class Truth:
@@ -41,6 +57,10 @@ class Truth:
         self.gpu_types = sorted({r.gpu_type for r in rows})
         self.seed, self.deviation, self.noise, self.busy_utilization = seed, deviation, noise, busy_utilization
         self._factors: dict[str, float] = {}
+        self._limit_factors: dict[tuple[str, str], tuple[float, float]] = {}
+        self._at_limit: dict[tuple[str, str, float], tuple[float, float]] = {}
+        self.limits: PowerLimitModel | None = None  # limit_model()
+        self.default_limits_w: dict[str, float] = {}
 
     def factor(self, workload: str) -> float:
         if workload not in self._factors:
@@ -92,19 +112,64 @@ class Truth:
             util += self.utilization(workload, spec.name) * self.group_rho(workload, others, spec.name)
         return spec.power_curve(min(1.0, util))
 
+    # ---- power limits --------------------------------------------------------------------------
+    def at_power_limit(self, spec: GpuTypeSpec, workload: str, limit_w: float | None) -> tuple[float, float]:
+        """(speed, power) of `workload` alone at `limit_w` on `spec`'s type, as fractions of its
+        default limit's (1, 1 at the default, None, or where nothing is known)."""
+        if limit_w is None or limit_w >= spec.tdp_w:
+            return 1.0, 1.0
+        key = (spec.name, workload, limit_w)
+        if key not in self._at_limit:
+            self._at_limit[key] = self._curve_at(spec, workload, limit_w)
+        return self._at_limit[key]
+
+    def limit_model(self) -> PowerLimitModel:
+        """The power-limit model (docs/power_limits.md), read when a limit is first asked about."""
+        if self.limits is None:
+            self.limits = default_model()
+        return self.limits
+
+    def _curve_at(self, spec: GpuTypeSpec, workload: str, limit_w: float) -> tuple[float, float]:
+        draw = self.gpu_power_alone(spec, workload)
+        curve = self.limit_model().at_power_limit(workload, spec.name, limit_w, default_w=spec.tdp_w, draw_w=draw)
+        if curve is None:
+            return 1.0, 1.0
+        if self._measured_curve(workload, spec.name):
+            return curve
+        slow, save = self._limit_factor(workload, spec.name)
+        return max(0.05, 1.0 - (1.0 - curve[0]) * slow), max(0.05, 1.0 - (1.0 - curve[1]) * save)
+
+    def _measured_curve(self, workload: str, gpu_type: str) -> bool:
+        parsed = parse_workload(workload)
+        return self.limit_model().measured_curve(parsed.family, parsed.batch_size, gpu_type) is not None
+
+    def _limit_factor(self, workload: str, gpu_type: str) -> tuple[float, float]:
+        key = (workload, gpu_type)
+        if key not in self._limit_factors:
+            rng = random.Random(f"limit:{self.seed}:{workload}:{gpu_type}")
+            self._limit_factors[key] = (math.exp(rng.gauss(0.0, LIMIT_DEVIATION)),
+                                        math.exp(rng.gauss(0.0, LIMIT_DEVIATION)))
+        return self._limit_factors[key]
+
+    def group_at_power_limit(self, spec: GpuTypeSpec, members: Sequence[str], limit_w: float | None) -> float:
+        """The power fraction of a GPU shared by `members` at one limit: the largest of theirs."""
+        return max(self.at_power_limit(spec, w, limit_w)[1] for w in members)
+
     def observe(self, rate: float, rng: random.Random) -> float:
         """What telemetry reports for a round at true rate `rate`."""
         return rate * max(0.0, 1.0 + rng.gauss(0.0, self.noise))
 
-    def predictions(self) -> "TruePredictions":
-        return TruePredictions(self)
+    def predictions(self, specs: dict[str, GpuTypeSpec] | None = None) -> "TruePredictions":
+        """The oracle's predictions; `specs` (the cluster's GPU types) lets it answer at power limits."""
+        return TruePredictions(self, specs)
 
 
 class TruePredictions:
     """The optimiser's Predictions protocol answered with the true numbers (the oracle)."""
 
-    def __init__(self, truth: Truth):
+    def __init__(self, truth: Truth, specs: dict[str, GpuTypeSpec] | None = None):
         self.truth = truth
+        self.specs = specs or {}
 
     def tau(self, workload, gpu_type, num_gpus, consolidated):
         return self.truth.throughput(workload, gpu_type, num_gpus, consolidated) or None
@@ -117,3 +182,16 @@ class TruePredictions:
 
     def power_w(self, workload, gpu_type):
         return self.truth.measured.power_w(workload, gpu_type)
+
+    def at_power_limit(self, workload, gpu_type, limit_w):
+        """The true curve; None where nothing is known (the limit is not offered)."""
+        spec = self.specs.get(gpu_type)
+        if spec is None:
+            return None
+        if limit_w < spec.tdp_w and self._unknown(workload, spec, limit_w):
+            return None
+        return self.truth.at_power_limit(spec, workload, limit_w)
+
+    def _unknown(self, workload, spec, limit_w) -> bool:
+        """Below the fractions Zeus measured: the model knows nothing, the limit is not offered."""
+        return self.truth.limit_model().at_power_limit(workload, spec.name, limit_w, default_w=spec.tdp_w) is None

@@ -33,6 +33,8 @@ from scheduler.simulation.truth import Truth
 #: already e^2 ~ 7.4 per standard deviation (and exp overflows for deviations in the hundreds);
 #: a round's noise with a standard deviation of 100 % of the rate clips half the observations to 0.
 MAX_DEVIATION, MAX_NOISE = 2.0, 1.0
+#: A spread between boards of one type beyond exp(N(0, 0.5)) is no longer "a few per cent".
+MAX_GPU_VARIATION = 0.5
 CLUSTERS = ("gavel", "modern")
 
 
@@ -62,9 +64,9 @@ class Command(BaseCommand):
     help = (
         "Closed-loop evaluation in virtual time: a simulated 108-GPU cluster (36 K80, 36 P100, 36 V100), "
         "Poisson arrivals of jobs drawn like Gavel's generator (or --trace), and every policy (gogh, "
-        "gogh_fixed_weight, oracle, gavel_max_min, gavel_ftf, round_robin, random, greedy_fastest, "
-        "greedy_efficient) on the same arrivals. --truth is what the cluster really does, --catalog what the "
-        "scheduler starts from "
+        "gogh_no_power_limit, gogh_fixed_weight, oracle, gavel_max_min, gavel_ftf, round_robin, random, "
+        "greedy_fastest, greedy_efficient) on the same arrivals. --truth is what the cluster really does, "
+        "--catalog what the scheduler starts from "
         "(measurement files in the import format, docs/measurements-csv.md; both default to the reference "
         "data). CPU only, no database. Prints a table and writes the JSON report."
     )
@@ -111,6 +113,12 @@ class Command(BaseCommand):
         parser.add_argument("--half-life-h", type=positive_float, default=DEFAULT_HALF_LIFE_H,
                             help="Hours in which a tenant's fair-share usage halves "
                                  f"(default {DEFAULT_HALF_LIFE_H:g}).")
+        parser.add_argument("--gpu-variation", type=_at_most(MAX_GPU_VARIATION), default=0.0,
+                            help="Spread of board speeds within a type: each board's speed x exp(N(0, X)) "
+                                 f"(0..{MAX_GPU_VARIATION:g}, default 0; e.g. 0.03).")
+        parser.add_argument("--ageing", action="store_true",
+                            help="Boards age: 1%% of speed per 100 days from a start age of 0-3 years, and three "
+                                 "boards decay fast, one falling 10%% within the run (docs/simulation.md).")
         parser.add_argument("--architecture", choices=ARCHITECTURES, default=settings.GOGH_PREDICTOR_ARCHITECTURE,
                             help="The predictor gogh learns with (default: GOGH_PREDICTOR_ARCHITECTURE, "
                                  f"{settings.GOGH_PREDICTOR_ARCHITECTURE}).")
@@ -133,7 +141,8 @@ class Command(BaseCommand):
             scenario = build_scenario(truth, jobs=o["jobs"], jobs_per_hour=o["jobs_per_hour"], seed=o["seed"],
                                       trace=o["trace"], failures=o["fail"],
                                       layout=MODERN_LAYOUT if modern else DEFAULT_LAYOUT, campaign=modern,
-                                      tenants=o["tenants"], half_life_h=o["half_life_h"])
+                                      tenants=o["tenants"], half_life_h=o["half_life_h"],
+                                      gpu_variation=o["gpu_variation"], ageing=o["ageing"])
         except (TraceError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         gpu_ids = {g.id for g in scenario.gpus}

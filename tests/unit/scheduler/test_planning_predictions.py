@@ -5,6 +5,7 @@ from django.utils import timezone
 
 from catalog.measurement_record import MeasurementRecord
 from catalog.models import Measurement, PredictionRecord, PredictorVersion, Workload
+from catalog.predictors.power_limits import default_model
 from gogh_web.outbox.models import OutboxMessage
 from scheduler import services
 from scheduler.models import Allocation, Job, SolverConfig
@@ -68,7 +69,8 @@ def test_round_places_a_never_measured_workload_by_its_prediction(unmeasured, al
     job.refresh_from_db()
     assert job.state == "placed"
     allocation = Allocation.objects.get(job=job)
-    assert allocation.gpu.gpu_type.name == "k80" and allocation.predicted_throughput == 3.0
+    assert allocation.gpu.gpu_type.name == "k80"
+    assert allocation.predicted_throughput == pytest.approx(3.0 * _speed_at("k80", allocation.power_limit_w))
 
 
 def test_without_measurement_or_prediction_the_job_waits_with_a_reason(db, cluster, alice):
@@ -93,7 +95,8 @@ def test_newest_prediction_is_used_and_shadow_ones_only_in_shadow_mode(unmeasure
 
 
 def test_shadow_mode_records_the_decision_and_dispatches_nothing(unmeasured, alice):
-    SolverConfig.objects.filter(pk=SolverConfig.load().pk).update(shadow_mode=True)
+    # Power limits off: the decision shows P1's throughput at the default limit.
+    SolverConfig.objects.filter(pk=SolverConfig.load().pk).update(shadow_mode=True, power_limits=False)
     job = services.job_submit(owner=alice, workload=unmeasured, min_throughput=2.4, max_gpus=1).job
     run = services.scheduling_round_run(trigger="manual").solve_run
     job.refresh_from_db()
@@ -101,6 +104,11 @@ def test_shadow_mode_records_the_decision_and_dispatches_nothing(unmeasured, ali
     assert job.state == "pending" and job.pending_reason == services.SHADOW_REASON
     placement = run.decision["placements"][str(job.pk)]
     assert len(placement["gpu_ids"]) == 1 and placement["predicted_throughput"] == 3.0
+
+
+def _speed_at(gpu_type: str, limit_w: float | None) -> float:
+    """P1's throughput is at the default limit; the round may choose a lower one (docs/power_limits.md)."""
+    return 1.0 if limit_w is None else default_model().at_power_limit("New", gpu_type, limit_w)[0]
 
 
 def test_every_round_keeps_its_decision(unmeasured, alice):

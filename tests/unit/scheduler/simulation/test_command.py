@@ -13,9 +13,10 @@ POLICY_KEYS = {
     "migrations", "moves", "preemptions", "restarts", "max_moves_per_job", "jobs_by_moves", "lost_gpu_hours",
     "lost_gpu_hours_by_cause", "busy_gpu_hours", "stranded_jobs", "probes", "probed_jobs", "tenant_jain",
     "tenant_received_over_entitled", "max_finish_time_fairness", "quota_violations", "energy_kwh_by_tenant",
+    "power_limit_share", "prediction_mape_by_gpu_age", "slow_gpu_flagged_after_h",
 }
-POLICIES = {"gogh", "gogh_fixed_weight", "oracle", "gavel_max_min", "gavel_ftf", "round_robin", "random",
-            "greedy_fastest", "greedy_efficient"}
+POLICIES = {"gogh", "gogh_no_power_limit", "gogh_fixed_weight", "oracle", "gavel_max_min", "gavel_ftf",
+            "round_robin", "random", "greedy_fastest", "greedy_efficient"}
 
 
 def run_as_from_shell(*argv):

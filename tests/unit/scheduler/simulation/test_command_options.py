@@ -29,6 +29,9 @@ from .test_command import run_as_from_shell
     (["--cluster", "tpu"], "argument --cluster: invalid choice: 'tpu'"),
     (["--tenants", "--half-life-h", "0"], "argument --half-life-h: '0' is not a finite number greater than 0"),
     (["--half-life-h", "nan"], "argument --half-life-h: 'nan' is not a finite number greater than 0"),
+    (["--gpu-variation", "nan"], "argument --gpu-variation: 'nan' is not a finite number of at least 0"),
+    (["--gpu-variation", "-0.1"], "argument --gpu-variation: '-0.1' is not a finite number of at least 0"),
+    (["--gpu-variation", "0.9"], "argument --gpu-variation: '0.9' is not a number in 0..0.5"),
 ])
 def test_bad_numbers_are_usage_errors_before_anything_runs(tmp_path, capsys, argv, says):
     with pytest.raises(SystemExit) as exited:

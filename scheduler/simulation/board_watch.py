@@ -1,0 +1,86 @@
+"""What one policy's run knows and measures about the boards and their power limits.
+
+- The policy's learnt speed of each board (`telemetry.gpu_speed.SpeedTracker`, the control
+  plane's rule): a learning policy feeds it every round's observed throughput of each job on
+  each of its boards, against what it predicted there (the type's prediction at the chosen
+  limit); the solver plans each GPU at its learnt speed (`GpuSpec.speed`). The oracle plans at
+  the boards' true speeds, the other policies at 1.
+- The report's figures: `power_limit_share` (GPU-hours at a limit below the default over all
+  busy GPU-hours), `prediction_mape_by_gpu_age` (per board-age bucket, the mean absolute
+  percentage error of the per-board prediction, the type's prediction x the learnt speed of the
+  job's slowest board, against the true throughput, counted once every board of the placement
+  has `MIN_OBSERVATIONS` behind it) and `slow_gpu_flagged_after_h` (for the boards whose speed
+  fell 10 %: hours from then to the first observation at or after it at which the tracker flags
+  the board (its current flag, as the console shows it: a board flagged before and still flagged
+  then counts 0), the worst of them; null if one never was, or none fell that far).
+"""
+import statistics
+from collections import defaultdict
+
+from telemetry.gpu_speed import SpeedTracker
+
+from .boards import Boards, age_bucket
+
+MIN_OBSERVATIONS = 10
+SLOW_DROP = 0.10
+HOUR_S = 3600.0
+
+
+class BoardWatch:
+    def __init__(self, boards: Boards, *, learns: bool, truth_speeds: bool):
+        self.boards, self.truth_speeds = boards, truth_speeds
+        self.tracker = SpeedTracker() if learns else None
+        self.fell_at = {g: t for g in boards.fast if (t := boards.fell_at(g, SLOW_DROP)) is not None}
+        self.flagged_at: dict[str, float] = {}  # a fallen board -> its first flag at or after its fall
+        self.errors: dict[str, list[float]] = defaultdict(list)
+        self.busy_gpu_s = 0.0
+        self.limited_gpu_s = 0.0
+
+    def planned_speed(self, gpu: str, t: float) -> float:
+        if self.tracker is not None:
+            return self.tracker.speed(gpu).factor
+        return self.boards.speed(gpu, t) if self.truth_speeds else 1.0
+
+    def learnt_slowest(self, gpus) -> float:
+        return min((self.tracker.speed(g).factor for g in gpus), default=1.0)
+
+    def observe(self, gpus, workload: str, gpu_type: str, predicted: float | None, measured: float, t: float) -> None:
+        """One round's observed throughput of a job on `gpus` against the type's prediction there."""
+        if self.tracker is None or not predicted:
+            return
+        for gpu in gpus:
+            self.tracker.observe(gpu, workload, gpu_type, predicted, measured)
+            fell = self.fell_at.get(gpu)
+            if fell is not None and t >= fell and gpu not in self.flagged_at and self.tracker.flag(gpu):
+                self.flagged_at[gpu] = t
+
+    def score(self, gpus, t: float, predicted: float | None, true: float) -> None:
+        """The per-board prediction's error, once every board of the placement has enough behind it."""
+        if self.tracker is None or not predicted or true <= 0:
+            return
+        if any(self.tracker.speed(g).observations < MIN_OBSERVATIONS for g in gpus):
+            return
+        estimate = predicted * self.learnt_slowest(gpus)
+        oldest = max(self.boards.age_days(g, t) for g in gpus)
+        self.errors[age_bucket(oldest)].append(abs(estimate - true) / true)
+
+    def held(self, gpus: int, limited: bool, dt: float) -> None:
+        self.busy_gpu_s += gpus * dt
+        if limited:
+            self.limited_gpu_s += gpus * dt
+
+    def metrics(self) -> dict:
+        return {
+            "power_limit_share": round(self.limited_gpu_s / self.busy_gpu_s, 4) if self.busy_gpu_s else 0.0,
+            "prediction_mape_by_gpu_age": {
+                bucket: round(statistics.fmean(values), 4) for bucket, values in sorted(self.errors.items())
+            },
+            "slow_gpu_flagged_after_h": self._flag_delay_h(),
+        }
+
+    def _flag_delay_h(self) -> float | None:
+        if self.tracker is None:
+            return None
+        if not self.fell_at or any(g not in self.flagged_at for g in self.fell_at):
+            return None
+        return round(max(self.flagged_at[g] - fell for g, fell in self.fell_at.items()) / HOUR_S, 2)
