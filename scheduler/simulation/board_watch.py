@@ -41,6 +41,11 @@ class BoardWatch:
             return self.tracker.speed(gpu).factor
         return self.boards.speed(gpu, t) if self.truth_speeds else 1.0
 
+    def planned_slow(self, gpu: str) -> bool:
+        """Whether the round plans the board as flagged slow (GpuSpec.slow): the learning
+        policies' tracker flags it; policies that know the truth plan its speed and need no flag."""
+        return self.tracker is not None and self.tracker.flag(gpu) is not None
+
     def learnt_slowest(self, gpus) -> float:
         return min((self.tracker.speed(g).factor for g in gpus), default=1.0)
 

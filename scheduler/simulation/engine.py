@@ -183,12 +183,14 @@ class Simulation:
         fair = self.ledger.factors()
         jobs = keep_work(tuple(
             (JobSpec(s.job.id, s.job.workload, s.job.tenant, s.job.min_throughput, s.job.max_gpus,
-                     current=CurrentPlacement(s.placement.gpu_ids, s.placement.partners) if s.placement else None,
+                     current=CurrentPlacement(s.placement.gpu_ids, s.placement.partners, s.placement.power_limit_w)
+                     if s.placement else None,
                      fair_share=fair.get(s.job.tenant, 1.0)),
              self._running_work(s, t))
             for s in self.active.values()
         ), self.settings)
-        gpus = tuple(replace(g, speed=self.watch.planned_speed(g.id, t)) for g in self.sc.gpus if g.id in self.alive)
+        gpus = tuple(replace(g, speed=self.watch.planned_speed(g.id, t), slow=self.watch.planned_slow(g.id))
+                     for g in self.sc.gpus if g.id in self.alive)
         problem = Problem(jobs=jobs, gpus=gpus,
                           gpu_types=self.sc.gpu_types, predictions=self.predictions, settings=self.settings,
                           load_history=tuple(self.load_history), quotas=self.sc.quotas)
