@@ -209,7 +209,7 @@ def test_the_tracker_learns_a_slow_boards_speed_from_telemetry_and_flags_it():
     sim.run()
     fast, slow = sim.watch.tracker.speed("v100-s0-g0"), sim.watch.tracker.speed("v100-s0-g1")
     assert fast.observations > 50 and slow.observations > 50
-    assert slow.factor / fast.factor == pytest.approx(0.8, abs=0.02)
+    assert slow.factor == pytest.approx(0.8, abs=0.02)  # against the other board (leave-one-out baseline)
     assert sim.watch.tracker.flag("v100-s0-g1") and not sim.watch.tracker.flag("v100-s0-g0")
 
 
