@@ -18,6 +18,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='solverconfig',
             name='power_limits',
-            field=models.BooleanField(default=True, help_text="Choose each GPU's power limit with its placement (docs/power_limits.md); off: default limits."),
+            field=models.BooleanField(default=False, help_text="Choose each GPU's power limit with its placement (docs/power_limits.md); off: default limits."),
         ),
     ]

@@ -12,13 +12,6 @@ from scheduler.problem_source import problem_from_database, running_work
 from scheduler.selectors import RESTART_OVERHEAD_SAMPLES, moves_so_far, preemptions_last_hour, restart_overheads
 
 
-@pytest.fixture(autouse=True)
-def default_limits_only(db):
-    """These tests hand-check powers and throughputs at the boards' default power limits; the
-    limit as a decision of the round is tested in tests/unit/scheduler/test_power_limit_rounds.py."""
-    SolverConfig.objects.update_or_create(pk=SolverConfig.SINGLETON_PK, defaults={"power_limits": False})
-
-
 def submit(owner, workload, priority=0, total_steps=None):
     return services.job_submit(owner=owner, workload=workload, min_throughput=8.0, max_gpus=1, priority=priority,
                                total_steps=total_steps).job

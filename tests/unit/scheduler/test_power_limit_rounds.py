@@ -4,6 +4,7 @@ setting and its audit trail, and the apply step writing Allocation.power_limit_w
 the limit alone in place (the job keeps running, no new row, no interruption)."""
 from dataclasses import replace
 
+import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -13,6 +14,12 @@ from scheduler.models import Allocation, Job, JobInterruption, SolveRun, SolverC
 from scheduler.optimizer import problem as opt
 from scheduler.problem_source import problem_from_database
 from telemetry.models import Gpu
+
+
+@pytest.fixture(autouse=True)
+def limits_on(db):
+    """Power limits are an operator's opt-in (SolverConfig.power_limits, off by default)."""
+    SolverConfig.objects.update_or_create(pk=SolverConfig.SINGLETON_PK, defaults={"power_limits": True})
 
 
 def running_job(owner, workload, gpu, limit=None):
@@ -73,7 +80,8 @@ def test_the_current_placement_carries_the_limit_its_gpus_run_at(measured, alice
     assert current[str(other.pk)].power_limit_w is None
 
 
-def test_changing_the_setting_is_audited(measured, root):
+def test_the_setting_is_off_by_default_and_changing_it_is_audited(measured, root):
+    assert SolverConfig().power_limits is False
     services.solver_config_update(by=root, values={"power_limits": False})
     change = SolverConfigChange.objects.get(field="power_limits")
     assert (change.old_value, change.new_value, change.changed_by) == ("True", "False", root)

@@ -9,19 +9,12 @@ from django.utils import timezone
 
 from catalog.models import Measurement
 from scheduler.dispatch.progress import job_progress_report
-from scheduler.models import Allocation, Job, SolverConfig
+from scheduler.models import Allocation, Job
 from scheduler.services import job_submit, job_transition, scheduling_round_run
 from telemetry.services import node_heartbeat, node_register, node_set_state
 
 from .jobs import placed_job
 from .reports import node_report
-
-
-@pytest.fixture(autouse=True)
-def default_limits_only(db):
-    """These tests hand-check powers and throughputs at the boards' default power limits; the
-    limit as a decision of the round is tested in tests/unit/scheduler/test_power_limit_rounds.py."""
-    SolverConfig.objects.update_or_create(pk=SolverConfig.SINGLETON_PK, defaults={"power_limits": False})
 
 
 @pytest.fixture

@@ -12,14 +12,6 @@ from gogh_web.dashboard.models import TradeoffPoint, TradeoffSweep
 from scheduler.models import Allocation, SolveRun, SolverConfig, SolverConfigChange
 from scheduler.services import job_transition
 
-
-@pytest.fixture(autouse=True)
-def default_limits_only(db):
-    """These tests hand-check powers and throughputs at the boards' default power limits; the
-    limit as a decision of the round is tested in tests/unit/scheduler/test_power_limit_rounds.py."""
-    SolverConfig.objects.update_or_create(pk=SolverConfig.SINGLETON_PK, defaults={"power_limits": False})
-
-
 SETTINGS = {"base_energy_weight": 0.5, "adaptive_weight": False, "load_window": 10, "throughput_value_w": 100.0}
 
 
