@@ -4,6 +4,7 @@ from .interruptions import InterruptionKind, JobInterruption
 from .job_measurements import JobMeasurement
 from .jobs import Job
 from .profiling import CampaignState, CampaignTrigger, ProfilingCampaign
+from .services import Service, ServiceState, ServiceTraffic
 from .solve_runs import SolveRun, SolveStatus, SolveTrigger
 from .solver_config import SolverConfig, SolverConfigChange
 from .tenancy import Membership, Tenant, TenantEnergyDay, TenantQuota, TenantUsage
@@ -20,6 +21,9 @@ __all__ = [
     "JobMeasurement",
     "Membership",
     "ProfilingCampaign",
+    "Service",
+    "ServiceState",
+    "ServiceTraffic",
     "SolveRun",
     "SolveStatus",
     "SolveTrigger",

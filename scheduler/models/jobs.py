@@ -68,6 +68,10 @@ class Job(models.Model):
         "scheduler.ProfilingCampaign", null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs"
     )
     profiling_cases = models.JSONField(default=list, blank=True, help_text="The suite cases this job runs.")
+    # A replica of an inference service (docs/services.md): its T_min is the service's, derived each round.
+    service = models.ForeignKey(
+        "scheduler.Service", null=True, blank=True, on_delete=models.PROTECT, related_name="replicas"
+    )
 
     submitted_at = models.DateTimeField(auto_now_add=True, db_index=True)
     placed_at = models.DateTimeField(null=True, blank=True)

@@ -89,6 +89,14 @@ class SolverConfig(models.Model):
         default=False,
         help_text="Choose each GPU's power limit with its placement (docs/power_limits.md); off: default limits.",
     )
+    services_first = models.BooleanField(
+        default=True,
+        help_text="Inference services' replicas are admitted before every training job (docs/services.md).",
+    )
+    service_latency_margin = models.FloatField(
+        default=0.2, validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="Services are planned for P99 <= bound / (1 + margin): co-location only where that holds.",
+    )
     topology_isolation = models.BooleanField(default=False, help_text="Tenants never share a PCIe switch.")
     cell_size_gpus = models.PositiveIntegerField(
         default=1024, validators=[MinValueValidator(1), MaxValueValidator(10**6)]

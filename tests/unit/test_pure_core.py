@@ -12,7 +12,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PURE_PACKAGES = ["catalog.predictors", "scheduler.optimizer", "scheduler.simulation", "telemetry.agent"]
 #: Pure modules of Django apps: each GPU's own curve fit, speed tracker and health (docs/gpu_health.md).
-PURE_MODULES = ["telemetry.power_curve_fit", "telemetry.gpu_speed", "telemetry.gpu_health"]
+PURE_MODULES = [
+    "telemetry.power_curve_fit", "telemetry.gpu_speed", "telemetry.gpu_health",
+    "scheduler.serving.latency", "scheduler.serving.forecast", "scheduler.serving.replicas",
+]
 
 PROBE = """
 import importlib, pkgutil, sys

@@ -1,0 +1,50 @@
+"""How many replicas a service runs, and the steps per second each must give (its T_min).
+
+Requests are spread evenly over the replicas. The plan is the fewest replicas within
+[min, max] at which each replica's T_min (latency.required_steps_per_s at rate / replicas) is
+at most UTILIZATION_TARGET of the fastest single-GPU speed predicted for the service's workload
+on any GPU type: fewer replicas use fewer GPUs, and the headroom leaves room for the forecast
+to be wrong and for a training partner's slowdown. When even `max_replicas` cannot, the plan is
+`max_replicas` with a reason (the service runs, but its SLO is at risk, and says so).
+"""
+from dataclasses import dataclass
+
+from .latency import required_steps_per_s
+
+#: A replica is planned to need at most this share of the fastest GPU's speed.
+UTILIZATION_TARGET = 0.85
+
+
+@dataclass(frozen=True)
+class ReplicaPlan:
+    replicas: int
+    steps_per_s: float  # T_min of each replica
+    rate_per_replica_rps: float
+    reason: str = ""  # empty: the plan meets the SLO on the fastest type with the headroom
+
+
+def plan_replicas(
+    *, rate_rps: float, bound_ms: float, batch_size: int, min_replicas: int, max_replicas: int,
+    best_steps_per_s: float | None, calibration: float = 1.0, margin: float = 0.0,
+) -> ReplicaPlan:
+    """The plan for `rate_rps`; `best_steps_per_s`: the fastest predicted single-GPU speed of
+    the workload on any type (None: unknown, the minimum replicas are planned)."""
+    def plan(n: int, reason: str = "") -> ReplicaPlan:
+        per = max(rate_rps, 0.0) / n
+        need = required_steps_per_s(per, bound_ms, batch_size, calibration, margin)
+        return ReplicaPlan(n, need, per, reason)
+
+    if not best_steps_per_s or best_steps_per_s <= 0:
+        return plan(
+            min_replicas, "no GPU type has a predicted speed for this workload: planned at its minimum replicas"
+        )
+    for n in range(min_replicas, max_replicas + 1):
+        candidate = plan(n)
+        if candidate.steps_per_s <= UTILIZATION_TARGET * best_steps_per_s:
+            return candidate
+    last = plan(max_replicas)
+    return ReplicaPlan(
+        last.replicas, last.steps_per_s, last.rate_per_replica_rps,
+        f"at {rate_rps:.1f} requests/s even {max_replicas} replicas need {last.steps_per_s:.2f} steps/s each "
+        f"for P99 <= {bound_ms:g} ms; the fastest GPU type is predicted at {best_steps_per_s:.2f}",
+    )
