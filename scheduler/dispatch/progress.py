@@ -32,6 +32,7 @@ from ..models import Allocation, Job, JobInterruption, JobMeasurement, SolveTrig
 from ..profiling.services import campaign_report
 from ..services import job_transition, scheduling_round_request
 from . import stops
+from .at_default_limit import fractions_at, limit_of
 from .report_rules import NotAssigned, Report, check_report, record_progress
 
 RUNNING, SUCCEEDED, FAILED, PREEMPTED = "running", "succeeded", "failed", "preempted"
@@ -231,7 +232,9 @@ def _record_measurement(job: Job, allocations: list[Allocation], steps_per_s: fl
     configuration: before that the window holds its start-up (CUDA initialisation, cuDNN
     autotuning: 79 W at 0.1% utilization beside 33 steps/s on an H200), not what it draws while
     it trains. Durations come from the server's clock and sample windows are anchored on the
-    newest sample, so an agent whose clock is off does not shift them."""
+    newest sample, so an agent whose clock is off does not shift them. Measured below the
+    default power limit, throughput and power are recorded as at the default
+    (at_default_limit.py), or not at all where the power-limit model knows nothing there."""
     gpu_types = {allocation.gpu.gpu_type for allocation in allocations}
     if len(gpu_types) != 1 or steps_per_s < 0:
         return
@@ -261,6 +264,13 @@ def _record_measurement(job: Job, allocations: list[Allocation], steps_per_s: fl
     gpu_type = gpu_types.pop()
     readings = {"power_w": recent["power_w"], "utilization": recent["utilization"],
                 "memory_gb": recent["memory_mb"] / 1024 if recent["memory_mb"] is not None else None}
+    if (limit_w := limit_of(allocations)) is not None:
+        fractions = fractions_at(job.workload.name, gpu_type.name, limit_w)
+        if fractions is None:
+            return
+        steps_per_s /= fractions[0]
+        if readings["power_w"] is not None:
+            readings["power_w"] /= fractions[1]
     # Readings beyond what the GPU type can draw or hold (samples take up to 10 kW and 10 TB)
     # are left out rather than taught to the catalog: a workload would never fit again.
     for field in limit_problems(now=now, num_gpus=len(allocations), gpu_memory_gb=gpu_type.memory_gb,

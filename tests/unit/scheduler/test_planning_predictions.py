@@ -319,3 +319,48 @@ def test_p2_refines_the_jobs_own_record_and_is_live(db, settings, tmp_path):
     live = prediction_refine(measurement=seen(2.0), job_id=2)
     assert live.job_id == 2 and not live.shadow and shadowed.shadow
     assert PredictionRecord.objects.filter(job_id=1).get() == other  # never touched by others' telemetry
+
+
+def _report_at_limit(job, agent, gpu_limit_w, allocation_limit_w, steps_per_s=2.0):
+    from scheduler.dispatch.progress import job_progress_report
+
+    allocation = Allocation.objects.select_related("gpu__node", "gpu__gpu_type").get(job=job)
+    Allocation.objects.filter(pk=allocation.pk).update(power_limit_w=allocation_limit_w)
+    gpu = allocation.gpu
+    gpu.node.agent = agent
+    gpu.node.save()
+    gpu.power_limit_default_w, gpu.power_limit_w = gpu.gpu_type.tdp_w, gpu_limit_w
+    gpu.save()
+    job_progress_report(agent_user=agent, job_id=job.pk, status="running", steps=10, steps_per_s=steps_per_s,
+                        now=timezone.now())
+    return gpu.gpu_type
+
+
+def test_a_measurement_below_the_default_limit_is_recorded_as_at_the_default(unmeasured, alice, agent):
+    """Divided by the speed fraction the optimiser would plan at that limit: planning the job at
+    the same limit again predicts what was measured (docs/power_limits.md)."""
+    job = services.job_submit(owner=alice, workload=unmeasured, min_throughput=1, max_gpus=1).job
+    services.scheduling_round_run(trigger="manual")
+    gpu_type = Allocation.objects.get(job=job).gpu.gpu_type
+    limit = 0.7 * gpu_type.tdp_w
+    _report_at_limit(job, agent, gpu_limit_w=limit, allocation_limit_w=limit)
+    speed = default_model().at_power_limit("New", gpu_type.name, limit)[0]
+    assert speed < 1 and Measurement.objects.get(source="telemetry").throughput == pytest.approx(2.0 / speed)
+
+
+def test_the_limit_in_force_counts_not_the_one_asked_for(unmeasured, alice, agent):
+    """A board that refused the limit ran at its default: its measurement is recorded as it is."""
+    job = services.job_submit(owner=alice, workload=unmeasured, min_throughput=1, max_gpus=1).job
+    services.scheduling_round_run(trigger="manual")
+    gpu_type = Allocation.objects.get(job=job).gpu.gpu_type
+    _report_at_limit(job, agent, gpu_limit_w=gpu_type.tdp_w, allocation_limit_w=0.7 * gpu_type.tdp_w)
+    assert Measurement.objects.get(source="telemetry").throughput == 2.0
+
+
+def test_a_measurement_at_a_limit_the_model_does_not_know_is_not_recorded(unmeasured, alice, agent):
+    job = services.job_submit(owner=alice, workload=unmeasured, min_throughput=1, max_gpus=1).job
+    services.scheduling_round_run(trigger="manual")
+    gpu_type = Allocation.objects.get(job=job).gpu.gpu_type
+    _report_at_limit(job, agent, gpu_limit_w=0.05 * gpu_type.tdp_w, allocation_limit_w=None)
+    job.refresh_from_db()
+    assert not Measurement.objects.filter(source="telemetry").exists() and job.steps_done == 10

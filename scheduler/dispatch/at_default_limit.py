@@ -1,0 +1,44 @@
+"""A job's throughput and power measured while its GPUs ran below their default power limit,
+brought back to what they would be at the default (docs/power_limits.md).
+
+The catalog, P1/P2 and the per-board speeds all hold figures at the default limit, and the
+optimiser prices each lower limit as a fraction of them (Predictions.at_power_limit). A
+measurement taken at a limit and stored as it is would teach a workload as slower than it is,
+and the next rounds would price every limit from that lower base, round after round. So it is
+divided by the same fractions the optimiser applies: the power-limit model
+(catalog.predictors.power_limits) at the same limit, with the same draw at the default (the
+catalog's power of the workload alone on the type), so that planning the job again at that
+limit predicts what was measured. The limit is the one the job's GPUs report in force (the
+lowest of them: a multi-GPU job moves at its slowest GPU's pace), else the one the round set."""
+from collections.abc import Iterable
+
+#: A limit within this fraction of the default counts as the default (NVML rounds to whole W).
+AT_DEFAULT = 0.995
+
+
+def limit_of(allocations: Iterable) -> float | None:
+    """The power limit (W) the job's GPUs ran at, None at their defaults."""
+    limits = []
+    for allocation in allocations:
+        gpu = allocation.gpu
+        limit = gpu.power_limit_w if gpu.power_limit_w is not None else allocation.power_limit_w
+        default = gpu.power_limit_default_w or gpu.gpu_type.tdp_w
+        if limit is not None and default and limit < AT_DEFAULT * default:
+            limits.append(limit)
+    return min(limits) if limits else None
+
+
+def fractions_at(workload: str, gpu_type: str, limit_w: float) -> tuple[float, float] | None:
+    """(speed, power) at `limit_w` as fractions of the default limit's, as the optimiser would
+    plan them; None when the model knows nothing there (such a measurement is not recorded)."""
+    # Imported here: the model loads numpy and the Zeus data, which a round at default limits
+    # never needs, and problem_source imports the dispatch's neighbours.
+    from catalog.predictors.power_limits import default_model
+
+    from ..problem_source import catalog_predictions
+
+    draw_w = catalog_predictions().power_w(workload, gpu_type)
+    answer = default_model().at_power_limit(workload, gpu_type, limit_w, draw_w=draw_w)
+    if answer is None or answer[0] <= 0 or answer[1] <= 0:
+        return None
+    return answer
