@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from scheduler.optimizer import JobSpec, Plan, Problem
 from scheduler.optimizer.group_estimates import GroupEstimates
 from scheduler.optimizer.instance import power_per_gpu_alone
+from scheduler.optimizer.limit_levels import group_power_at
 from scheduler.simulation.metrics import jain
 
 # Effective energy weights of the sweep (the adaptive weight is off at each point, so a point
@@ -158,7 +159,9 @@ def current_served(problem: Problem) -> dict[str, tuple[float, float]]:
     the per-GPU power; sharing: the group's estimate, its power split evenly). Not the figures
     stored with its allocation: those are the predictions of the round that placed it, and a
     preview comparing them with a solve under today's predictions showed changes no move
-    explained. A job whose GPUs left the problem (unhealthy, node down) is not served here."""
+    explained. At the power limit its GPUs run at now, as the solver prices a limit (a job kept
+    at its limit then shows no change). A job whose GPUs left the problem (unhealthy, node down)
+    is not served here."""
     gpu_by_id, gpus_of = {g.id: g for g in problem.gpus}, current_gpus(problem)
     estimates = GroupEstimates(problem, sorted({j.workload for j in problem.jobs}), sorted(problem.gpu_types))
     workload_of = {j.id: j.workload for j in problem.jobs}
@@ -168,14 +171,39 @@ def current_served(problem: Problem) -> dict[str, tuple[float, float]]:
         if gpu_type is None:
             continue
         k, partners = len(job.current.gpu_ids), current_partners(job, gpus_of)
+        limit = _fractions_at(problem, (job.workload, *(workload_of[p] for p in partners)), gpu_type,
+                              job.current.power_limit_w)
         if partners and k == 1:
             found = estimates.estimate((job.workload, *(workload_of[p] for p in partners)), gpu_type)
-            served[job.id] = (found[0][0], found[1] / (1 + len(partners))) if found else (0.0, 0.0)
+            if not found:
+                served[job.id] = (0.0, 0.0)
+                continue
+            tau, power = found[0][0], found[1]
+            if limit:
+                tau, power = tau * limit[0][0], group_power_at(power, limit[1], job.current.power_limit_w)
+            served[job.id] = (tau, power / (1 + len(partners)))
             continue
         consolidated = len({gpu_by_id[g].node for g in job.current.gpu_ids}) == 1
-        tau = problem.predictions.tau(job.workload, gpu_type, k, consolidated)
-        served[job.id] = (tau or 0.0, k * power_per_gpu_alone(problem, job.workload, gpu_type))
+        tau = problem.predictions.tau(job.workload, gpu_type, k, consolidated) or 0.0
+        power = k * power_per_gpu_alone(problem, job.workload, gpu_type)
+        if limit:
+            tau, power = tau * limit[0][0], min(power * limit[1][0], k * job.current.power_limit_w)
+        served[job.id] = (tau, power)
     return served
+
+
+def _fractions_at(problem: Problem, workloads: tuple[str, ...], gpu_type: str,
+                  limit_w: float | None) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+    """Each member's (speed fractions, power fractions) at the limit its GPU runs at now, as the
+    options a solver chooses from price it (limit_levels.py); None at the default, or where the
+    predictions do not know that limit for every member (priced at the default then)."""
+    at_limit = getattr(problem.predictions, "at_power_limit", None)
+    if limit_w is None or at_limit is None:
+        return None
+    found = [at_limit(w, gpu_type, limit_w) for w in workloads]
+    if any(f is None or f[0] <= 0 or f[1] <= 0 for f in found):
+        return None
+    return tuple(f[0] for f in found), tuple(f[1] for f in found)
 
 
 def current_type(problem: Problem, job: JobSpec, gpu_by_id: dict) -> str | None:

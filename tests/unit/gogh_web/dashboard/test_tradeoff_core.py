@@ -247,3 +247,38 @@ def test_core_imports_no_django():
         a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
     }
     assert not any(m and m.startswith("django") for m in modules)
+
+
+# At 210 W (0.7 of the V100's 300 W): "w" keeps 0.9 of its speed and draws 0.75 of its power.
+AT_LIMIT = PredictionSnapshot(
+    taus=[["w", "v100", 1, True, 4.0], ["w", "v100", 2, True, 7.5]],
+    rhos=[["w", "w", "v100", 0.6]], utilizations=[["w", "v100", 0.8]], powers=[["w", "v100", 200.0]],
+    limits=[["w", "v100", 210.0, 0.9, 0.75]],
+)
+V100_LIMITS = GpuTypeSpec("v100", 32.0, 50.0, 300.0, PowerCurve(((0.0, 50.0), (1.0, 300.0))), power_limits_w=(210.0,))
+
+
+def limited(jobs, **settings):
+    return Problem(jobs=tuple(jobs), gpus=tuple(GpuSpec(g, "n1", "v100") for g in ("5", "6", "7")),
+                   gpu_types={"v100": V100_LIMITS}, predictions=AT_LIMIT, settings=SolverSettings(**settings))
+
+
+def test_the_current_point_is_priced_at_the_limit_the_gpus_run_at():
+    jobs = (job("1", "a", current=CurrentPlacement(("5",), power_limit_w=210.0)),
+            job("2", "a", current=CurrentPlacement(("6",), ("3",), power_limit_w=210.0)),
+            job("3", "a", current=CurrentPlacement(("6",), ("2",), power_limit_w=210.0)),
+            job("4", "a", current=CurrentPlacement(("7",), power_limit_w=150.0)))  # a limit the predictions do not know
+    served = tradeoff.current_served(limited(jobs))
+    assert served["1"] == pytest.approx((3.6, 150.0))
+    # the pair: 2.4 steps/s each at 0.9; the GPU's 290 W at 0.75 is 217.5, capped at the 210 W limit
+    assert served["2"] == pytest.approx((2.16, 105.0)) and served["3"] == served["2"]
+    assert served["4"] == pytest.approx((4.0, 200.0))
+
+
+def test_a_job_kept_at_its_limit_shows_no_change():
+    jobs = (job("1", "a", t_min=3.0, current=CurrentPlacement(("5",), power_limit_w=210.0)),)
+    problem_ = limited(jobs, base_energy_weight=4.0, adaptive_weight=False)
+    plan = get_solver("ilp").solve(problem_)
+    assert plan.placements["1"].power_limit_w == 210.0 and plan.placements["1"].gpu_ids == ("5",)
+    assert tradeoff.job_moves(problem_, plan) == []
+    assert tradeoff.allocation_point(problem_, plan) == tradeoff.current_point(problem_)
