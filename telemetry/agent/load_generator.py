@@ -10,6 +10,7 @@ Exit status 0 when every request was answered 200, 1 when any failed (the line s
 the first reason), 2 for bad arguments. Standard library only.
 """
 import argparse
+import http.client
 import json
 import math
 import random
@@ -51,7 +52,7 @@ class Load:
                 answer.read()
         except urllib.error.HTTPError as exc:
             self._failed(f"HTTP {exc.code}")
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, http.client.HTTPException) as exc:  # refused, reset, timed out, garbled
             self._failed(str(getattr(exc, "reason", None) or exc))
         else:
             with self._lock:

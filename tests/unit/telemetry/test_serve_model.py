@@ -1,6 +1,7 @@
 """The project's real service (telemetry.agent.serve_model: a PyTorch model over loopback HTTP,
 batched, reporting its traffic through the contract) and its open-loop load generator."""
 import json
+import os
 import random
 import signal
 import socket
@@ -134,3 +135,16 @@ def test_the_service_batches_answers_and_reports_progress_and_traffic_then_stops
 def _post(url: str, body) -> dict:
     request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
     return json.loads(urllib.request.urlopen(request, timeout=10).read())
+
+
+def test_a_service_that_cannot_listen_says_why_and_exits_1():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "telemetry.agent.serve_model", "--device", "cpu", "--hidden", "8"],
+            capture_output=True, text=True, timeout=60, env={**os.environ, "GOGH_SERVICE_PORT": str(port)},
+        )
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith(f"serve_model: cannot listen on 127.0.0.1:{port}: ") and done.stderr.count("\n") == 1
