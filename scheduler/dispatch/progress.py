@@ -9,6 +9,9 @@ linked to the job by a JobMeasurement) at most once per GOGH_TELEMETRY_MEASUREME
 per job and once at its end (unless the last is younger than its window), so one long job
 cannot flood the catalog's sliding window; each
 one is sent on to P2 (catalog.tasks.prediction_refine), which refines the job's predictions.
+A service replica's report may carry its traffic (docs/services.md), recorded with the
+report (scheduler.serving.traffic); its steps per second follow its traffic, not its GPU's
+speed, so they are no catalog measurement.
 """
 from datetime import timedelta
 
@@ -31,6 +34,7 @@ from ..live import job_changed
 from ..models import Allocation, Job, JobInterruption, JobMeasurement, SolveTrigger
 from ..profiling.services import campaign_report
 from ..services import job_transition, scheduling_round_request
+from ..serving.traffic import service_traffic_record
 from . import stops
 from .at_default_limit import fractions_at, limit_of
 from .report_rules import NotAssigned, Report, check_report, record_progress
@@ -51,7 +55,8 @@ UPLOAD_LAG = timedelta(seconds=10)
 def job_progress_report(
     *, agent_user, job_id: int, status: str, steps: int, total_steps: int | None = None,
     steps_per_s: float | None = None, exit_code: int | None = None, message: str = "",
-    checkpoint_step: int | None = None, checkpoint_path: str = "", measurements: list[str] | None = None, now=None,
+    checkpoint_step: int | None = None, checkpoint_path: str = "", measurements: list[str] | None = None,
+    traffic: dict | None = None, now=None,
 ) -> Job:
     """Record an agent's report on a job allocated to its node; the job as it is now.
     `steps` is where the run is (Job.current_step) and only ever raises Job.steps_done;
@@ -66,7 +71,10 @@ def job_progress_report(
     late ends (late_end). NotAssigned when the job has no open allocation here to report on.
     `measurements`: the GOGH_MEASUREMENT lines (their JSON) of a profiling campaign's job since
     its last report, recorded by scheduler.profiling; such a job's steps are suite cases, so its
-    rate is no telemetry measurement of its workload. Other jobs' lines are ignored."""
+    rate is no telemetry measurement of its workload. Other jobs' lines are ignored.
+    `traffic` ({"request_rate_rps", "p99_ms"}): a service replica's traffic, recorded by
+    scheduler.serving.traffic in this transaction; from a job of no service it refuses the
+    whole report (ValidationError naming "traffic"), so nothing of it is stored."""
     check_is_agent(agent_user)
     now = now or timezone.now()
     job = Job.objects.select_for_update().select_related("workload").filter(pk=job_id).first()
@@ -88,6 +96,8 @@ def job_progress_report(
         # its next run is held back until the last one stops, so this is the last one (or a
         # node that was never told to run it): only its success counts (a late success)
         raise NotAssigned(f"Job {job_id} was moved; its run here is being stopped.")
+    if traffic is not None:  # first: a refusal must come before anything of the report is stored or announced
+        _record_traffic(job, traffic, now)
     job, report = run_report(job, report, allocations, steps_per_s=steps_per_s, measurements=measurements or [],
                              started_by="its node agent", now=now)
     if status == PREEMPTED:
@@ -113,11 +123,25 @@ def run_report(job: Job, report: Report, allocations: list[Allocation], *, steps
         announce("job %s started on %s", job.pk, gpus_where(allocation.gpu for allocation in allocations))
     if steps_per_s is not None:
         _restart_measured(job, report.steps, steps_per_s, now)
-        if job.campaign_id is None and _measurement_due(job, now, final=report.status != RUNNING):
+        if job.campaign_id is None and job.service_id is None and _measurement_due(
+                job, now, final=report.status != RUNNING):
             _record_measurement(job, allocations, steps_per_s, now)
     if job.campaign_id is not None:
         _campaign_results(job, allocations, measurements, now)
     return job, report
+
+
+def _record_traffic(job: Job, traffic: dict, now) -> None:
+    """A replica's traffic report; its refusal names the report's field "traffic" (or
+    "traffic.<field>"), as the agent reads it."""
+    try:
+        service_traffic_record(job=job, request_rate_rps=traffic.get("request_rate_rps"),
+                               p99_ms=traffic.get("p99_ms"), now=now)
+    except ValidationError as exc:
+        raise ValidationError({
+            field if field == "traffic" else f"traffic.{field}": messages
+            for field, messages in exc.message_dict.items()
+        }) from exc
 
 
 def _campaign_results(job: Job, allocations: list[Allocation], lines: list[str], now) -> None:

@@ -45,6 +45,12 @@ the agent's own stop give it the lower of that and --grace-period. Once a proces
 stopped has exited (whatever its status), or a job exited 75 by itself, its final report says
 "preempted", with the steps and the latest checkpoint it reported: the control plane resumes
 it there. Every report carries the run's latest checkpoint.
+
+Services (docs/services.md): a replica's latest GOGH_TRAFFIC line since its last report goes
+with its next progress report ("traffic"). A control plane that refuses it (400 naming
+"traffic": a job of no service, or a control plane from before services) refused that report's
+progress too: the progress goes again at once without it, and that run's traffic is not sent
+again, so a job never loses its progress reports to its traffic.
 """
 import logging
 import math
@@ -590,7 +596,7 @@ class Agent:
                    if now - self._last_progress.get(job_id, -math.inf) >= self.config.progress_interval_s]
             for _, process in due:  # progress is sent afresh at its next interval, whatever becomes of this one
                 self._last_progress[process.job_id] = now
-            progress = [self._report(*job, "running", exit_code=None, message="") for job in due]
+            progress = [_with_traffic(self._report(*job, "running", exit_code=None, message=""), job[1]) for job in due]
         reports = finals + progress
         processes = [None] * len(finals) + [process for _, process in due]
         if not reports:
@@ -611,6 +617,14 @@ class Agent:
         if report["status"] == "running":
             if code == 200 and process is not None:
                 process.delivered(len(report.get("measurements", ())))
+            if code == 400 and "traffic" in report and _names_traffic(answer.get("errors")) and process is not None:
+                # A job of no service, or a control plane from before services: reporting its
+                # traffic again would refuse its progress again. Its progress goes at once, without.
+                log.warning("job %s: traffic refused (%s); its reports go on without it", job_id, answer.get("errors"))
+                process.traffic_refused = True
+                if job_id in self._running:
+                    self._last_progress[job_id] = -math.inf
+                return
             if code == 409:
                 log.info("job %s: progress refused (%s); the next poll will tell", job_id, answer.get("detail"))
             elif code != 200:
@@ -641,6 +655,21 @@ class Agent:
         if steps_per_s is None or self.config.simulate_seed is None:
             return steps_per_s
         return steps_per_s / self.config.simulate_speedup
+
+
+def _with_traffic(report: dict, process: JobProcess) -> dict:
+    """A running report carries the job's latest traffic line since its last report (a service
+    replica's, docs/services.md), unless the control plane refused this run's traffic. Final
+    reports never do: a refusal would settle, and so lose, the job's end."""
+    traffic = process.take_traffic()
+    if traffic is not None and not process.traffic_refused:
+        report["traffic"] = {"request_rate_rps": traffic[0], "p99_ms": traffic[1]}
+    return report
+
+
+def _names_traffic(errors) -> bool:
+    """Whether a report's 400 names its traffic ("traffic", or one of its fields "traffic.<name>")."""
+    return isinstance(errors, dict) and any(key == "traffic" or str(key).startswith("traffic.") for key in errors)
 
 
 def _unknown_gpu_fields(exc: Refused, names: tuple[str, ...]) -> bool:

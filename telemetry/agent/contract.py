@@ -14,7 +14,9 @@ checkpoints, learn where to resume, and hear that it is being preempted (docs/jo
             job.exit_preempted()                  # exit status 75: "preempted, resume me"
 
 A benchmark job (the suite, docs/profiling.md) also reports measurements:
-`job.measurement({...})` prints one `GOGH_MEASUREMENT <JSON>` line per measured case.
+`job.measurement({...})` prints one `GOGH_MEASUREMENT <JSON>` line per measured case. A replica
+of an inference service (docs/services.md) reports its traffic every few seconds:
+`job.traffic(requests_per_s, p99_ms=...)` prints one `GOGH_TRAFFIC rate=<r> [p99_ms=<ms>]` line.
 
 The executor (the agent) sets the environment (GOGH_RESUME_STEP, GOGH_RESUME_CHECKPOINT,
 GOGH_CHECKPOINT_DIR, GOGH_PREEMPT_GRACE_S) and reads the lines this module prints on stdout.
@@ -23,6 +25,7 @@ so the script decides when to stop (after the step it is in, once its checkpoint
 Standard library only, and nothing else of the repository: a job may copy this one file.
 """
 import json
+import math
 import os
 import re
 import signal
@@ -34,6 +37,7 @@ from pathlib import Path
 PROGRESS_PREFIX = "GOGH_PROGRESS"
 CHECKPOINT_PREFIX = "GOGH_CHECKPOINT"
 MEASUREMENT_PREFIX = "GOGH_MEASUREMENT"
+TRAFFIC_PREFIX = "GOGH_TRAFFIC"
 #: EX_TEMPFAIL: the job was asked to stop, saved what it could, and wants to be resumed.
 PREEMPTED_EXIT_CODE = 75
 RESUME_STEP = "GOGH_RESUME_STEP"
@@ -59,6 +63,23 @@ def measurement_line(measurement: dict) -> str:
     """One measurement as a single line of JSON (strict: NaN and infinity are refused, since
     the reader must get numbers it can store)."""
     return f"{MEASUREMENT_PREFIX} {json.dumps(measurement, allow_nan=False, separators=(',', ':'))}"
+
+
+def traffic_line(request_rate_rps: float, p99_ms: float | None = None) -> str:
+    """A service's traffic: requests per second it answered lately, and the P99 latency (ms) it
+    measured over them (None: no request to measure). ValueError for a negative or non-finite
+    number: the agent would not read it, so the service must not believe it reported."""
+    suffix = ""
+    if p99_ms is not None:
+        suffix = f" p99_ms={_traffic_number('p99_ms', p99_ms)}"
+    return f"{TRAFFIC_PREFIX} rate={_traffic_number('rate', request_rate_rps)}{suffix}"
+
+
+def _traffic_number(name: str, value: float) -> str:
+    number = float(value)
+    if not math.isfinite(number) or number < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, not {value!r}")
+    return f"{number:.6g}"
 
 
 def write_line(line: str, stream=None) -> None:
@@ -123,6 +144,12 @@ class Job:
     def measurement(self, measurement: dict) -> None:
         """Report a benchmark measurement (the keys of docs/profiling.md's line protocol)."""
         write_line(measurement_line(measurement), self.stream)
+
+    def traffic(self, request_rate_rps: float, p99_ms: float | None = None) -> None:
+        """Report a service replica's traffic (docs/services.md): the requests per second it
+        answered over its last window, and their P99 latency in ms (None when it answered none).
+        The agent forwards the latest one with the job's next report."""
+        write_line(traffic_line(request_rate_rps, p99_ms), self.stream)
 
     def checkpoint(self, step: int, path) -> None:
         """Report a checkpoint of the state after `step` steps, readable at `path`. Call it only

@@ -5,18 +5,29 @@ A job reports on its standard output, one line each (telemetry.agent.contract wr
     GOGH_PROGRESS step=<steps done, integer >= 0> [total=<total steps, integer >= 1>]
     GOGH_CHECKPOINT step=<steps the checkpoint holds, integer >= 0> path=<the rest of the line>
     GOGH_MEASUREMENT <one-line JSON object>   (the benchmark suite's result of one case)
+    GOGH_TRAFFIC rate=<requests/s, number >= 0> [p99_ms=<ms, number >= 0>]   (a service's traffic)
 
 Any other line (a malformed one too) is ordinary output and goes to the job's log unchanged.
 The agent computes steps per second from the steps and its own clock; the job need not know
 time or rate. A measurement line's JSON is forwarded as it is, in the job's reports: the
 control plane judges it (docs/profiling.md), so that a line the agent could not read is
-recorded as that case's failure rather than lost on the node. From Python:
+recorded as that case's failure rather than lost on the node. A traffic line is a service
+replica's (docs/services.md): the agent keeps the latest and sends it with the job's next report.
+From Python:
 `from telemetry.agent.progress import report; report(step, total=...)`, or the contract's Job
 (docs/jobs.md).
 """
+import math
 import re
 
-from .contract import CHECKPOINT_PREFIX, MEASUREMENT_PREFIX, PROGRESS_PREFIX, progress_line, write_line
+from .contract import (
+    CHECKPOINT_PREFIX,
+    MEASUREMENT_PREFIX,
+    PROGRESS_PREFIX,
+    TRAFFIC_PREFIX,
+    progress_line,
+    write_line,
+)
 
 PREFIX = PROGRESS_PREFIX
 #: The control plane keeps checkpoint paths up to this long: a longer one would be refused with
@@ -27,6 +38,12 @@ _CHECKPOINT = re.compile(rf"^{CHECKPOINT_PREFIX} step=(?P<step>\d+) path=(?P<pat
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 #: The control plane takes lines up to this long (a suite line is a few hundred characters).
 MAX_MEASUREMENT_LINE = 4000
+_NUMBER = r"[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?"
+_TRAFFIC = re.compile(rf"^{TRAFFIC_PREFIX} rate=(?P<rate>{_NUMBER})(?: p99_ms=(?P<p99>{_NUMBER}))?\s*$")
+#: The control plane refuses traffic beyond these (scheduler.serving.traffic): a line beyond
+#: them is not taken for a traffic line, rather than refused with the job's report.
+MAX_RATE_RPS = 1e7
+MAX_P99_MS = 3.6e6
 
 
 def parse(line: str) -> tuple[int, int | None] | None:
@@ -56,6 +73,20 @@ def parse_measurement(line: str) -> str | None:
         return None
     payload = line[len(MEASUREMENT_PREFIX) + 1:].strip()
     return payload[:MAX_MEASUREMENT_LINE] if payload else None
+
+
+def parse_traffic(line: str) -> tuple[float, float | None] | None:
+    """(requests per second, P99 in ms or None) for a traffic line, None for any other line:
+    also for a number beyond MAX_RATE_RPS or MAX_P99_MS (or one that overflows to infinity)."""
+    match = _TRAFFIC.match(line)
+    if match is None:
+        return None
+    rate = float(match["rate"])
+    p99 = float(match["p99"]) if match["p99"] is not None else None
+    if not (math.isfinite(rate) and rate <= MAX_RATE_RPS) or (p99 is not None and not (
+            math.isfinite(p99) and p99 <= MAX_P99_MS)):
+        return None
+    return rate, p99
 
 
 def report(step: int, total: int | None = None, stream=None) -> None:

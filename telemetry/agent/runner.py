@@ -3,8 +3,8 @@
 The command runs under `bash -c` in its own process group (so stopping it reaches every
 process it started), with the job's environment, CUDA_VISIBLE_DEVICES set to its GPU indexes
 on this node, and stdout/stderr appended to job-<id>.out / job-<id>.err in the log folder.
-Progress, checkpoints and the suite's measurement lines come from the line protocol of
-telemetry.agent.progress on stdout;
+Progress, checkpoints, the suite's measurement lines and a service's traffic come from the line
+protocol of telemetry.agent.progress on stdout;
 steps per second are measured over a sliding window of the agent's own clock. The job contract's
 environment (telemetry.agent.contract) tells the job where to resume, where to write
 checkpoints and its grace period; its steps are absolute, so a resumed run's count starts at the
@@ -52,6 +52,10 @@ class JobProcess:
         self.stopping = False
         self.stop_reason = ""
         self._measurements: list[str] = []  # measurement lines not yet delivered to the control plane
+        self._traffic: tuple[float, float | None] | None = None  # the latest traffic line not yet reported
+        # The control plane refused this run's traffic (a job of no service, or one from before
+        # services): its reports go on without it.
+        self.traffic_refused = False
         self._points: deque[tuple[float, int]] = deque()
         self._lock = threading.Lock()
         self._kill_at: float | None = None
@@ -87,6 +91,9 @@ class JobProcess:
                 elif (measurement := progress.parse_measurement(line)) is not None:
                     with self._lock:
                         self._measurements.append(measurement)
+                elif (traffic := progress.parse_traffic(line)) is not None:
+                    with self._lock:
+                        self._traffic = traffic
 
     def _note(self, step: int, total: int | None) -> None:
         now = self._clock()
@@ -116,6 +123,13 @@ class JobProcess:
         """The control plane took the oldest `count` measurement lines."""
         with self._lock:
             del self._measurements[:count]
+
+    def take_traffic(self) -> tuple[float, float | None] | None:
+        """(requests/s, P99 ms or None) of the latest traffic line since the last call, None when
+        none came: each line is reported once, and a lost report is overtaken by the next line."""
+        with self._lock:
+            traffic, self._traffic = self._traffic, None
+        return traffic
 
     def steps_per_s(self) -> float | None:
         """Steps per second over the last RATE_WINDOW_S seconds of progress lines; None before

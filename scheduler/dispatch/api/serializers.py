@@ -7,12 +7,22 @@ from gogh_web.api.fields import FiniteFloatField, column_max
 from gogh_web.api.strict import StrictFieldsMixin
 
 from ...models import Job
+from ...serving.traffic import MAX_P99_MS, MAX_RATE_RPS
 from ..progress import REPORT_STATUSES
 
 MAX_REPORTS_PER_BATCH = 1000  # a node runs at most a few jobs per GPU
 #: A suite line is a few hundred characters; a report carries the lines of one progress interval.
 MAX_MEASUREMENT_LINE = 4000
 MAX_MEASUREMENTS_PER_REPORT = 100
+
+
+class TrafficSerializer(StrictFieldsMixin, serializers.Serializer):
+    """A service replica's traffic, as its GOGH_TRAFFIC line gave it (docs/services.md)."""
+
+    request_rate_rps = FiniteFloatField(min_value=0, max_value=MAX_RATE_RPS,
+                                        help_text="Requests per second the replica answered lately.")
+    p99_ms = FiniteFloatField(required=False, default=None, allow_null=True, min_value=0, max_value=MAX_P99_MS,
+                              help_text="The P99 latency it measured over them, ms (null: no request to measure).")
 
 
 class JobProgressSerializer(StrictFieldsMixin, serializers.Serializer):
@@ -41,6 +51,11 @@ class JobProgressSerializer(StrictFieldsMixin, serializers.Serializer):
         required=False, default=list, max_length=MAX_MEASUREMENTS_PER_REPORT,
         help_text="A profiling job's GOGH_MEASUREMENT lines since its last report: the JSON after the prefix, "
         "as the job printed it (docs/profiling.md).",
+    )
+    traffic = TrafficSerializer(
+        required=False, default=None, allow_null=True,
+        help_text="A service replica's latest traffic since its last report (docs/services.md); only a replica of "
+        "a service may send it.",
     )
 
     def validate(self, attrs):

@@ -17,6 +17,7 @@ class FakeControlPlane:
         self.registrations, self.heartbeats, self.samples, self.progress = [], 0, [], []
         self.progress_batches: list[list[dict]] = []  # each batch request's reports
         self.progress_status: dict[int, int] = {}  # job -> status its reports get in a batch (default 200)
+        self.refuses_traffic = False  # a report carrying traffic gets 400 naming it (a job of no service)
         self.delays: dict[str, float] = {}  # path -> seconds before it answers
         self.busy: dict[str, tuple[int, str]] = {}  # path -> (429 or 503, Retry-After header value)
         self.heartbeat_times: list[float] = []  # time.monotonic() of each heartbeat answered 200
@@ -104,6 +105,10 @@ class FakeControlPlane:
             self.progress_batches.append(body["reports"])
             answers = []
             for report in body["reports"]:
+                if self.refuses_traffic and "traffic" in report:
+                    answers.append({"job": report["job"], "status": 400,
+                                    "errors": {"traffic": ["Not a replica of a service."]}})
+                    continue
                 status = self.progress_status.get(report["job"], 200)
                 if status == 200:
                     self.progress.append(report)
