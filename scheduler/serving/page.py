@@ -109,7 +109,8 @@ def traffic_of(service_ids, *, now: datetime | None = None) -> dict[int, list[di
 def service_rows(services, *, now: datetime | None = None) -> list[dict]:
     """For each service (in the given order, workload, tenant and owner loaded or not): its
     settings, the plan the last round made, its traffic now against its bound, its replicas and
-    its traffic series. A fixed number of queries however many services."""
+    its traffic series. `partners`: the jobs sharing any replica's GPU, once each. A fixed number of
+    queries however many services."""
     services = list(services)
     ids = [s.pk for s in services]
     replicas, traffic = replicas_of(ids), traffic_of(ids, now=now)
@@ -118,6 +119,7 @@ def service_rows(services, *, now: datetime | None = None) -> list[dict]:
 
 def service_row(service: Service, *, replicas: list[dict], traffic: list[dict]) -> dict:
     rate, p99 = number(service.request_rate_rps), number(service.p99_ms)
+    partners = {p["job_id"]: p for r in replicas for p in r["partners"]}
     return {
         "id": service.pk,
         "name": service.name,
@@ -132,6 +134,7 @@ def service_row(service: Service, *, replicas: list[dict], traffic: list[dict]) 
         "replicas_target": service.replicas_target,
         "replicas_live": sum(1 for r in replicas if r["state"] == JobState.RUNNING.value),
         "replicas": replicas,
+        "partners": [partners[pk] for pk in sorted(partners)],
         "request_rate_rps": rate,
         "forecast_rps": number(service.forecast_rps),
         "p99_ms": p99,
