@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from scheduler import metrics as scheduler_metrics
 from scheduler.profiling.metrics import profiling_families
+from scheduler.serving.metrics import service_families
 from telemetry import metrics as telemetry_metrics
 
 METRICS_PERMISSION = "telemetry.view_gpusample"
@@ -32,6 +33,7 @@ class ControlPlaneCollector:
         yield from scheduler_metrics.executor_families()
         yield from scheduler_metrics.tenant_families()
         yield from profiling_families()
+        yield from service_families()
 
 
 def render() -> bytes:

@@ -330,6 +330,7 @@ GOGH_LIVE_KINDS = {
     "solve_run": "scheduler.live.solve_runs_snapshot",
     "solver_config": "scheduler.live.solver_config_snapshot",
     "tenant": "scheduler.tenancy.live.tenants_snapshot",
+    "service": "scheduler.serving.live.services_snapshot",
     "predictor_version": "catalog.live.predictor_versions_snapshot",
     "gpu_type_profile": "scheduler.profiling.live.gpu_type_profiles_snapshot",
 }

@@ -1,5 +1,5 @@
-"""Admin for tenants, jobs, allocations, interruptions, solve runs and solver settings. State changes go
-through services."""
+"""Admin for tenants, jobs, allocations, interruptions, solve runs and solver settings (profiling
+campaigns and inference services: their packages' admin.py). State changes go through services."""
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
@@ -23,6 +23,7 @@ from .models import (
     TenantQuota,
 )
 from .profiling import admin as profiling_admin  # noqa: F401 -- registers the campaigns' admin
+from .serving import admin as serving_admin  # noqa: F401 -- registers the services' admin
 from .tenancy import live as tenancy_live
 from .tenancy.selectors import cluster_gpu_types, with_standing
 

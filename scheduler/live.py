@@ -21,6 +21,7 @@ from gogh_web.events.windows import window_changes
 from .lifecycle import TERMINAL
 from .models import Allocation, Job, JobInterruption, Membership, SolveRun, SolverConfig
 from .selectors import observed_throughputs, tenant_of
+from .serving.live import replica_service_changes
 
 ENDED_STATES = [s.value for s in TERMINAL]
 MET, VIOLATED, UNKNOWN = "met", "violated", "unknown"
@@ -383,6 +384,7 @@ def _send_jobs(tenants: dict[str, int], *, ended: bool) -> None:
 def _job_changes(tenants: dict[str, int], ended: bool) -> list[Change]:
     data = jobs_data_by_key(list(tenants))
     changes = [Change("job", key, data.get(key), tenant_id) for key, tenant_id in tenants.items()]
+    changes += replica_service_changes(list(tenants))  # a replica's service shows its state and GPUs
     return changes + (ended_jobs_changes(emitted=tenants) if ended else [])
 
 

@@ -1,4 +1,4 @@
-"""Dashboard routes (namespace `dashboard`): the six pages and the Trade-off page's JSON."""
+"""Dashboard routes (namespace `dashboard`): the seven pages and the Trade-off page's JSON."""
 from django.urls import path
 
 from . import api, views
@@ -12,6 +12,7 @@ urlpatterns = [
     path("solver/", views.solver, name="solver"),
     path("tradeoff/", views.tradeoff, name="tradeoff"),
     path("tenants/", views.tenants, name="tenants"),
+    path("services/", views.services, name="services"),
     path("api/tradeoff/", api.TradeoffSweepView.as_view(), name="tradeoff-sweep"),
     path("api/tradeoff/<int:pk>/", api.TradeoffSweepDetailView.as_view(), name="tradeoff-sweep-detail"),
     path("api/tradeoff/preview/", api.TradeoffPreviewView.as_view(), name="tradeoff-preview"),

@@ -12,6 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..models import Job, Service, ServiceTraffic
+from .live import services_changed
 
 #: A replica's latest report older than this no longer counts in the service's rate.
 RECENT_S = 120
@@ -58,4 +59,5 @@ def service_traffic_record(*, job: Job, request_rate_rps: float, p99_ms: float |
     p99s = [row.p99_ms for row in latest.values() if row.p99_ms is not None]
     service.p99_ms = max(p99s) if p99s else service.p99_ms
     service.save(update_fields=["request_rate_rps", "p99_ms", "updated_at"])
+    services_changed([service.pk])
     return sample

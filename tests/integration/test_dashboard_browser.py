@@ -43,7 +43,8 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres_tier
 CHROMIUM = Path(os.environ.get("GOGH_CHROMIUM", "/usr/bin/chromium"))
 SIZES = {"wide": (1280, 800), "narrow": (390, 844)}
 PAGES = {"cluster": "/dashboard/", "jobs": "/dashboard/jobs/", "predictions": "/dashboard/predictions/",
-         "solver": "/dashboard/solver/", "tradeoff": "/dashboard/tradeoff/", "tenants": "/dashboard/tenants/"}
+         "solver": "/dashboard/solver/", "tradeoff": "/dashboard/tradeoff/", "tenants": "/dashboard/tenants/",
+         "services": "/dashboard/services/"}
 # SwiftShader gives headless Chromium WebGL without a GPU (Plotly's 3D scatter needs it).
 CHROMIUM_ARGS = ["--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--no-sandbox"]
 WAIT_MS = 30_000
@@ -409,7 +410,7 @@ document.addEventListener("securitypolicyviolation", function (e) {
                               + e.lineNumber + " " + (e.target.id ? "#" + e.target.id : e.target.nodeName || ""));
 });
 """
-ADMIN_PAGES = ["/admin/", "/admin/scheduler/job/", "/admin/telemetry/node/"]
+ADMIN_PAGES = ["/admin/", "/admin/scheduler/job/", "/admin/telemetry/node/", "/admin/scheduler/service/"]
 
 
 def test_every_page_works_under_the_content_security_policy(stack, chromium, demo):

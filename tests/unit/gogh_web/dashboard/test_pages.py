@@ -7,7 +7,7 @@ from scheduler.models import SolverConfigChange
 from scheduler.services import solver_config_update
 
 PAGES = ["dashboard:cluster", "dashboard:jobs", "dashboard:predictions", "dashboard:solver", "dashboard:tradeoff",
-         "dashboard:tenants"]
+         "dashboard:tenants", "dashboard:services"]
 
 
 @pytest.mark.parametrize("page", PAGES)

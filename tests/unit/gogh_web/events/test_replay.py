@@ -12,8 +12,9 @@ from gogh_web.events.models import Event
 from gogh_web.events.selectors import events_after, snapshot, viewer_for
 from scheduler import services
 from scheduler.live import job_changed
-from scheduler.models import Job, JobInterruption, Tenant
+from scheduler.models import Job, JobInterruption, Service, Tenant
 from scheduler.profiling.live import gpu_type_profile_changed
+from scheduler.serving.live import services_changed
 from scheduler.tenancy.services import tenant_quotas_replace, tenant_update
 from telemetry.gpu_speed import SpeedTracker
 from telemetry.models import Gpu
@@ -21,7 +22,9 @@ from telemetry.services import gpu_samples_ingest, gpu_speeds_write, node_set_st
 
 from .conftest import apply_events, plain
 
-KINDS = {"job", "node", "gpu", "solve_run", "solver_config", "tenant", "predictor_version", "gpu_type_profile"}
+KINDS = {
+    "job", "node", "gpu", "solve_run", "solver_config", "tenant", "service", "predictor_version", "gpu_type_profile",
+}
 
 
 def _version(status, mae):
@@ -70,6 +73,12 @@ def test_state_after_applying_events_equals_a_fresh_snapshot(measured, alice, bo
         research = Tenant.objects.get(slug="research")
         tenant_update(tenant=research, values={"shares": 3})
         tenant_quotas_replace(tenant=research, quotas={GpuType.objects.get(name="k80"): 1})
+    with committed():
+        ranker = Service.objects.create(name="ranker", owner=alice, tenant=research, workload=resnet50,
+                                        latency_bound_ms=50, batch_size=8)
+        Job.objects.create(owner=alice, tenant=research, workload=resnet50, min_throughput=1, max_gpus=1,
+                           service=ranker, pending_reason="waiting")  # the last rounds place it
+        services_changed([ranker.pk])
     with committed():
         predictor_promote(version=candidate)  # the active version retires
     with committed():

@@ -21,7 +21,8 @@ def test_snapshot_shows_a_user_their_tenant_and_staff_everything(measured, alice
     assert body["event_id"] == Event.objects.order_by("-id").first().pk
     assert len(body["state"]["gpu"]) == 6 and len(body["state"]["node"]) == 2  # cluster-wide
     assert list(body["state"]) == [
-        "job", "node", "gpu", "solve_run", "solver_config", "tenant", "predictor_version", "gpu_type_profile"]
+        "job", "node", "gpu", "solve_run", "solver_config", "tenant", "service", "predictor_version",
+        "gpu_type_profile"]
     assert set(client_for(staff).get("/api/live/snapshot/").json()["state"]["job"]) == {str(mine.pk), str(theirs.pk)}
 
 
