@@ -55,9 +55,10 @@ def test_a_replicas_move_is_priced_above_a_training_jobs_of_the_same_restart():
     p = _shared_gpu(6.0)
     training, replica = p.jobs
     assert replica.move_penalty_w > training.move_penalty_w
-    work = replace(work_of(type("W", (), {"predicted_throughput": 5.0, "predicted_power_w": 300.0, "num_gpus": 1})),
-                   steps_since_checkpoint=0.0, remaining_steps=None)
-    assert service_move_penalty_w(work, p.settings) == pytest.approx(SERVICE_MOVE_FACTOR * move_penalty_w(work, p.settings))
+    alone = type("Alone", (), {"predicted_throughput": 5.0, "predicted_power_w": 300.0, "num_gpus": 1})
+    work = replace(work_of(alone), steps_since_checkpoint=0.0, remaining_steps=None)  # nothing to redo
+    expected = SERVICE_MOVE_FACTOR * move_penalty_w(work, p.settings)
+    assert service_move_penalty_w(work, p.settings) == pytest.approx(expected)
 
 
 @pytest.fixture

@@ -10,10 +10,10 @@ from django.utils import timezone
 
 from scheduler.lifecycle import JobState
 from scheduler.models import Allocation, ServiceState, ServiceTraffic, SolveRun
+from scheduler.services import job_transition, scheduling_round_run
 from scheduler.serving import latency
 from scheduler.serving.forecast import DAY_S
 from scheduler.serving.services import service_create, service_stop, services_plan
-from scheduler.services import job_transition, scheduling_round_run
 
 pytestmark = pytest.mark.django_db
 
