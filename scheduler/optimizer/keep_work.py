@@ -22,8 +22,10 @@ A service replica (JobSpec.service, docs/services.md) has no steps to redo: what
 is done. A move still restarts it, and while it restarts it drops the requests in flight and
 leaves its share of the traffic to its other replicas, against a latency SLO; so its
 `move_penalty_w` is SERVICE_MOVE_FACTOR times what a training job pays for the same restart
-(service_move_penalty_w). Where a replica and a training job must part, that makes moving the
-replica the dearer way of every choice that moves one of them.
+(service_move_penalty_w): a round moves a replica to save energy only where the saving is four
+times what would move a training job. (Where a replica and its training partner must part,
+placement.py keeps the replica on its GPU; candidates.py stops keeping a shared GPU where the
+replica misses its T_min.)
 
 A probe (exploration.py) is a measurement on the GPUs it was given: it is pinned (moving it to
 save energy would measure another configuration), and it never climbs above other jobs after

@@ -2,9 +2,9 @@
 
 Jobs that keep their current configuration stay on their GPUs, and so do the jobs of a shared
 GPU whose partners change (one leaves, or one joins) where their GPU is still free (a service
-replica's first, then a pinned job's); consolidated multi-GPU jobs go next, largest first, each onto the node of its
-type with the fewest free GPUs that still hold it (best fit, so whole nodes stay whole for the
-next large job); single GPUs, groups and spread-out jobs fill what is left. With
+replica's first, then a pinned job's); consolidated multi-GPU jobs go next, largest first,
+each onto the node of its type with the fewest free GPUs that still hold it (best fit, so
+whole nodes stay whole for the next large job); single GPUs, groups and spread-out jobs fill what is left. With
 topology-aware isolation a PCIe switch serves one tenant only, and a tenant's jobs take GPUs on
 its own switches before they open another (so switches are not split among tenants
 needlessly). Boards flagged slow are taken last, and only by jobs whose T_min holds at their

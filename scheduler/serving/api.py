@@ -32,6 +32,7 @@ class ServiceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     def get_serializer_context(self):
         return {**super().get_serializer_context(), "margin": SolverConfig.load().service_latency_margin}
 
+    @extend_schema(responses={200: ServiceDetailSerializer})
     def retrieve(self, request, pk=None):
         service = self.get_object()
         context = {**self.get_serializer_context(),

@@ -5,6 +5,7 @@ each must give, written onto the service and its replica jobs.
 A replica is an ordinary job (Job.service set, one GPU, no total steps), submitted through
 scheduler.services.job_submit like any other, so the rounds place, move and preempt it by the
 same rules; only its T_min is not typed but derived here every round."""
+import logging
 import math
 from dataclasses import dataclass
 
@@ -25,7 +26,7 @@ from ..services import executor_sync_request, job_cancel, job_submit, job_transi
 from . import forecast, latency, selectors
 from .replicas import ReplicaPlan, plan_replicas
 
-UNKNOWN_SPEED = "no GPU type of the cluster has a predicted speed for this workload: the bound could not be checked"
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -137,10 +138,17 @@ def services_plan(*, now=None) -> list[Service]:
     planned = []
     for service in services:
         horizon_s = settings.GOGH_SCHEDULING_INTERVAL_S + overheads.get(service.workload.name, 0.0)
-        with transaction.atomic():
-            service = Service.objects.select_for_update().select_related("workload").get(pk=service.pk)
-            if service.state == ServiceState.ACTIVE:
-                planned.append(_replan(service, speeds, margin, horizon_s, now))
+        try:
+            with transaction.atomic():
+                service = Service.objects.select_for_update().select_related("workload", "owner", "tenant").get(
+                    pk=service.pk
+                )
+                if service.state == ServiceState.ACTIVE:
+                    planned.append(_replan(service, speeds, margin, horizon_s, now))
+        except ValidationError as exc:  # one service that cannot be planned must not stop the round
+            note = f"Not planned: {' '.join(exc.messages)}"[:300]
+            Service.objects.filter(pk=service.pk).update(slo_note=note, updated_at=now)
+            logger.warning("service %s: %s", service.pk, note)
     return planned
 
 
@@ -194,6 +202,13 @@ def _write_plan(service: Service, plan: ReplicaPlan, rate: float, now) -> None:
 
 
 def _add_replica(service: Service, min_throughput: float) -> None:
+    """Submit one more replica as its owner; ValidationError when the owner is no longer a
+    member of the service's tenant (a replica must not land in another tenant)."""
+    if tenant_of(service.owner) != service.tenant:
+        raise ValidationError(
+            {"owner": [f"{service.owner.get_username()} is no longer a member of {service.tenant.slug}: no replica "
+                       "is added; stop the service and create it again as a member."]}
+        )
     number = service.replicas.count() + 1
     job_submit(
         owner=service.owner, workload=service.workload, min_throughput=min_throughput, max_gpus=1,

@@ -133,3 +133,18 @@ def test_stopping_cancels_every_replica_by_its_tenant_or_staff_only(alice, bob, 
                for job in service.replicas.all())
     with pytest.raises(ValidationError):
         service_stop(service=service, by=staff)
+
+
+def test_a_service_whose_owner_left_its_tenant_is_not_planned_and_the_round_goes_on(alice, bob, measured,
+                                                                                   ranker_data):
+    service = service_create(owner=alice, data=ranker_data)
+    other = service_create(owner=bob, data={**ranker_data, "name": "other"})
+    alice.membership.delete()
+    now = timezone.now()
+    for each in (service, other):
+        _report(each, each.replicas.get(), 1500.0, now)
+    assert [planned.pk for planned in services_plan(now=now)] == [other.pk]
+    service.refresh_from_db()
+    assert "no longer a member of research" in service.slo_note and service.replicas.count() == 1
+    assert service.replicas_target == 1  # the failed plan was rolled back
+    assert other.replicas.count() == 3
