@@ -206,6 +206,7 @@ SPECTACULAR_SETTINGS = {
     ],
     "ENUM_NAME_OVERRIDES": {
         "JobStateEnum": "scheduler.models.jobs.JOB_STATE_CHOICES",
+        "ServiceStateEnum": "scheduler.models.services.ServiceState",
         "NodeStateEnum": "telemetry.models.nodes.NodeState",
         "GpuStateEnum": "telemetry.models.gpus.GpuState",
     },
