@@ -1,7 +1,5 @@
 import pytest
 
-from scheduler.models import Service
-
 
 @pytest.fixture
 def ranker_data(resnet50):
@@ -9,11 +7,3 @@ def ranker_data(resnet50):
     batches of 64, P99 <= 500 ms (one replica answers about 528 requests/s at 85 % of a V100)."""
     return {"name": "ranker", "workload": resnet50, "latency_bound_ms": 500.0, "min_replicas": 1,
             "max_replicas": 4, "batch_size": 64, "expected_rate_rps": 100.0}
-
-
-@pytest.fixture
-def replicas_of():
-    def of(service: Service) -> list:
-        return list(service.replicas.order_by("pk"))
-
-    return of
