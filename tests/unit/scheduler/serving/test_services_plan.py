@@ -148,3 +148,16 @@ def test_a_service_whose_owner_left_its_tenant_is_not_planned_and_the_round_goes
     assert "no longer a member of research" in service.slo_note and service.replicas.count() == 1
     assert service.replicas_target == 1  # the failed plan was rolled back
     assert other.replicas.count() == 3
+
+
+def test_without_pending_replicas_the_most_recently_started_are_removed_first(alice, measured, ranker_data):
+    service = service_create(owner=alice, data={**ranker_data, "min_replicas": 1, "expected_rate_rps": 1500.0})
+    services_plan()
+    first, second, third = _live(service)
+    for job in (second, first, third):  # started in this order: the first replica is the second oldest
+        job_transition(job=job_transition(job=job, to=JobState.PLACED.value), to=JobState.RUNNING.value)
+    now = timezone.now()
+    _report(service, first, 100.0, now)
+    services_plan(now=now)
+    assert [job.pk for job in _live(service)] == [second.pk]
+    assert {job.pk for job in service.replicas.filter(state=JobState.CANCELLED.value)} == {first.pk, third.pk}
