@@ -186,6 +186,8 @@ SPECTACULAR_SETTINGS = {
     "TAGS": [
         {"name": "index", "description": "What the API holds: version, resources and their URLs (no token needed)."},
         {"name": "jobs", "description": "Submit, list, follow and cancel jobs."},
+        {"name": "services", "description": "Inference services with a P99 latency SLO: create, list, follow and "
+         "stop; their replicas are jobs whose T_min follows the traffic (docs/services.md)."},
         {"name": "solve", "description": "Run a scheduling round now (staff)."},
         {"name": "tenants", "description": "Tenants' quotas, shares, usage and energy bill (staff change them), "
          "and the fair-share half-life."},
@@ -204,6 +206,7 @@ SPECTACULAR_SETTINGS = {
     ],
     "ENUM_NAME_OVERRIDES": {
         "JobStateEnum": "scheduler.models.jobs.JOB_STATE_CHOICES",
+        "ServiceStateEnum": "scheduler.models.services.ServiceState",
         "NodeStateEnum": "telemetry.models.nodes.NodeState",
         "GpuStateEnum": "telemetry.models.gpus.GpuState",
     },

@@ -1,8 +1,10 @@
 """Reads that turn the database into an optimisation Problem (the shell side of the
 functional core): the jobs still to run, the GPUs that can take work, the catalog's GPU types
 and measurements, the solver settings, the load history of earlier rounds, and what each
-placed or running job would lose if moved or stopped (optimizer.keep_work)."""
+placed or running job would lose if moved or stopped (optimizer.keep_work); inference services'
+replicas flagged, and first when SolverConfig.services_first (docs/services.md)."""
 from collections import Counter
+from dataclasses import replace
 
 from django.db.models import F
 from django.utils import timezone
@@ -138,9 +140,11 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
             memory_gb=job.memory_gb,
             current=current.get(job.pk),
             fair_share=fair_share.get(job.tenant_id, 1.0),
+            service=job.service_id is not None,
         )
         for job in jobs
     )
+    job_specs = services_first(job_specs) if config.services_first else job_specs
     job_specs = _campaign_jobs_as_probes(job_specs)
     history = tuple(
         reversed(
@@ -157,6 +161,18 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
         settings=settings, load_history=history, quotas=_quotas(kept_jobs),
         no_borrowing=frozenset(Tenant.objects.filter(may_borrow=False).values_list("slug", flat=True)),
     )
+
+
+def services_first(specs: tuple[JobSpec, ...]) -> tuple[JobSpec, ...]:
+    """SolverConfig.services_first (docs/services.md): every service replica's priority lifted
+    above every training job's, their order among themselves kept, so that a waiting replica
+    outranks even a placed training job (keep_work's levels) and may preempt it."""
+    replicas = [spec.priority for spec in specs if spec.service]
+    training = [spec.priority for spec in specs if not spec.service]
+    if not replicas or not training:
+        return specs
+    lift = max(max(training) + 1 - min(replicas), 0)
+    return tuple(replace(spec, priority=spec.priority + lift) if spec.service else spec for spec in specs)
 
 
 def _boards_by_type(gpus) -> dict[str, list[tuple]]:

@@ -78,11 +78,13 @@ def job_submit(
     environment: dict | None = None,
     idempotency_key: str | None = None,
     fingerprint: str = "",
+    service=None,
 ) -> Submission:
     """Create a pending job in the owner's tenant.
 
     With an idempotency key, a retry returns the job the first request made (same owner, same
     key, same body); the same key with a different body is refused rather than guessed at.
+    A service's replicas are submitted here too, with `service` set (scheduler.serving).
     """
     tenant = tenant_of(owner)
     if tenant is None:
@@ -110,6 +112,7 @@ def job_submit(
                 pending_reason=WAITING_FOR_ROUND,
                 idempotency_key=idempotency_key or None,
                 request_fingerprint=fingerprint if idempotency_key else "",
+                service=service,
             )
             live.job_changed(job)
             scheduling_round_request(trigger=SolveTrigger.SUBMIT)
@@ -305,7 +308,13 @@ def scheduling_round_run(*, trigger: str, dry_run: bool = False, solver: str | N
     run) apply the decision in one transaction: allocations opened and closed, jobs moved
     through the state machine, pending jobs given the solver's reason, and a SolveRun that
     records how the decision was reached. A dry run records its SolveRun and changes nothing else.
+    Before the problem is built, every inference service is planned (scheduler.serving.services:
+    its replicas' T_min follow its traffic, replicas are added or removed), except in a dry run.
     """
+    if not dry_run:
+        from .serving.services import services_plan  # it submits and cancels replicas through this module
+
+        services_plan()
     config = SolverConfig.load()
     snapshot_at = timezone.now()
     problem, exploration = exploration_round.round_exploration(

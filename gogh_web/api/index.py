@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 #: Resource name -> URL name, in the order a newcomer meets them.
 RESOURCES = {
     "jobs": "job-list",
+    "services": "service-list",
     "workloads": "workload-list",
     "gpu-types": "gpu-type-list",
     "measurements": "measurement-list",

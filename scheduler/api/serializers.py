@@ -213,7 +213,7 @@ class JobSerializer(serializers.ModelSerializer):
             "min_throughput", "max_gpus", "memory_gb", "priority", "total_steps", "steps_done", "current_step",
             "resume_step", "checkpoint_step", "checkpoint_path", "checkpoint_at", "restarts", "steps_lost",
             "preemption_grace_s", "deadline", "command", "environment", "submitted_at", "placed_at", "started_at",
-            "finished_at", "allocations", "energy_kwh",
+            "finished_at", "allocations", "energy_kwh", "service",
         ] + JOB_PROBE_FIELDS
         read_only_fields = fields
 

@@ -2,6 +2,7 @@ from django.urls import include, path
 from rest_framework.routers import SimpleRouter
 
 from ..profiling.api import GpuTypeProfileView, ProfilingCampaignViewSet
+from ..serving.api import ServiceViewSet
 from .solve import SolveView
 from .tenants import FairShareSettingsView, TenantViewSet
 from .views import JobViewSet
@@ -10,6 +11,7 @@ router = SimpleRouter()
 router.register("jobs", JobViewSet, basename="job")
 router.register("tenants", TenantViewSet, basename="tenant")
 router.register("profiling-campaigns", ProfilingCampaignViewSet, basename="profiling-campaign")
+router.register("services", ServiceViewSet, basename="service")
 
 urlpatterns = [
     *router.urls,

@@ -90,7 +90,8 @@ class _Matcher:
     def groups_of(self, members: tuple[int, ...]) -> list[Group]:
         """The group on every type where every member keeps its T_min (on the share of its
         estimate it may count on, GroupEstimates.sure; a group running now
-        stays a candidate below it: predictions fell since, and stopping it loses its work), the
+        stays a candidate below it: predictions fell since, and stopping it loses its work,
+        unless a service replica is what misses its T_min, its latency SLO: docs/services.md), the
         memory fits and no pinned member would change GPU."""
         jobs, out = self.jobs, []
         for t in self.types:
@@ -103,7 +104,9 @@ class _Matcher:
                 continue
             current = _is_current(jobs, self.currents, members, t)
             sure = self.estimates.sure(tuple(jobs[x].workload for x in members), t, found[0])
-            if not current and not group_meets_tmin(sure, (jobs[x] for x in members)):
+            if not group_meets_tmin(sure, (jobs[x] for x in members)) and (
+                not current or _slo_missed(sure, (jobs[x] for x in members))
+            ):
                 continue
             taus, power = found
             cost = self.cost(members, t, power, taus, current)
@@ -263,6 +266,11 @@ class _Matcher:
             self.matched.add(best[1])
             self.waiting[(tenant, jobs[best[1]].workload)].remove((jobs[best[1]].min_throughput, best[1]))
         return added
+
+
+def _slo_missed(taus, jobs) -> bool:
+    """Does a service replica of the group miss its T_min (its latency SLO) while sharing?"""
+    return any(job.service and tau < job.min_throughput for tau, job in zip(taus, jobs))
 
 
 def _is_current(jobs, currents, members: tuple[int, ...], gpu_type: str) -> bool:

@@ -18,6 +18,15 @@ checkpointed) and pays its workload's restart overhead before it progresses agai
 - `work_at_risk`: GPU-seconds lost if it stopped now; among the jobs of one level the
   admission values keep those with the most at risk, so victims lose the least work.
 
+A service replica (JobSpec.service, docs/services.md) has no steps to redo: what it answered
+is done. A move still restarts it, and while it restarts it drops the requests in flight and
+leaves its share of the traffic to its other replicas, against a latency SLO; so its
+`move_penalty_w` is SERVICE_MOVE_FACTOR times what a training job pays for the same restart
+(service_move_penalty_w): a round moves a replica to save energy only where the saving is four
+times what would move a training job. (Where a replica and its training partner must part,
+placement.py keeps the replica on its GPU; candidates.py stops keeping a shared GPU where the
+replica misses its T_min.)
+
 A probe (exploration.py) is a measurement on the GPUs it was given: it is pinned (moving it to
 save energy would measure another configuration), and it never climbs above other jobs after
 preemptions (admission.probes_last keeps every probe below every other job, so any of them may
@@ -33,6 +42,9 @@ from .problem import JobSpec, SolverSettings
 # and credited over a days-long remaining time any saving paid for a restart, so long jobs went
 # back and forth as the load rose and fell (docs/optimization.md).
 MOVE_HORIZON_S = 3600.0
+#: A replica's move costs this many times a training job's move of the same restart overhead
+#: and power: dropped requests and a latency spike are worse than a training job's lost time.
+SERVICE_MOVE_FACTOR = 4.0
 
 
 @dataclass(frozen=True)
@@ -65,7 +77,7 @@ def _kept(spec: JobSpec, work: RunningWork | None, settings: SolverSettings, top
     return replace(
         spec,
         priority=top if at_limit else 2 * spec.priority + 1,
-        move_penalty_w=move_penalty_w(work, settings),
+        move_penalty_w=service_move_penalty_w(work, settings) if spec.service else move_penalty_w(work, settings),
         pinned=spec.probe or work.placed_s_ago < settings.move_cooldown_s or work.moves >= settings.max_moves_per_job,
         work_at_risk=work_at_risk(work),
     )
@@ -98,6 +110,16 @@ def move_penalty_w(work: RunningWork, settings: SolverSettings) -> float | None:
         return None
     lost_j = redo_s(work) * work.power_w
     return lost_j / remaining_s(work, settings) * (1.0 + settings.move_hysteresis) + settings.migration_cost_w
+
+
+def service_move_penalty_w(work: RunningWork, settings: SolverSettings) -> float:
+    """A service replica's move, in W: SERVICE_MOVE_FACTOR x (its restart overhead at its
+    power over the cool-down x (1 + move_hysteresis) + migration_cost_w); nothing to redo. One
+    not started or of unknown power: SERVICE_MOVE_FACTOR x migration_cost_w."""
+    restart_w = 0.0
+    if work.running and work.power_w is not None:
+        restart_w = work.restart_overhead_s * work.power_w / max(settings.move_cooldown_s, 1.0)
+    return SERVICE_MOVE_FACTOR * (restart_w * (1.0 + settings.move_hysteresis) + settings.migration_cost_w)
 
 
 def work_at_risk(work: RunningWork) -> float:

@@ -1,10 +1,10 @@
 """From the aggregated decision to concrete GPUs.
 
 Jobs that keep their current configuration stay on their GPUs, and so do the jobs of a shared
-GPU whose partners change (one leaves, or one joins) where their GPU is still free (a pinned
-job's first); consolidated multi-GPU jobs go next, largest first, each onto the node of its
-type with the fewest free GPUs that still hold it (best fit, so whole nodes stay whole for the
-next large job); single GPUs, groups and spread-out jobs fill what is left. With
+GPU whose partners change (one leaves, or one joins) where their GPU is still free (a service
+replica's first, then a pinned job's); consolidated multi-GPU jobs go next, largest first,
+each onto the node of its type with the fewest free GPUs that still hold it (best fit, so
+whole nodes stay whole for the next large job); single GPUs, groups and spread-out jobs fill what is left. With
 topology-aware isolation a PCIe switch serves one tenant only, and a tenant's jobs take GPUs on
 its own switches before they open another (so switches are not split among tenants
 needlessly). Boards flagged slow are taken last, and only by jobs whose T_min holds at their
@@ -30,7 +30,8 @@ def place(
     jobs' exact GPUs nor PCIe switches)."""
     packer = _Packer(inst, choices)
     rest = [unit for unit in _units(inst, packer.choices) if not packer.keep(unit)]  # 1. current GPUs
-    rest.sort(key=lambda u: (not any(inst.jobs[j].pinned for j in u["jobs"]), inst.jobs[u["jobs"][0]].id))
+    rest.sort(key=lambda u: (not any(inst.jobs[j].service for j in u["jobs"]),
+                             not any(inst.jobs[j].pinned for j in u["jobs"]), inst.jobs[u["jobs"][0]].id))
     rest = [unit for unit in rest if not packer.stay(unit)]  # 1b. a shared GPU's jobs that stay on it
     # 2. consolidated blocks, largest first, best fit; 3. single GPUs, pairs, spread-out jobs
     rest.sort(key=lambda u: (not (u["consolidated"] and u["k"] > 1), -u["k"], inst.jobs[u["jobs"][0]].id))
@@ -162,7 +163,8 @@ class _Packer:
         """A one-GPU unit that changed configuration (a job leaving or joining a shared GPU) takes
         the GPU one of its jobs holds now, where that is of its type and still free: the job
         keeps running there (only its partners change), where any free GPU would restart it.
-        Pinned jobs' units go first."""
+        Service replicas' units go first (a training partner moves away, not the replica:
+        docs/services.md), then pinned jobs'."""
         if unit["k"] != 1:
             return False
         for j in unit["jobs"]:
