@@ -72,35 +72,39 @@ class ServiceWatch:
             self.busy_gpu_min += min(1.0, busy + r.partner_busy)
             self.gpu_min += 1.0
 
-    def spike_rounds_to_adjust(self) -> int | None:
-        """Rounds after a spike's onset until a whole round's minutes keep the spiked service's
-        P99 under its bound: 1 when the first round that saw the spike fixed it. None: no spike
-        in the run, or not within MAX_ROUNDS_SEEN rounds."""
+    def spike(self) -> tuple[int | None, int | None]:
+        """(rounds to adjust, minutes violated) after the spike of the spiked service: the time
+        from its onset to the first minute from which its P99 stays under the bound for a whole
+        round, in rounds (rounded up: 2 = within two rounds of the spike); and its violated
+        minutes in that time. None, None: no spike in the run, or the P99 never held within
+        MAX_ROUNDS_SEEN rounds."""
         spiked = [s for s in self.services.values() if s.spike_at_s is not None]
         if not spiked:
-            return None
+            return None, None
         service = spiked[0]
         minutes = self.violated[service.id]
         per_round = round(self.round_s / MINUTE_S)
-        first = math.floor(service.spike_at_s / self.round_s) + 1
-        for k in range(MAX_ROUNDS_SEEN):
-            start = round((first + k) * self.round_s / MINUTE_S)
+        onset = math.ceil(service.spike_at_s / MINUTE_S)
+        for start in range(onset, onset + MAX_ROUNDS_SEEN * per_round):
             seen = [minutes.get(m) for m in range(start, start + per_round)]
             if None in seen:
-                return None
+                return None, None
             if not any(seen):
-                return k + 1
-        return None
+                rounds = math.ceil((start - onset) * MINUTE_S / self.round_s)
+                return rounds, sum(minutes[m] for m in range(onset, start))
+        return None, None
 
     def metrics(self) -> dict:
         minutes = sum(len(v) for v in self.violated.values())
         bad = sum(sum(v.values()) for v in self.violated.values())
+        rounds, violated = self.spike()
         return {
             "p99_violation_minutes_pct": round(100.0 * bad / minutes, 3) if minutes else None,
             "mean_gpu_utilization": round(self.busy_gpu_min / self.gpu_min, 4) if self.gpu_min else None,
             "energy_kwh": round(sum(self.energy_j.values()) / 3.6e6, 3),
             "replicas_mean": round(sum(self.replica_s.values()) / self.span_s, 3) if self.span_s else None,
-            "spike_rounds_to_adjust": self.spike_rounds_to_adjust(),
+            "spike_rounds_to_adjust": rounds,
+            "spike_violated_minutes": violated,
             "service_minutes": minutes,
             "replica_moves": self.moves,
             "by_service": {
