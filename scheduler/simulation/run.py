@@ -71,6 +71,9 @@ def build_scenario(truth: Truth, *, jobs: int = DEFAULT_JOBS, seed: int = 0, tra
     gpus = build_gpus(layout)
     shares = {t.slug: t.shares for t in MULTI_TENANT} if tenants else None
     served = scenario_services(seed) if services else ()
+    missing = sorted({s.workload for s in served} - set(truth.workloads()))
+    if missing:
+        raise ValueError(f"the services scenario serves {', '.join(missing)}, which the truth data does not measure")
     return Scenario(
         services=served, traces={s.id: request_trace(s, SERVICES_HORIZON_S, seed) for s in served},
         horizon_s=SERVICES_HORIZON_S if services else None,

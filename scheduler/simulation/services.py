@@ -72,10 +72,10 @@ def request_trace(service: SimService, span_s: float, seed: int) -> tuple[float,
     return tuple(out)
 
 
-#: The scenario's services (workload, batch, bound, peak, peak hour): the bound is reachable on
-#: the faster types and not on the slowest one for the first three (unloaded P99 ~ (1 + ln 100 /
-#: batch) / speed); the recommendation service, as the seed's, holds 50 ms on K80 and P100 but
-#: not on V100 (where Gavel measured it slower).
+#: The scenario's services (id, workload, batch, bound ms, peak requests/s, peak hour): each bound
+#: holds with the 20 % margin on some GPU types and not on others (unloaded P99 ~ (1 + ln 100 /
+#: batch) / speed): the slowest type (K80) for vision, translation and language; for the
+#: recommendation service (the seed's, at 50 ms) the V100, where Gavel measured it slowest.
 SCENARIO_SERVICES = (
     ("recommendation", "Recommendation (batch size 512)", 512, 50.0, 24000.0, 13.0),
     ("vision", "ResNet-50 (batch size 16)", 16, 400.0, 180.0, 15.0),
