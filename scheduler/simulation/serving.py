@@ -91,7 +91,7 @@ class ServiceLoop:
                 rate, worst = latest
                 predicted = max(p99_ms(v, rate / len(speeds), service.batch_size, s.calibration) for v in speeds)
                 s.calibration = calibrated(s.calibration, predicted, self._noisy(worst))
-            rate = forecast_rate(_near(s.history, t, self.round_s), t, self.round_s) * (1.0 + RATE_HEADROOM)
+            rate = forecast_rate(forecast_samples(s.history, t, self.round_s), t, self.round_s) * (1.0 + RATE_HEADROOM)
             s.plan = plan_replicas(
                 rate_rps=rate, bound_ms=service.bound_ms, batch_size=service.batch_size,
                 min_replicas=service.min_replicas, max_replicas=service.max_replicas,
@@ -114,7 +114,7 @@ def dedicated_plan(service: SimService, true_best_speed: float) -> ReplicaPlan:
     )
 
 
-def _near(history: list[tuple[float, float]], t: float, horizon_s: float) -> list[tuple[float, float]]:
+def forecast_samples(history: list[tuple[float, float]], t: float, horizon_s: float) -> list[tuple[float, float]]:
     """The samples forecast_rate reads at t (the last NOW_WINDOW_S, and around this time and
     `horizon_s` later on each of the last DAYS days): the same answer as the whole history."""
     times = [at for at, _ in history]

@@ -7,6 +7,7 @@ import pytest
 
 from catalog.measurement_record import MeasurementRecord
 from scheduler.optimizer.catalog_predictions import CatalogPredictions
+from scheduler.serving.forecast import forecast_rate
 from scheduler.serving.latency import LN_100, p99_ms
 from scheduler.simulation.cluster import build_gpus, gpu_types
 from scheduler.simulation.engine import Simulation
@@ -25,6 +26,7 @@ from scheduler.simulation.services import (
     request_trace,
     scenario_services,
 )
+from scheduler.simulation.serving import forecast_samples
 from scheduler.simulation.truth import Truth
 
 # S: the service's workload, T: training's; both 10 steps/s alone on a V100. Sharing a GPU, S keeps
@@ -174,3 +176,21 @@ def test_the_report_has_the_services_figures_and_none_without_services():
     assert ratios["gogh_serving_utilization_over_dedicated"] == pytest.approx(
         shared["services"]["mean_gpu_utilization"] / dedicated["services"]["mean_gpu_utilization"], abs=1e-4)
     assert ratios["gogh_training_energy_per_step_over_no_services"] is not None
+
+
+def test_a_bound_no_gpu_is_predicted_to_meet_still_runs_its_replicas_at_the_best_speed():
+    """At 10 steps/s the unloaded P99 of batches of 8 is (1 + ln 100 / 8) x 100 ms = 158 ms:
+    a 150 ms bound is beyond every GPU, yet the service runs (no GPU would take a higher T_min)."""
+    sim = Audited(scenario(served=(service(bound_ms=150.0, spike_at_s=None, max_replicas=2),), jobs=()),
+                  Truth(ROWS, deviation=0.0, noise=0.0), Policy("gogh", "ilp", CATALOG), CatalogPredictions(ROWS))
+    result = sim.run()
+    assert all(replicas == 2 for t, _, replicas, _ in sim.seen if t >= 360.0)
+    assert all(t_min == 10.0 for t, _, _, t_mins in sim.seen for t_min in t_mins.values())
+    assert policy_metrics(result)["services"]["p99_violation_minutes_pct"] == 100.0
+
+
+def test_the_loop_reads_only_the_samples_the_forecast_needs_and_gets_the_same_answer():
+    history = [(minute * 60.0, 100.0 + (minute % 1440) / 10.0 + (minute // 1440) * 5.0) for minute in range(3 * 1440)]
+    for t in (3600.0, 1.5 * DAY_S, 2 * DAY_S + 600.0, 3 * DAY_S - 60.0):
+        assert forecast_rate(forecast_samples(history, t, 360.0), t, 360.0) == forecast_rate(history, t, 360.0)
+    assert len(forecast_samples(history, 2 * DAY_S + 600.0, 360.0)) < 200
