@@ -194,3 +194,8 @@ def test_the_loop_reads_only_the_samples_the_forecast_needs_and_gets_the_same_an
     for t in (3600.0, 1.5 * DAY_S, 2 * DAY_S + 600.0, 3 * DAY_S - 60.0):
         assert forecast_rate(forecast_samples(history, t, 360.0), t, 360.0) == forecast_rate(history, t, 360.0)
     assert len(forecast_samples(history, 2 * DAY_S + 600.0, 360.0)) < 200
+
+
+def test_a_services_run_is_the_same_run_again():
+    first, again = (policy_metrics(run(scenario()))["services"] for _ in range(2))
+    assert first == again
