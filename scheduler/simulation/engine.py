@@ -27,6 +27,13 @@ Power limits and boards (board_watch.py, boards.py): a placement's power limit s
 true throughput and its GPUs' power by the truth's curves at that limit (truth.py), and each
 board's true speed (spread, ageing) its jobs' throughput (a job on several boards: its slowest);
 a learning policy learns each board's speed from what telemetry reports and plans with it.
+Inference services (serving.py, service_rounds.py): each round a policy that serves them re-plans
+each service's replicas and their T_min (a replica's rate is its workload's true rate x the
+service's speed factor), moves a training partner off a replica whose new T_min their pair is no
+longer predicted to meet, and solves with the replicas admitted first; `dedicated` places them
+once on GPUs of their own that its solver never sees. The service watch (service_watch.py) takes what they truly
+gave; the replicas stay out of the training figures (their lost work, moves, tenants), but their
+throughput is reported like any job's (a learning policy learns their speed from it).
 """
 import random
 import time
@@ -41,8 +48,11 @@ from .board_watch import BoardWatch
 from .checkpoints import DEFAULT_RESTART_OVERHEAD_S
 from .explore import Explorer
 from .gavel_policy import GAVEL_POLICIES, GavelScheduler, finish_time_fairness
-from .policies import Policy
+from .policies import NO_SERVICES, Policy
 from .scenario import MIN_OBSERVED_S, Scenario
+from .service_rounds import ServiceRounds
+from .service_watch import ServiceWatch
+from .serving import SERVICES_FIRST, ServiceLoop
 from .tenants import Holding, TenantLedger, type_weights
 from .truth import Truth
 from .work import HOUR_S, JobState, checkpoint_now, gpu_share, interrupt, progress, seconds_to_finish, start_run
@@ -69,9 +79,10 @@ class PolicyRun:
     probed_jobs: int = 0
     tenants: TenantLedger | None = None  # what each tenant received, used, spent and was denied (tenants.py)
     boards: BoardWatch | None = None  # power-limit time, learnt board speeds and their errors (board_watch.py)
+    services: ServiceWatch | None = None  # what the services truly gave (service_watch.py); None: none served
 
 
-class Simulation:
+class Simulation(ServiceRounds):
     def __init__(self, scenario: Scenario, truth: Truth, policy: Policy, predictions, *, seed: int = 0,
                  explorer: Explorer | None = None, after_campaign=None):
         """`after_campaign`: called with the predictions when the scenario's campaign ends, returns
@@ -110,6 +121,14 @@ class Simulation:
         self.ledger = TenantLedger(scenario.tenants, scenario.quotas, type_weights(scenario.gpu_types),
                                    scenario.half_life_s)
         self.runs_on: dict[str, frozenset[str]] = {}
+        if scenario.services and policy.solver in GAVEL_POLICIES:
+            raise ValueError(f"{policy.name} cannot serve inference services (docs/simulation.md)")
+        self.serving = (ServiceLoop(scenario.services, scenario.traces, round_s=scenario.round_s, seed=seed,
+                                    policy=policy.name)
+                        if scenario.services and policy.services != NO_SERVICES else None)
+        self.service_of = {s.id: s for s in scenario.services}
+        self.reserved: set[str] = set()  # GPUs of dedicated replicas, out of the solver's sight
+        self.replicas_made: Counter = Counter()
 
     # ---- the loop ------------------------------------------------------------------------------
     def run(self) -> PolicyRun:
@@ -127,6 +146,8 @@ class Simulation:
                 self.active[job.id] = self.states[job.id]
                 self.active[job.id].below_s += t - job.arrival_s  # waited for this round
                 changed = True
+            if self.serving is not None:
+                changed |= self._serve(t)
             if not self.active and self.campaign is not None:  # only the suite runs
                 self._advance(t, min(t + round_s, end), failures)
                 t += round_s
@@ -148,12 +169,14 @@ class Simulation:
             t += round_s
         if self.gavel is not None:
             self.solves, self.solve_seconds = self.gavel.solves, self.gavel.solve_seconds
-        return PolicyRun(self.policy.name, list(self.states.values()), self.energy_j, min(t, end), self.solves,
+        training = [s for s in self.states.values() if s.job.service is None]
+        return PolicyRun(self.policy.name, training, self.energy_j, min(t, end), self.solves,
                          self.solve_seconds, self.migrations, dict(self.curve), dict(self.stranded_curve),
                          dict(self.interruptions),
                          dict(self.lost_gpu_s), self.busy_gpu_s,
                          self.explorer.started if self.explorer else 0,
-                         len(self.explorer.probed_jobs) if self.explorer else 0, self.ledger, self.watch)
+                         len(self.explorer.probed_jobs) if self.explorer else 0, self.ledger, self.watch,
+                         self.serving.watch if self.serving else None)
 
     def _may_probe(self) -> bool:
         """A round with nothing changed can start or end a probe only with a job pending or probing."""
@@ -181,16 +204,21 @@ class Simulation:
         """Decide the round: solve when something changed or (exploring) a probe starts or ends.
         Each job carries its tenant's fair-share factor; the problem, the scenario's quotas."""
         fair = self.ledger.factors()
+        solved = [s for s in self.active.values() if not (s.placement and s.placement.gpu_ids[0] in self.reserved)]
+        outgrown = self._outgrown(solved)
         jobs = keep_work(tuple(
             (JobSpec(s.job.id, s.job.workload, s.job.tenant, s.job.min_throughput, s.job.max_gpus,
-                     current=CurrentPlacement(s.placement.gpu_ids, s.placement.partners, s.placement.power_limit_w)
-                     if s.placement else None,
+                     priority=int(SERVICES_FIRST and s.job.service is not None),
+                     current=CurrentPlacement(s.placement.gpu_ids,
+                                              tuple(p for p in s.placement.partners if p not in outgrown),
+                                              s.placement.power_limit_w)
+                     if s.placement and s.job.id not in outgrown else None,
                      fair_share=fair.get(s.job.tenant, 1.0)),
-             self._running_work(s, t))
-            for s in self.active.values()
+             None if s.job.id in outgrown else self._running_work(s, t))
+            for s in solved
         ), self.settings)
         gpus = tuple(replace(g, speed=self.watch.planned_speed(g.id, t), slow=self.watch.planned_slow(g.id))
-                     for g in self.sc.gpus if g.id in self.alive)
+                     for g in self.sc.gpus if g.id in self.alive and g.id not in self.reserved)
         problem = Problem(jobs=jobs, gpus=gpus,
                           gpu_types=self.sc.gpu_types, predictions=self.predictions, settings=self.settings,
                           load_history=tuple(self.load_history), quotas=self.sc.quotas)
@@ -205,8 +233,8 @@ class Simulation:
         self.solve_seconds += time.perf_counter() - started
         self.solves += 1
         self.load_history.append(allocation.load)
-        for job_id, state in self.active.items():
-            self._place(state, allocation.placements.get(job_id), t)
+        for state in solved:
+            self._place(state, allocation.placements.get(state.job.id), t)
 
     def _running_work(self, state: JobState, t: float) -> RunningWork | None:
         """What a placed job would lose, as a control plane knows it: its rate observed once it
@@ -216,6 +244,13 @@ class Simulation:
         if p is None:
             return None
         rate = self._rate(state) if state.trained_s >= MIN_OBSERVED_S else p.predicted_throughput
+        if state.job.service is not None:  # a replica has no steps to redo: a move costs its warm-up
+            return RunningWork(
+                steps_since_checkpoint=0.0, remaining_steps=None, steps_per_s=rate or None, power_w=p.predicted_power_w,
+                num_gpus=1, restart_overhead_s=self.sc.restart_overhead(state.job.workload),
+                placed_s_ago=t - state.placed_at, preemptions_last_hour=state.preemptions_since(t - HOUR_S),
+                running=True,
+            )
         return RunningWork(
             steps_since_checkpoint=state.step - state.checkpoint_step, remaining_steps=state.remaining,
             steps_per_s=rate or None, power_w=p.predicted_power_w, num_gpus=len(p.gpu_ids),
@@ -236,11 +271,15 @@ class Simulation:
             self._interrupt(state, "moved" if new is not None else "preempted", t)
         if new is None:
             return
-        if state.last_gpus and new.gpu_ids != state.last_gpus:
+        if state.last_gpus and new.gpu_ids != state.last_gpus and state.job.service is None:
             self.migrations += 1
         start_run(state, new, t, self.sc.restart_overhead(state.job.workload))
 
     def _interrupt(self, state: JobState, cause: str, t: float) -> None:
+        if state.job.service is not None:  # a replica loses no training work
+            interrupt(state)
+            self.serving.watch.moves += cause == "moved"
+            return
         self.lost_gpu_s[cause] += interrupt(state)
         self.interruptions[cause] += 1
         if cause == "moved":
@@ -259,7 +298,9 @@ class Simulation:
     def _rate(self, state: JobState) -> float:
         (gpu_type, k, consolidated), partners = self._config(state)
         p = state.placement
-        return self._true_rate(state.job.workload, gpu_type, k, consolidated, partners, p.gpu_ids, p.power_limit_w)
+        rate = self._true_rate(state.job.workload, gpu_type, k, consolidated, partners, p.gpu_ids, p.power_limit_w)
+        service = self.service_of.get(state.job.service)
+        return rate * service.speed_factor if service else rate
 
     def _power_by_job(self) -> dict[str, float]:
         """Job id -> the power of its GPUs, a shared GPU's split evenly between the jobs on it."""
@@ -289,14 +330,15 @@ class Simulation:
 
     def _account(self, dt: float, power: dict[str, float]) -> None:
         """The tenants' ledger and each job's jobs-in-system integral for `dt` seconds as now."""
+        training = {i: s for i, s in self.active.items() if s.job.service is None}
         holdings = [
             Holding(s.job.tenant, s.job.max_gpus, s.placement.gpu_type if s.placement else None,
                     gpu_share(s.placement) if s.placement else 0.0, self._runs_on(s), power.get(i, 0.0))
-            for i, s in self.active.items()
+            for i, s in training.items()
         ]
         self.ledger.record(dt, holdings, len(self.alive))
-        for state in self.active.values():
-            state.system_jobs_s += len(self.active) * dt
+        for state in training.values():
+            state.system_jobs_s += len(training) * dt
             state.active_s += dt
 
     def _runs_on(self, state: JobState) -> frozenset[str]:
@@ -329,6 +371,8 @@ class Simulation:
                 self.busy_gpu_s += len(self.campaign.gpu_ids) * suite_s
             self.busy_gpu_s += len({g for s in self.active.values() if s.placement for g in s.placement.gpu_ids}) * dt
             self._limit_time(dt)
+            if self.serving is not None:
+                self.serving.watch.segment(now, stop, self._replicas_now(now, rates, power))
             for i, state in self.active.items():
                 self._run(state, rates.get(i), dt)
             now = stop
@@ -357,6 +401,8 @@ class Simulation:
         """`dt` seconds of one job at `rate` (None: pending): progress, time below T_min
         (restart overheads included), lost overhead, the round's configurations for telemetry."""
         paid = progress(state, rate, dt) if rate is not None else 0.0
+        if state.job.service is not None:
+            return
         state.below_s += dt if (rate or 0.0) < state.job.min_throughput else paid
         if rate is None:
             return
@@ -440,6 +486,8 @@ class Simulation:
         placed, no configuration predicted to reach its T_min), scored on its truly fastest
         configuration (the one that would serve it best)."""
         for state in self.active.values():
+            if state.job.service is not None:
+                continue
             n = self.predictions.observations(state.job.workload)
             if n > LEARNING_CURVE_MAX:
                 continue

@@ -34,6 +34,7 @@ class SimJob:
     min_throughput: float  # T_min, steps/s
     checkpoint_interval_s: float | None = None  # seconds of training between checkpoints; None: never (checkpoints.py)
     tenant: str = "default"  # the multi-tenant scenario's tenant (tenants.py); the default scenario has one
+    service: str | None = None  # a replica of this service (serving.py); None: a training job
 
 
 def gavel_duration_s(rng: random.Random) -> float:

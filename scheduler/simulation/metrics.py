@@ -24,6 +24,10 @@
 - tenant_jain, max_finish_time_fairness, quota_violations, energy_kwh_by_tenant: see
   tenant_metrics (and tenants.py).
 - power_limit_share, prediction_mape_by_gpu_age, slow_gpu_flagged_after_h: see board_watch.py.
+- services (None: the run served none): service_watch.py's figures, and training_energy_per_step_j:
+  the energy of the GPUs' training jobs (all of it less the replicas' share) over the training
+  steps. The replicas are no job of the figures above, but their GPUs' energy is in energy_kwh
+  and energy_per_step_j, and those GPUs in busy_gpu_hours.
 """
 import statistics
 from collections import Counter
@@ -57,7 +61,16 @@ def policy_metrics(run: PolicyRun) -> dict:
         **work_metrics(run),
         **tenant_metrics(run),
         **(run.boards.metrics() if run.boards else {}),
+        "services": service_metrics(run, steps),
     }
+
+
+def service_metrics(run: PolicyRun, steps: float) -> dict | None:
+    if run.services is None:
+        return None
+    served = run.services.metrics()
+    training_j = run.energy_j - sum(run.services.energy_j.values())
+    return {**served, "training_energy_per_step_j": round(training_j / steps, 4) if steps else None}
 
 
 def tenant_metrics(run: PolicyRun) -> dict:

@@ -13,10 +13,18 @@ scheduler.optimizer.registry plus where its predictions come from.
   numbers (what an operator without GOGH would have).
 Only gogh, gogh_fixed_weight and the oracle set power limits: Gavel and the baselines never do
 (no scheduler they stand for sets one).
+
+With inference services (`simulate --services`, serving.py) every policy but two serves them the
+way the control plane does (SHARED: replicas are jobs of its solver, their T_min re-derived each
+round, admitted first). dedicated: the services on GPUs of their own provisioned for their peak,
+never shared, and the training jobs scheduled by gogh's ILP on the rest; gogh_no_services: gogh
+on the same training arrivals without any service. Gavel's policies do not take services (their
+rounds rotate every job by lease, a service cannot be rotated out).
 """
 from dataclasses import dataclass
 
 LEARNED, TRUTH, CATALOG = "learned", "truth", "catalog"
+SHARED, DEDICATED, NO_SERVICES = "shared", "dedicated", "none"
 
 
 @dataclass(frozen=True)
@@ -26,6 +34,7 @@ class Policy:
     predictions: str  # LEARNED | TRUTH | CATALOG
     adaptive_weight: bool = True
     power_limits: bool = False  # SolverSettings.power_limits: the solver may set power limits
+    services: str = SHARED  # SHARED | DEDICATED | NO_SERVICES: how it runs a scenario's services
 
 
 POLICIES = (
@@ -39,4 +48,11 @@ POLICIES = (
     Policy("random", "random", CATALOG),
     Policy("greedy_fastest", "greedy_fastest", CATALOG),
     Policy("greedy_efficient", "greedy_efficient", CATALOG),
+)
+
+SERVICE_POLICIES = (
+    POLICIES[0],
+    Policy("dedicated", "ilp", LEARNED, power_limits=True, services=DEDICATED),
+    Policy("gogh_no_services", "ilp", LEARNED, power_limits=True, services=NO_SERVICES),
+    *(p for p in POLICIES[3:] if not p.solver.startswith("gavel")),
 )

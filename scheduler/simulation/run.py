@@ -2,6 +2,7 @@
 import random
 import time
 from collections import Counter
+from dataclasses import asdict
 
 import torch
 
@@ -22,6 +23,7 @@ from .metrics import learning_curve, policy_metrics
 from .modern import Campaign, campaign_gpus, suite_results
 from .policies import CATALOG, LEARNED, POLICIES, TRUTH
 from .scenario import Scenario
+from .services import DAY_S, request_trace, scenario_services
 from .tenants import DEFAULT_HALF_LIFE_H, MULTI_TENANT, MULTI_TENANT_QUOTAS, with_tenants
 from .trace import trace_jobs
 from .truth import Truth
@@ -43,16 +45,23 @@ THROUGHPUT_VALUE_W = 100.0
 FAST_DECAY_POOL = 2 * GPUS_PER_SERVER
 #: Exploration as production runs it: the optimiser's defaults (docs/exploration.md).
 EXPLORATION = ExplorationSettings()
+#: The services+training scenario (`--services`, docs/simulation.md): a smaller cluster, two days
+#: of traffic, and fewer training arrivals, so that every policy runs in about a minute.
+SERVICES_LAYOUT = (("k80", 8), ("p100", 12), ("v100", 12))
+SERVICES_HORIZON_S = 2 * DAY_S
+SERVICES_JOBS = 48
+SERVICES_JOBS_PER_HOUR = 1.2
 
 
 def build_scenario(truth: Truth, *, jobs: int = DEFAULT_JOBS, seed: int = 0, trace: str | None = None,
                    jobs_per_hour: float = DEFAULT_JOBS_PER_HOUR, layout=DEFAULT_LAYOUT, failures=(),
                    throughput_value_w: float = THROUGHPUT_VALUE_W, campaign: bool = False, tenants: bool = False,
                    half_life_h: float = DEFAULT_HALF_LIFE_H, gpu_variation: float = 0.0,
-                   ageing: bool = False) -> Scenario:
+                   ageing: bool = False, services: bool = False) -> Scenario:
     """`campaign`: one server of each type runs the profiling suite first (modern.py);
     `tenants`: the multi-tenant scenario (tenants.py), fair share halving every `half_life_h`;
-    `gpu_variation`, `ageing`: the boards' spread and ageing (boards.py)."""
+    `gpu_variation`, `ageing`: the boards' spread and ageing (boards.py); `services`: the
+    inference services beside the jobs (services.py) over SERVICES_HORIZON_S, the run's end."""
     job_list = (
         trace_jobs(trace, truth, seed=seed) if trace
         else generate_jobs(truth, count=jobs, jobs_per_hour=jobs_per_hour, seed=seed)
@@ -61,7 +70,13 @@ def build_scenario(truth: Truth, *, jobs: int = DEFAULT_JOBS, seed: int = 0, tra
         job_list = with_tenants(job_list, seed)
     gpus = build_gpus(layout)
     shares = {t.slug: t.shares for t in MULTI_TENANT} if tenants else None
+    served = scenario_services(seed) if services else ()
+    missing = sorted({s.workload for s in served} - set(truth.workloads()))
+    if missing:
+        raise ValueError(f"the services scenario serves {', '.join(missing)}, which the truth data does not measure")
     return Scenario(
+        services=served, traces={s.id: request_trace(s, SERVICES_HORIZON_S, seed) for s in served},
+        horizon_s=SERVICES_HORIZON_S if services else None,
         **({"tenants": shares, "quotas": MULTI_TENANT_QUOTAS} if tenants else {}),
         half_life_s=half_life_h * 3600.0,
         jobs=with_checkpoints(job_list, seed),
@@ -163,6 +178,23 @@ def comparison(p: dict) -> dict:
         "gogh_energy_per_step_over_gavel_max_min": ratio("gogh", "gavel_max_min", "energy_per_step_j"),
         "gogh_tenant_jain_minus_gavel_max_min": difference(p, "gogh", "gavel_max_min", "tenant_jain"),
         "gogh_max_ftf_over_gavel_ftf": ratio("gogh", "gavel_ftf", "max_finish_time_fairness"),
+        **service_comparison(p),
+    }
+
+
+def service_comparison(p: dict) -> dict:
+    """The services targets' ratios (docs/simulation.md), where both sides served or ran."""
+    def served(name, key):
+        return (p.get(name, {}).get("services") or {}).get(key)
+
+    def ratio(a, b):
+        return round(a / b, 4) if a and b else None
+
+    return {
+        "gogh_serving_utilization_over_dedicated": ratio(served("gogh", "mean_gpu_utilization"),
+                                                         served("dedicated", "mean_gpu_utilization")),
+        "gogh_training_energy_per_step_over_no_services": ratio(
+            served("gogh", "training_energy_per_step_j"), p.get("gogh_no_services", {}).get("energy_per_step_j")),
     }
 
 
@@ -199,6 +231,8 @@ def scenario_summary(scenario: Scenario, **extra) -> dict:
         "quotas": [[q.tenant, q.gpu_type, q.gpus] for q in scenario.quotas],
         "half_life_h": scenario.half_life_s / 3600.0,
         "jobs_by_tenant": dict(sorted(Counter(j.tenant for j in scenario.jobs).items())),
+        "services": [asdict(s) for s in scenario.services],
+        "horizon_s": scenario.horizon_s,
         **extra,
     }
 
@@ -238,5 +272,20 @@ def format_table(report: dict) -> str:
             ages = ", ".join(f"{b}: {e:.1%}" for b, e in m["prediction_mape_by_gpu_age"].items()) or "-"
             lines.append(f"{name}: power-limit share {m['power_limit_share']:.1%}; per-board MAPE by board age: "
                          f"{ages}; slow board flagged after {m['slow_gpu_flagged_after_h']} h")
+    lines += _service_lines(report)
     lines += [f"{key}: {value}" for key, value in report.get("comparison", {}).items()]
     return "\n".join(lines)
+
+
+def _service_lines(report: dict) -> list[str]:
+    served = {name: m["services"] for name, m in report["policies"].items() if m.get("services")}
+    if not served:
+        return []
+    lines = ["", f"{'services':<18} {'P99 viol %':>10} {'GPU util':>8} {'kWh':>8} {'replicas':>8} {'spike rounds':>12} "
+                 f"{'train J/step':>12}"]
+    for name, m in served.items():
+        spike = "-" if m["spike_rounds_to_adjust"] is None else str(m["spike_rounds_to_adjust"])
+        lines.append(f"{name:<18} {m['p99_violation_minutes_pct'] or 0:>10.2f} {m['mean_gpu_utilization'] or 0:>8.1%} "
+                     f"{m['energy_kwh']:>8.1f} {m['replicas_mean'] or 0:>8.2f} {spike:>12} "
+                     f"{m['training_energy_per_step_j'] or 0:>12.2f}")
+    return lines

@@ -8,6 +8,7 @@ from .boards import Boards
 from .checkpoints import DEFAULT_RESTART_OVERHEAD_S
 from .jobs import SimJob
 from .modern import Campaign
+from .services import SimService
 from .tenants import DEFAULT_HALF_LIFE_H, DEFAULT_TENANT
 
 ROUND_S = 360.0
@@ -43,6 +44,9 @@ class Scenario:
     half_life_s: float = DEFAULT_HALF_LIFE_H * 3600.0
     #: The boards' true speeds (boards.py); by default every board at its type's speed.
     boards: Boards = field(default_factory=lambda: Boards(()))
+    #: Inference services beside the jobs (services.py), and each one's true requests/s per minute.
+    services: tuple[SimService, ...] = ()
+    traces: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
     def restart_overhead(self, workload: str) -> float:
         return self.restart_overhead_s.get(workload, DEFAULT_RESTART_OVERHEAD_S)

@@ -1,4 +1,4 @@
-"""manage.py simulate --json OUT [--truth FILE] [--catalog FILE] [--jobs N] [--seed S] [--trace FILE]:
+"""manage.py simulate --json OUT [--truth FILE] [--catalog FILE] [--jobs N] [--seed S] [--trace FILE] [--services]:
 the closed-loop evaluation in virtual time. The logic lives in scheduler.simulation; this
 command parses, reads the files, and writes the report."""
 import argparse
@@ -14,11 +14,14 @@ from gogh_web.cli_args import non_negative_float, output_file, positive_float, p
 from scheduler.simulation.cluster import DEFAULT_LAYOUT
 from scheduler.simulation.measurements import load_records, without_memory
 from scheduler.simulation.modern import MODERN_LAYOUT, SUITE_CASES, modern_truth
-from scheduler.simulation.policies import POLICIES
+from scheduler.simulation.policies import POLICIES, SERVICE_POLICIES, SHARED
 from scheduler.simulation.run import (
     DEFAULT_JOBS,
     DEFAULT_JOBS_PER_HOUR,
     EXPLORATION,
+    SERVICES_JOBS,
+    SERVICES_JOBS_PER_HOUR,
+    SERVICES_LAYOUT,
     build_scenario,
     format_table,
     run_all,
@@ -65,7 +68,8 @@ class Command(BaseCommand):
         "Closed-loop evaluation in virtual time: a simulated 108-GPU cluster (36 K80, 36 P100, 36 V100), "
         "Poisson arrivals of jobs drawn like Gavel's generator (or --trace), and every policy (gogh, "
         "gogh_no_power_limit, gogh_fixed_weight, oracle, gavel_max_min, gavel_ftf, round_robin, random, "
-        "greedy_fastest, greedy_efficient) on the same arrivals. --truth is what the cluster really does, "
+        "greedy_fastest, greedy_efficient) on the same arrivals; --services adds inference services with latency SLOs "
+        "(and the policies dedicated and gogh_no_services). --truth is what the cluster really does, "
         "--catalog what the scheduler starts from "
         "(measurement files in the import format, docs/measurements-csv.md; both default to the reference "
         "data). CPU only, no database. Prints a table and writes the JSON report."
@@ -81,10 +85,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--catalog", metavar="FILE", help="Measurements CSV the catalog and the predictors start from."
         )
-        parser.add_argument("--jobs", type=positive_int, default=DEFAULT_JOBS,
-                            help=f"Jobs to generate (default {DEFAULT_JOBS}).")
-        parser.add_argument("--jobs-per-hour", type=positive_float, default=DEFAULT_JOBS_PER_HOUR,
-                            help=f"Poisson arrival rate (default {DEFAULT_JOBS_PER_HOUR}).")
+        parser.add_argument("--jobs", type=positive_int,
+                            help=f"Jobs to generate (default {DEFAULT_JOBS}; {SERVICES_JOBS} with --services).")
+        parser.add_argument("--jobs-per-hour", type=positive_float,
+                            help=f"Poisson arrival rate (default {DEFAULT_JOBS_PER_HOUR}; "
+                                 f"{SERVICES_JOBS_PER_HOUR} with --services).")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--trace", metavar="FILE", help="A Gavel-format trace instead of generated jobs.")
         parser.add_argument("--deviation", type=_at_most(MAX_DEVIATION), default=0.15,
@@ -93,8 +98,14 @@ class Command(BaseCommand):
         parser.add_argument("--noise", type=_at_most(MAX_NOISE), default=0.05,
                             help=f"Relative noise of each observed round (0..{MAX_NOISE:g}, default 0.05).")
         parser.add_argument(
-            "--policies", default=",".join(p.name for p in POLICIES), help="Comma-separated subset to run."
+            "--policies", help="Comma-separated subset to run (default: every policy of the scenario: "
+                               f"{', '.join(p.name for p in POLICIES)}; with --services "
+                               f"{', '.join(p.name for p in SERVICE_POLICIES)})."
         )
+        parser.add_argument("--services", action="store_true",
+                            help="The services+training scenario: four inference services with P99 bounds and "
+                                 "two days of diurnal traffic (one with a 3x spike) beside the training arrivals, "
+                                 "on 8 K80 + 12 P100 + 12 V100 (docs/simulation.md).")
         parser.add_argument("--fail", action="append", type=_failure, default=[], metavar="SECONDS:GPU_ID",
                             help="Make a GPU fail at a virtual time, e.g. 7200:v100-s0-g1 (repeatable).")
         parser.add_argument(
@@ -124,11 +135,17 @@ class Command(BaseCommand):
                                  f"{settings.GOGH_PREDICTOR_ARCHITECTURE}).")
 
     def handle(self, *args, **o):
-        chosen = [name.strip() for name in o["policies"].split(",") if name.strip()]
-        known = {p.name: p for p in POLICIES}
+        services = o["services"]
+        scenario_policies = SERVICE_POLICIES if services else POLICIES
+        chosen = [name.strip() for name in (o["policies"] or ",".join(p.name for p in scenario_policies)).split(",")
+                  if name.strip()]
+        known = {p.name: p for p in (*POLICIES, *SERVICE_POLICIES)}
         unknown = [name for name in chosen if name not in known]
         if unknown or not chosen:
             raise CommandError(f"Unknown policies {', '.join(unknown) or '(none given)'}; known: {', '.join(known)}.")
+        self._check_services(services, [known[name] for name in chosen], o)
+        o["jobs"] = o["jobs"] or (SERVICES_JOBS if services else DEFAULT_JOBS)
+        o["jobs_per_hour"] = o["jobs_per_hour"] or (SERVICES_JOBS_PER_HOUR if services else DEFAULT_JOBS_PER_HOUR)
         source_records = self._records(o["truth"], "--truth")
         # The catalog starts from the reference data unless --catalog names a file.
         catalog_records = self._records(o["catalog"], "--catalog") if o["catalog"] or o["truth"] else source_records
@@ -140,9 +157,10 @@ class Command(BaseCommand):
         try:
             scenario = build_scenario(truth, jobs=o["jobs"], jobs_per_hour=o["jobs_per_hour"], seed=o["seed"],
                                       trace=o["trace"], failures=o["fail"],
-                                      layout=MODERN_LAYOUT if modern else DEFAULT_LAYOUT, campaign=modern,
+                                      layout=MODERN_LAYOUT if modern else SERVICES_LAYOUT if services
+                                      else DEFAULT_LAYOUT, campaign=modern,
                                       tenants=o["tenants"], half_life_h=o["half_life_h"],
-                                      gpu_variation=o["gpu_variation"], ageing=o["ageing"])
+                                      gpu_variation=o["gpu_variation"], ageing=o["ageing"], services=services)
         except (TraceError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         gpu_ids = {g.id for g in scenario.gpus}
@@ -178,6 +196,25 @@ class Command(BaseCommand):
         o["json"].write_text(text)
         self.stdout.write(format_table(report))
         self.stdout.write(f"\nReport written to {o['json']}")
+
+    @staticmethod
+    def _check_services(services: bool, policies, o) -> None:
+        """--services runs on its own cluster and tenant; the policies that only mean something
+        with services need it, and Gavel's cannot serve (policies.py)."""
+        if services:
+            clash = [option for option, on in (("--cluster modern", o["cluster"] == "modern"),
+                                               ("--tenants", o["tenants"])) if on]
+            if clash:
+                raise CommandError(f"--services cannot be combined with {' or '.join(clash)}: "
+                                   "the services scenario has its own cluster and one tenant")
+            gavel = [p.name for p in policies if p.solver.startswith("gavel")]
+            if gavel:
+                raise CommandError(f"--services: {', '.join(gavel)} cannot serve inference services "
+                                   "(its rounds rotate every job by lease); choose other policies")
+            return
+        needs = [p.name for p in policies if p.services != SHARED]
+        if needs:
+            raise CommandError(f"{', '.join(needs)}: only with --services (a run with inference services)")
 
     def _records(self, path, option):
         try:

@@ -1,0 +1,128 @@
+"""The engine's rounds for inference services (engine.Simulation takes them; docs/simulation.md,
+"Inference services"): a policy's replicas added, re-targeted and retired as serving.py plans
+them, the training partners a replica's rising T_min pushes away, `dedicated`'s provisioning,
+and the replicas as the service watch sees them."""
+from dataclasses import replace
+
+from scheduler.optimizer.problem import Placement
+from telemetry.agent.colocation import group_fraction
+
+from .policies import DEDICATED
+from .service_watch import ReplicaNow
+from .serving import dedicated_plan, replica_job
+from .work import JobState, start_run
+
+
+class ServiceRounds:
+    """Methods of engine.Simulation (its state: active, states, predictions, serving, reserved...)."""
+
+    def _serve(self, t: float) -> bool:
+        """The round's services (serving.py): dedicated replicas once, at the start; shared ones
+        re-planned every round. True when a replica or a T_min changed."""
+        if self.policy.services == DEDICATED:
+            if self.reserved:
+                return False
+            self._provision(t)
+            return True
+        running = {}
+        for s in self.active.values():
+            if s.job.service is not None and s.placement is not None and not s.overhead_left_s:
+                running.setdefault(s.job.service, []).append(s.placement.predicted_throughput)
+        plans = self.serving.plan(t, self._best_speed, running)
+        changed = False
+        for sid, plan in plans.items():
+            service = self.service_of[sid]
+            # A plan beyond every prediction still runs its replicas, at the best speed predicted
+            # (the SLO at risk, not the service stopped: no GPU would take a T_min above it).
+            t_min = min(plan.steps_per_s, self._best_speed(service.workload) or plan.steps_per_s)
+            changed |= self._set_replicas(service, plan.replicas, t_min, t)
+        return changed
+
+    def _best_speed(self, workload: str) -> float | None:
+        """The fastest single-GPU speed the policy predicts for the workload on any type."""
+        return max((self.predictions.tau(workload, g, 1, True) or 0.0 for g in self.sc.gpu_types), default=0.0) or None
+
+    def _set_replicas(self, service, count: int, t_min: float, t: float) -> bool:
+        mine = [s for s in self.active.values() if s.job.service == service.id]
+        changed = False
+        for state in mine:
+            if state.job.min_throughput != t_min:
+                state.job, changed = replace(state.job, min_throughput=t_min), True
+        while len(mine) < count:
+            mine.append(self._new_replica(service, t_min, t))
+            changed = True
+        # Fewer: the unplaced ones first, then the newest.
+        for state in sorted(mine, key=lambda s: (s.placement is None, s.job.arrival_s))[count:]:
+            self._retire(state)
+            changed = True
+        return changed
+
+    def _new_replica(self, service, t_min: float, t: float) -> JobState:
+        job = replica_job(service, self.replicas_made[service.id], t_min, t)
+        self.replicas_made[service.id] += 1
+        state = self.states[job.id] = self.active[job.id] = JobState(job, job.total_steps)
+        state.restart_due = True  # a replica starts by loading its model: the workload's restart overhead
+        return state
+
+    def _retire(self, state: JobState) -> None:
+        """A replica the plan no longer needs: it stops, its partners keep their GPU."""
+        self.active.pop(state.job.id)
+        for partner_id in state.placement.partners if state.placement else ():
+            partner = self.active.get(partner_id)
+            if partner is not None and partner.placement is not None:
+                partner.placement = replace(
+                    partner.placement, partners=tuple(p for p in partner.placement.partners if p != state.job.id)
+                )
+        state.placement = None
+
+    def _outgrown(self, states) -> set[str]:
+        """Jobs whose current placement no longer holds a replica's T_min by the policy's
+        predictions: a replica's partners (they move away, a replica is not moved for them),
+        and a replica its GPU type is predicted too slow for even alone."""
+        out = set()
+        for state in states:
+            p = state.placement
+            if state.job.service is None or p is None:
+                continue
+            w = state.job.workload
+            alone = (self.predictions.tau(w, p.gpu_type, 1, True) or 0.0) * self._planned_limit_speed(
+                w, p.gpu_type, p.power_limit_w)
+            partners = [self.states[q].job.workload for q in p.partners]
+            shared = alone * group_fraction(self.predictions.rho(w, q, p.gpu_type) or 0.0 for q in partners)
+            if partners and shared < state.job.min_throughput:
+                out.update(p.partners)
+            if alone < state.job.min_throughput:
+                out.add(state.job.id)
+        return out
+
+    def _provision(self, t: float) -> None:
+        """dedicated: each service's peak replicas on free GPUs of its truly fastest type, for good."""
+        for service in self.sc.services:
+            speeds = {g: self.truth.throughput(service.workload, g, 1, True) * service.speed_factor
+                      for g in self.sc.gpu_types}
+            gpu_type = max(speeds, key=speeds.get)
+            plan = dedicated_plan(service, speeds[gpu_type])
+            free = [g.id for g in self.sc.gpus if g.gpu_type == gpu_type and g.id in self.alive
+                    and g.id not in self.reserved]
+            if len(free) < plan.replicas:
+                raise ValueError(f"dedicated: {service.id} needs {plan.replicas} {gpu_type} GPUs, {len(free)} are free")
+            power = self.truth.gpu_power_alone(self.sc.gpu_types[gpu_type], service.workload)
+            for gpu_id in free[:plan.replicas]:
+                state = self._new_replica(service, plan.steps_per_s, t)
+                placement = Placement(state.job.id, gpu_type, (gpu_id,), True, (), speeds[gpu_type], power)
+                start_run(state, placement, t, self.sc.restart_overhead(service.workload))
+                self.reserved.add(gpu_id)
+
+    def _replicas_now(self, now: float, rates: dict[str, float], power: dict[str, float]) -> list[ReplicaNow]:
+        """The placed replicas as the truth has them for the stretch from `now`."""
+        out = []
+        for i, state in self.active.items():
+            p = state.placement
+            if state.job.service is None or p is None:
+                continue
+            members = {q: self.states[q].job.workload for q in (i, *p.partners)}
+            busy = sum(self.truth.group_rho(w, [v for q, v in members.items() if q != partner], p.gpu_type)
+                       for partner, w in members.items() if partner != i)
+            out.append(ReplicaNow(state.job.service, rates.get(i, 0.0), now + state.overhead_left_s, busy,
+                                  power.get(i, 0.0)))
+        return out
