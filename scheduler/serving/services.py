@@ -24,6 +24,7 @@ from ..problem_source import planning_predictions
 from ..selectors import restart_overheads, tenant_of
 from ..services import executor_sync_request, job_cancel, job_submit, job_transition
 from . import forecast, latency, selectors
+from .live import services_changed
 from .replicas import ReplicaPlan, plan_replicas
 
 logger = logging.getLogger(__name__)
@@ -103,6 +104,7 @@ def service_create(*, owner, data: dict) -> Service:
         announce("service %s created by %s (tenant %s): %s, P99 <= %g ms, %s-%s replicas", service.pk,
                  owner.get_username(), tenant.slug, workload.name, service.latency_bound_ms, service.min_replicas,
                  service.max_replicas)
+        services_changed([service.pk])
     return service
 
 
@@ -120,6 +122,7 @@ def service_stop(*, service: Service, by) -> Service:
         service.state, service.stopped_at = ServiceState.STOPPED, timezone.now()
         service.save(update_fields=["state", "stopped_at", "updated_at"])
         announce("service %s stopped by %s", service.pk, by.get_username())
+        services_changed([service.pk])
     return service
 
 
@@ -167,6 +170,7 @@ def _replan(service: Service, speeds: Speeds, margin: float, horizon_s: float, n
     for _ in range(plan.replicas - len(replicas)):
         _add_replica(service, plan.steps_per_s)
     _remove_surplus(service, replicas, plan, rate, now)
+    services_changed([service.pk])
     return service
 
 

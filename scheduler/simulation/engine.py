@@ -208,7 +208,7 @@ class Simulation(ServiceRounds):
         outgrown = self._outgrown(solved)
         jobs = keep_work(tuple(
             (JobSpec(s.job.id, s.job.workload, s.job.tenant, s.job.min_throughput, s.job.max_gpus,
-                     priority=int(SERVICES_FIRST and s.job.service is not None),
+                     priority=int(SERVICES_FIRST and s.job.service is not None), service=s.job.service is not None,
                      current=CurrentPlacement(s.placement.gpu_ids,
                                               tuple(p for p in s.placement.partners if p not in outgrown),
                                               s.placement.power_limit_w)

@@ -32,10 +32,7 @@ class ServiceRounds:
         changed = False
         for sid, plan in plans.items():
             service = self.service_of[sid]
-            # A plan beyond every prediction still runs its replicas, at the best speed predicted
-            # (the SLO at risk, not the service stopped: no GPU would take a T_min above it).
-            t_min = min(plan.steps_per_s, self._best_speed(service.workload) or plan.steps_per_s)
-            changed |= self._set_replicas(service, plan.replicas, t_min, t)
+            changed |= self._set_replicas(service, plan.replicas, plan.steps_per_s, t)
         return changed
 
     def _best_speed(self, workload: str) -> float | None:

@@ -34,10 +34,6 @@ from .services import DAY_S, MINUTE_S, SimService
 SERVICE_MARGIN = 0.2
 #: SolverConfig.services_first's default: replicas are admitted before training jobs.
 SERVICES_FIRST = True
-#: The round plans for the forecast rate x (1 + this): the latency margin alone leaves a service
-#: with large batches (whose P99 is mostly one batch's time) planned at ~97 % of its replicas'
-#: capacity, where a 5 % error in speed or rate is a queue that never drains.
-RATE_HEADROOM = SERVICE_MARGIN
 #: Relative noise of a reported rate and P99.
 TELEMETRY_NOISE = 0.05
 #: A replica's steps to do: more than any run reaches, so it never completes.
@@ -91,7 +87,7 @@ class ServiceLoop:
                 rate, worst = latest
                 predicted = max(p99_ms(v, rate / len(speeds), service.batch_size, s.calibration) for v in speeds)
                 s.calibration = calibrated(s.calibration, predicted, self._noisy(worst))
-            rate = forecast_rate(forecast_samples(s.history, t, self.round_s), t, self.round_s) * (1.0 + RATE_HEADROOM)
+            rate = forecast_rate(forecast_samples(s.history, t, self.round_s), t, self.round_s)
             s.plan = plan_replicas(
                 rate_rps=rate, bound_ms=service.bound_ms, batch_size=service.batch_size,
                 min_replicas=service.min_replicas, max_replicas=service.max_replicas,

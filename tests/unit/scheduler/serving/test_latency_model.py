@@ -6,7 +6,7 @@ import pytest
 from scheduler.serving import latency
 from scheduler.serving.forecast import DAY_S, forecast_rate
 from scheduler.serving.latency import calibrated, p99_ms, required_steps_per_s, target_ms, unloaded_floor_ms
-from scheduler.serving.replicas import UTILIZATION_TARGET, plan_replicas
+from scheduler.serving.replicas import RATE_HEADROOM, UTILIZATION_TARGET, plan_replicas
 
 
 def test_p99_is_one_batch_plus_the_queue_wait_by_hand():
@@ -73,8 +73,12 @@ def test_replicas_the_fewest_within_headroom_else_the_most_with_a_reason():
     assert not plan.reason and plan.steps_per_s <= UTILIZATION_TARGET * 20
     fewer = plan_replicas(rate_rps=400, bound_ms=100, batch_size=16, min_replicas=1, max_replicas=plan.replicas - 1,
                           best_steps_per_s=20, margin=0.2)
-    assert fewer.replicas == plan.replicas - 1 and "even" in fewer.reason
-    assert plan.rate_per_replica_rps == pytest.approx(400 / plan.replicas)
+    assert fewer.replicas == plan.replicas - 1 and "even" in fewer.reason and fewer.steps_per_s <= 20
+    # beyond every prediction the replicas are planned at the fastest speed, where a GPU takes them
+    one = plan_replicas(rate_rps=400, bound_ms=100, batch_size=16, min_replicas=1, max_replicas=1,
+                        best_steps_per_s=20, margin=0.2)
+    assert one.steps_per_s == 20 and "planned at" in one.reason
+    assert plan.rate_per_replica_rps == pytest.approx(400 * (1 + RATE_HEADROOM) / plan.replicas)
     unknown = plan_replicas(rate_rps=400, bound_ms=100, batch_size=16, min_replicas=2, max_replicas=8,
                             best_steps_per_s=None)
     assert unknown.replicas == 2 and "no GPU type" in unknown.reason

@@ -9,7 +9,7 @@ from scheduler.models.services import MAX_REPLICAS
 from scheduler.serving import latency
 from scheduler.serving.services import service_create
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("without_rate_headroom")]
 
 
 def _refused(owner, data) -> dict:

@@ -158,5 +158,6 @@ def test_state_after_applying_events_equals_a_fresh_snapshot(measured, ranker, d
         assert apply_events(starts[name]["state"], events) == plain(snapshot(viewer)["state"]), name
     final = shown(staff)
     assert set(final) == {str(ranker.pk)} and final[str(ranker.pk)]["slo_note"] == "at risk"
-    assert final[str(ranker.pk)]["replicas_live"] == 2 and final[str(ranker.pk)]["traffic"]
-    assert Event.objects.filter(kind="service", data__replicas_live=2).exists()  # the round's placements went out
+    live = Job.objects.filter(service=ranker, state="running").count()
+    assert live >= 2 and final[str(ranker.pk)]["replicas_live"] == live and final[str(ranker.pk)]["traffic"]
+    assert Event.objects.filter(kind="service", data__replicas_live=live).exists()  # the round's placements went out

@@ -15,7 +15,7 @@ from scheduler.serving import latency
 from scheduler.serving.forecast import DAY_S
 from scheduler.serving.services import service_create, service_stop, services_plan
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("without_rate_headroom")]
 
 
 def _report(service, job, rate, at, p99=None):
