@@ -12,13 +12,6 @@ from scheduler.problem_source import problem_from_database, running_work
 from scheduler.selectors import RESTART_OVERHEAD_SAMPLES, moves_so_far, preemptions_last_hour, restart_overheads
 
 
-@pytest.fixture(autouse=True)
-def at_default_limits(db):
-    """A move's price is hand-computed here from the power at the default limit, so power limits
-    are off (SolverConfig.power_limits, on by default)."""
-    SolverConfig.objects.update_or_create(pk=SolverConfig.SINGLETON_PK, defaults={"power_limits": False})
-
-
 def submit(owner, workload, priority=0, total_steps=None):
     return services.job_submit(owner=owner, workload=workload, min_throughput=8.0, max_gpus=1, priority=priority,
                                total_steps=total_steps).job

@@ -18,7 +18,7 @@ from telemetry.models import Gpu
 
 @pytest.fixture(autouse=True)
 def limits_on(db):
-    """Power limits on (SolverConfig.power_limits, the default), whatever an earlier test left."""
+    """Power limits are an operator's opt-in (SolverConfig.power_limits, off by default)."""
     SolverConfig.objects.update_or_create(pk=SolverConfig.SINGLETON_PK, defaults={"power_limits": True})
 
 
@@ -80,8 +80,8 @@ def test_the_current_placement_carries_the_limit_its_gpus_run_at(measured, alice
     assert current[str(other.pk)].power_limit_w is None
 
 
-def test_the_setting_is_on_by_default_and_turning_it_off_is_audited(measured, root):
-    assert SolverConfig().power_limits is True
+def test_the_setting_is_off_by_default_and_changing_it_is_audited(measured, root):
+    assert SolverConfig().power_limits is False
     services.solver_config_update(by=root, values={"power_limits": False})
     change = SolverConfigChange.objects.get(field="power_limits")
     assert (change.old_value, change.new_value, change.changed_by) == ("True", "False", root)

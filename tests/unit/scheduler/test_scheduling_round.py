@@ -13,13 +13,6 @@ from telemetry.models import Gpu, GpuState, Node
 from tests.unit.gogh_web.broker import broker as broker  # a fixture, `as` marks it re-exported
 
 
-@pytest.fixture(autouse=True)
-def at_default_limits(db):
-    """The optima here are hand-checked at the default power limit, so power limits are off (on
-    by default); rounds at a limit: test_power_limit_rounds.py."""
-    SolverConfig.objects.update_or_create(pk=SolverConfig.SINGLETON_PK, defaults={"power_limits": False})
-
-
 @pytest.fixture
 def measured(cluster, resnet50, lm, v100, k80):
     """ResNet-50: 10/s on V100, 4/s on K80, 18/s on 2 V100; LM: 30/s on V100, 20/s on K80."""

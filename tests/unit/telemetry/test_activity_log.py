@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from catalog.models import Measurement
 from scheduler.dispatch.progress import job_progress_report
-from scheduler.models import Allocation, Job, SolverConfig
+from scheduler.models import Allocation, Job
 from scheduler.services import job_submit, job_transition, scheduling_round_run
 from telemetry.services import node_heartbeat, node_register, node_set_state
 
@@ -43,8 +43,6 @@ def measured(resnet50, v100):
 
 
 def test_a_jobs_life_is_one_line_per_step(node1, alice, agent, resnet50, measured, activity, committed):
-    # the figures written out below are at the default power limit (on by default, it lowers the prediction)
-    SolverConfig.objects.update_or_create(pk=SolverConfig.SINGLETON_PK, defaults={"power_limits": False})
     with committed():
         job = job_submit(owner=alice, workload=resnet50, min_throughput=8, max_gpus=1, total_steps=500).job
     with committed():

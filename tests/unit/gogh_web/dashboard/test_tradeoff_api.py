@@ -12,14 +12,6 @@ from gogh_web.dashboard.models import TradeoffPoint, TradeoffSweep
 from scheduler.models import Allocation, SolveRun, SolverConfig, SolverConfigChange
 from scheduler.services import job_transition
 
-
-@pytest.fixture(autouse=True)
-def at_default_limits(db):
-    """The figures here are hand-computed at the default power limit, so power limits are off
-    (on by default); the page's pricing at a limit is tested in test_tradeoff_core.py."""
-    SolverConfig.objects.update_or_create(pk=SolverConfig.SINGLETON_PK, defaults={"power_limits": False})
-
-
 SETTINGS = {"base_energy_weight": 0.5, "adaptive_weight": False, "load_window": 10, "throughput_value_w": 100.0}
 
 
