@@ -5,9 +5,9 @@ service, the rates its replicas reported over the last round (the trace with mea
 TELEMETRY_NOISE, one sample a minute) -> forecast.forecast_rate over the observed history ->
 latency.calibrated from the P99 the service reported (the truth's worst replica of the latest
 minute, with the same noise) against the P99 the model predicted at its replicas' predicted speeds
--> replicas.plan_replicas for the forecast x (1 + RATE_HEADROOM) (the fastest single-GPU speed the
+-> replicas.plan_replicas for the forecast (times 1 + RATE_HEADROOM there; the fastest single-GPU speed the
 policy predicts for the workload, margin SERVICE_MARGIN) -> that many replica jobs, each with the
-plan's steps/s as its T_min (at most that fastest speed: a plan beyond it still runs).
+plan's steps/s as its T_min (plan_replicas caps it at that fastest speed: a plan beyond it still runs).
 
 Dedicated (`dedicated`, as operators provision without GOGH): each service gets, for the whole
 run, the replicas plan_replicas gives at its diurnal peak rate with its true speed and true
