@@ -7,7 +7,7 @@ from catalog.models import Workload
 from scheduler.models.solver_config import MAX_ENERGY_WEIGHT, MAX_LOAD_WINDOW, MAX_WATTS_SETTING
 from scheduler.selectors import tenant_of
 from scheduler.serving.live import services_data
-from scheduler.serving.page import CHART_HOURS, services_visible_to
+from scheduler.serving.page import CHART_HOURS, active_services_visible_to
 from scheduler.tenancy.live import CHART_DAYS, tenants_data
 from scheduler.tenancy.selectors import tenant_overviews, tenants_visible_to
 
@@ -101,7 +101,7 @@ def services(request):
     """Staff see every active service, a member its tenant's. The rows come rendered; the script
     follows the `service` kind (traffic reports, plans, replicas placed or moved) and draws each
     service's request rate and P99 against its bound."""
-    data = services_data(services_visible_to(request.user))
+    data = services_data(active_services_visible_to(request.user))
     rows = sorted(data.values(), key=lambda row: (row["name"], row["id"]))
     return render(request, "dashboard/services.html", {
         "page": "services",

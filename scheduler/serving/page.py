@@ -17,7 +17,7 @@ from gogh_web.events.state import iso, number
 
 from ..lifecycle import TERMINAL, JobState
 from ..models import Allocation, Job, Service, ServiceState, ServiceTraffic
-from ..selectors import tenant_of
+from .selectors import services_visible_to
 
 #: Hours of traffic a service's chart shows, and the most points it has.
 CHART_HOURS = 6
@@ -27,13 +27,9 @@ TRAINING, SERVICE = "training", "service"
 ENDED_STATES = [s.value for s in TERMINAL]
 
 
-def services_visible_to(user) -> QuerySet[Service]:
+def active_services_visible_to(user) -> QuerySet[Service]:
     """The active services a user may see: staff every one, a member its tenant's, anyone else none."""
-    services = Service.objects.filter(state=ServiceState.ACTIVE)
-    if user.is_staff:
-        return services
-    tenant = tenant_of(user)
-    return services.filter(tenant=tenant) if tenant is not None else services.none()
+    return services_visible_to(user).filter(state=ServiceState.ACTIVE)
 
 
 def over_bound(p99_ms: float | None, bound_ms: float) -> bool | None:

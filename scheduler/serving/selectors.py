@@ -10,8 +10,10 @@ from ..lifecycle import TERMINAL
 from ..models import Allocation, Job, Service, ServiceTraffic
 from ..selectors import tenant_of
 from .forecast import DAYS, DAY_S, NOW_WINDOW_S, WINDOW_S
-from .traffic import RECENT_S
 
+#: A replica's latest report older than this no longer counts in its service's rate
+#: (traffic.service_traffic_record sums the latest of each replica within it).
+RECENT_S = 120
 LIVE_REPLICA = ~Q(state__in=[state.value for state in TERMINAL])
 
 
@@ -73,7 +75,7 @@ def forecast_samples(service: Service, *, now, horizon_s: float) -> list[tuple[f
     """(seconds since the epoch, the service's total request rate) where the forecast looks:
     the last NOW_WINDOW_S, and on each of the last DAYS days the windows around this time and
     `horizon_s` later. Each report is one replica's rate: the total at a report is the sum of
-    every replica's latest report within traffic.RECENT_S (as service_traffic_record sums it)."""
+    every replica's latest report within RECENT_S (as service_traffic_record sums it)."""
     near = Q(at__gte=now - timedelta(seconds=NOW_WINDOW_S + RECENT_S), at__lte=now)
     for day in range(1, DAYS + 1):
         back = now - timedelta(seconds=day * DAY_S)

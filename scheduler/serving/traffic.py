@@ -13,9 +13,8 @@ from django.utils import timezone
 
 from ..models import Job, Service, ServiceTraffic
 from .live import services_changed
+from .selectors import RECENT_S
 
-#: A replica's latest report older than this no longer counts in the service's rate.
-RECENT_S = 120
 #: Reports above these are refused as nonsense (a typo, a unit mistake), not stored.
 MAX_RATE_RPS = 1e7
 MAX_P99_MS = 3.6e6

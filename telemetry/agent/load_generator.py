@@ -85,7 +85,8 @@ def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
-def _positive(kind):
+def positive_number(kind):
+    """An argparse type: `kind` (int or float) above 0 and finite (serve_model's too)."""
     def parse(text: str):
         try:
             value = kind(text)
@@ -108,12 +109,12 @@ def _url(text: str) -> str:
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="load_generator", description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", type=_url, required=True, help="Where to POST each request (the service's /predict).")
-    parser.add_argument("--rate", type=_positive(float), required=True, help="Requests per second, on average.")
-    parser.add_argument("--duration-s", type=_positive(float), required=True, help="Seconds of arrivals.")
+    parser.add_argument("--rate", type=positive_number(float), required=True, help="Requests per second, on average.")
+    parser.add_argument("--duration-s", type=positive_number(float), required=True, help="Seconds of arrivals.")
     parser.add_argument("--seed", type=int, default=0, help="The arrivals' random seed (the same seed, the same load).")
-    parser.add_argument("--workers", type=_positive(int), default=64,
+    parser.add_argument("--workers", type=positive_number(int), default=64,
                         help="Requests in flight at most; beyond them a request starts late and its latency shows it.")
-    parser.add_argument("--timeout-s", type=_positive(float), default=10.0,
+    parser.add_argument("--timeout-s", type=positive_number(float), default=10.0,
                         help="A request unanswered this long has failed.")
     return parser
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from telemetry.agent import contract
+from telemetry.agent.load_generator import positive_number
 
 PORT_VARIABLE = "GOGH_SERVICE_PORT"
 #: Requests waiting beyond this are answered 503 at once: an overloaded replica says so rather
@@ -225,33 +226,20 @@ def _port(text: str) -> int:
     return port
 
 
-def _positive(kind):
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if not (math.isfinite(value) and value > 0):
-            raise argparse.ArgumentTypeError(f"{text} is not above 0")
-        return value
-
-    return parse
-
-
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="serve_model", description=__doc__.split("\n\n")[0])
     parser.add_argument("--host", default="127.0.0.1", help="Address to listen on (default: loopback only).")
     parser.add_argument("--port", type=_port, default=None,
                         help=f"Port to listen on (default: ${PORT_VARIABLE}, else 0: any free port).")
-    parser.add_argument("--batch-size", type=_positive(int), default=8, help="Requests per batch (step) at most.")
-    parser.add_argument("--features", type=_positive(int), default=64, help="Numbers in one request's input.")
-    parser.add_argument("--hidden", type=_positive(int), default=512, help="Width of the model's hidden layers.")
-    parser.add_argument("--layers", type=_positive(int), default=3, help="Hidden layers of the model.")
+    parser.add_argument("--batch-size", type=positive_number(int), default=8, help="Requests per batch (step) at most.")
+    parser.add_argument("--features", type=positive_number(int), default=64, help="Numbers in one request's input.")
+    parser.add_argument("--hidden", type=positive_number(int), default=512, help="Width of the model's hidden layers.")
+    parser.add_argument("--layers", type=positive_number(int), default=3, help="Hidden layers of the model.")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                         help="Where the model runs (auto: the GPU when there is one).")
-    parser.add_argument("--report-interval-s", type=_positive(float), default=2.0,
+    parser.add_argument("--report-interval-s", type=positive_number(float), default=2.0,
                         help="Seconds between two traffic reports (GOGH_TRAFFIC lines).")
-    parser.add_argument("--window-s", type=_positive(float), default=10.0,
+    parser.add_argument("--window-s", type=positive_number(float), default=10.0,
                         help="Seconds of answered requests each traffic report measures.")
     return parser
 
