@@ -2,7 +2,9 @@
 functional core): the jobs still to run, the GPUs that can take work, the catalog's GPU types
 and measurements, the solver settings, the load history of earlier rounds, and what each
 placed or running job would lose if moved or stopped (optimizer.keep_work); inference services'
-replicas flagged, and first when SolverConfig.services_first (docs/services.md)."""
+replicas flagged, first when SolverConfig.services_first, and the training partners of a
+replica whose shared GPU no longer gives it its T_min released (optimizer.service_partners,
+docs/services.md)."""
 from collections import Counter
 from dataclasses import replace
 
@@ -33,6 +35,7 @@ from .optimizer import (
 from .optimizer.catalog_predictions import CatalogPredictions
 from .optimizer.limit_levels import type_levels
 from .optimizer.problem import QuotaSpec
+from .optimizer.service_partners import release_outgrown
 from .predictions import LearnedPredictions, WorkloadEstimates
 from .profiling.planning import as_probes
 from .selectors import moves_so_far, preemptions_last_hour, restart_overheads
@@ -155,12 +158,12 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
     )
     works = running_work([job for job in jobs if job.pk in current])
     job_specs = keep_work([(spec, works.get(int(spec.id))) for spec in job_specs], settings)
-    return Problem(
+    return release_outgrown(Problem(
         jobs=job_specs, gpus=gpu_specs, gpu_types=types,
         predictions=planning_predictions({j.workload for j in job_specs}, include_shadow=config.shadow_mode),
         settings=settings, load_history=history, quotas=_quotas(kept_jobs),
         no_borrowing=frozenset(Tenant.objects.filter(may_borrow=False).values_list("slug", flat=True)),
-    )
+    ))
 
 
 def services_first(specs: tuple[JobSpec, ...]) -> tuple[JobSpec, ...]:

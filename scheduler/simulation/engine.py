@@ -43,6 +43,7 @@ from dataclasses import dataclass, replace
 from scheduler.optimizer.keep_work import RunningWork, keep_work
 from scheduler.optimizer.problem import CurrentPlacement, JobSpec, Placement, Problem
 from scheduler.optimizer.registry import get_solver
+from scheduler.optimizer.service_partners import release_outgrown
 
 from .board_watch import BoardWatch
 from .checkpoints import DEFAULT_RESTART_OVERHEAD_S
@@ -205,23 +206,21 @@ class Simulation(ServiceRounds):
         Each job carries its tenant's fair-share factor; the problem, the scenario's quotas."""
         fair = self.ledger.factors()
         solved = [s for s in self.active.values() if not (s.placement and s.placement.gpu_ids[0] in self.reserved)]
-        outgrown = self._outgrown(solved)
         jobs = keep_work(tuple(
             (JobSpec(s.job.id, s.job.workload, s.job.tenant, s.job.min_throughput, s.job.max_gpus,
                      priority=int(SERVICES_FIRST and s.job.service is not None), service=s.job.service is not None,
-                     current=CurrentPlacement(s.placement.gpu_ids,
-                                              tuple(p for p in s.placement.partners if p not in outgrown),
-                                              s.placement.power_limit_w)
-                     if s.placement and s.job.id not in outgrown else None,
+                     current=CurrentPlacement(s.placement.gpu_ids, s.placement.partners, s.placement.power_limit_w)
+                     if s.placement else None,
                      fair_share=fair.get(s.job.tenant, 1.0)),
-             None if s.job.id in outgrown else self._running_work(s, t))
+             self._running_work(s, t))
             for s in solved
         ), self.settings)
         gpus = tuple(replace(g, speed=self.watch.planned_speed(g.id, t), slow=self.watch.planned_slow(g.id))
                      for g in self.sc.gpus if g.id in self.alive and g.id not in self.reserved)
-        problem = Problem(jobs=jobs, gpus=gpus,
-                          gpu_types=self.sc.gpu_types, predictions=self.predictions, settings=self.settings,
-                          load_history=tuple(self.load_history), quotas=self.sc.quotas)
+        problem = release_outgrown(Problem(jobs=jobs, gpus=gpus,
+                                           gpu_types=self.sc.gpu_types, predictions=self.predictions,
+                                           settings=self.settings, load_history=tuple(self.load_history),
+                                           quotas=self.sc.quotas))
         if self.explorer is not None:
             problem, probes_changed = self.explorer.plan(problem, self.predictions, t)
             if not (changed or probes_changed):

@@ -5,7 +5,6 @@ and the replicas as the service watch sees them."""
 from dataclasses import replace
 
 from scheduler.optimizer.problem import Placement
-from telemetry.agent.colocation import group_fraction
 
 from .policies import DEDICATED
 from .service_watch import ReplicaNow
@@ -71,26 +70,6 @@ class ServiceRounds:
                     partner.placement, partners=tuple(p for p in partner.placement.partners if p != state.job.id)
                 )
         state.placement = None
-
-    def _outgrown(self, states) -> set[str]:
-        """Jobs whose current placement no longer holds a replica's T_min by the policy's
-        predictions: a replica's partners (they move away, a replica is not moved for them),
-        and a replica its GPU type is predicted too slow for even alone."""
-        out = set()
-        for state in states:
-            p = state.placement
-            if state.job.service is None or p is None:
-                continue
-            w = state.job.workload
-            alone = (self.predictions.tau(w, p.gpu_type, 1, True) or 0.0) * self._planned_limit_speed(
-                w, p.gpu_type, p.power_limit_w)
-            partners = [self.states[q].job.workload for q in p.partners]
-            shared = alone * group_fraction(self.predictions.rho(w, q, p.gpu_type) or 0.0 for q in partners)
-            if partners and shared < state.job.min_throughput:
-                out.update(p.partners)
-            if alone < state.job.min_throughput:
-                out.add(state.job.id)
-        return out
 
     def _provision(self, t: float) -> None:
         """dedicated: each service's peak replicas on free GPUs of its truly fastest type, for good."""
