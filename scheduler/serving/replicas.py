@@ -24,6 +24,15 @@ UTILIZATION_TARGET = 0.85
 RATE_HEADROOM = 0.2
 
 
+def fastest_single_gpu(predictions, workload: str, gpu_types) -> tuple[str, float] | None:
+    """(GPU type, steps/s) of the fastest predicted single-GPU speed of `workload` over
+    `gpu_types` (ties: the first name); None when no type has a prediction. What a plan's
+    `best_steps_per_s` is, in the control plane and in `simulate`."""
+    speeds = [(gpu_type, predictions.tau(workload, gpu_type, 1, True) or 0.0) for gpu_type in gpu_types]
+    speeds = [(gpu_type, tau) for gpu_type, tau in speeds if tau > 0]
+    return min(speeds, key=lambda item: (-item[1], item[0])) if speeds else None
+
+
 @dataclass(frozen=True)
 class ReplicaPlan:
     replicas: int

@@ -41,14 +41,6 @@ def cluster_gpu_types() -> list[str]:
     return sorted(GpuType.objects.filter(gpus__isnull=False).distinct().values_list("name", flat=True))
 
 
-def fastest_single_gpu(predictions, workload: str, gpu_types: list[str]) -> tuple[str, float] | None:
-    """(GPU type, steps/s) of the fastest predicted single-GPU speed of `workload` over
-    `gpu_types` (ties: the first name); None when no type has a prediction."""
-    speeds = [(gpu_type, predictions.tau(workload, gpu_type, 1, True) or 0.0) for gpu_type in gpu_types]
-    speeds = [(gpu_type, tau) for gpu_type, tau in speeds if tau > 0]
-    return min(speeds, key=lambda item: (-item[1], item[0])) if speeds else None
-
-
 def replica_speeds(service: Service, predictions) -> list[float]:
     """The predicted speed (steps/s) of each placed replica where it runs now: its GPU type's
     single-GPU speed times its partners' co-location fraction (P1/P2's rho; unknown: 1).

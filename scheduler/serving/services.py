@@ -25,7 +25,7 @@ from ..selectors import restart_overheads, tenant_of
 from ..services import executor_sync_request, job_cancel, job_submit, job_transition
 from . import forecast, latency, selectors
 from .live import services_changed
-from .replicas import ReplicaPlan, plan_replicas
+from .replicas import ReplicaPlan, fastest_single_gpu, plan_replicas
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ class Speeds:
         return cls(planning_predictions(workloads), selectors.cluster_gpu_types())
 
     def fastest(self, workload: str) -> tuple[str, float] | None:
-        return selectors.fastest_single_gpu(self.predictions, workload, self.gpu_types)
+        return fastest_single_gpu(self.predictions, workload, self.gpu_types)
 
 
 def service_problems(data: dict, fastest: tuple[str, float] | None, margin: float) -> dict[str, list[str]]:

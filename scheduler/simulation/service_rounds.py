@@ -5,6 +5,7 @@ and the replicas as the service watch sees them."""
 from dataclasses import replace
 
 from scheduler.optimizer.problem import Placement
+from scheduler.serving.replicas import fastest_single_gpu
 
 from .policies import DEDICATED
 from .service_watch import ReplicaNow
@@ -36,7 +37,8 @@ class ServiceRounds:
 
     def _best_speed(self, workload: str) -> float | None:
         """The fastest single-GPU speed the policy predicts for the workload on any type."""
-        return max((self.predictions.tau(workload, g, 1, True) or 0.0 for g in self.sc.gpu_types), default=0.0) or None
+        found = fastest_single_gpu(self.predictions, workload, self.sc.gpu_types)
+        return found[1] if found else None
 
     def _set_replicas(self, service, count: int, t_min: float, t: float) -> bool:
         mine = [s for s in self.active.values() if s.job.service == service.id]
