@@ -11,13 +11,14 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from telemetry.agent.progress import MAX_P99_MS, MAX_RATE_RPS
+
 from ..models import Job, Service, ServiceTraffic
 from .live import services_changed
 from .selectors import RECENT_S
 
-#: Reports above these are refused as nonsense (a typo, a unit mistake), not stored.
-MAX_RATE_RPS = 1e7
-MAX_P99_MS = 3.6e6
+# Reports beyond MAX_RATE_RPS and MAX_P99_MS (the line protocol's bounds, which the agent
+# applies too) are refused as nonsense (a typo, a unit mistake), not stored.
 
 
 def traffic_problems(request_rate_rps, p99_ms) -> dict[str, list[str]]:

@@ -40,8 +40,9 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 MAX_MEASUREMENT_LINE = 4000
 _NUMBER = r"[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?"
 _TRAFFIC = re.compile(rf"^{TRAFFIC_PREFIX} rate=(?P<rate>{_NUMBER})(?: p99_ms=(?P<p99>{_NUMBER}))?\s*$")
-#: The control plane refuses traffic beyond these (scheduler.serving.traffic): a line beyond
-#: them is not taken for a traffic line, rather than refused with the job's report.
+#: Traffic beyond these is nonsense (a typo, a unit mistake): the control plane refuses it
+#: (scheduler.serving.traffic), so the agent does not take such a line for a traffic line,
+#: rather than have the job's report refused.
 MAX_RATE_RPS = 1e7
 MAX_P99_MS = 3.6e6
 
