@@ -33,7 +33,8 @@ def arrivals(rate: float, duration_s: float, rng: random.Random) -> list[float]:
 
 
 def percentile(ordered: list[float], q: float) -> float | None:
-    """The nearest-rank q-th percentile of sorted values; None for none."""
+    """The nearest-rank q-th percentile of sorted values (no interpolation: a latency that was
+    measured); None for none. serve_model's too."""
     return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)] if ordered else None
 
 

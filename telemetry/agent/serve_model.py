@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from telemetry.agent import contract
-from telemetry.agent.load_generator import positive_number
+from telemetry.agent.load_generator import percentile, positive_number
 
 PORT_VARIABLE = "GOGH_SERVICE_PORT"
 #: Requests waiting beyond this are answered 503 at once: an overloaded replica says so rather
@@ -79,11 +79,6 @@ class TrafficWindow:
         span = min(self.window_s, now - self._started)
         rate = len(latencies) / span if span > 0 else 0.0
         return rate, percentile(latencies, 99) if latencies else None
-
-
-def percentile(ordered: list[float], q: float) -> float:
-    """The nearest-rank q-th percentile of sorted values (no interpolation: a real latency)."""
-    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
 
 
 class Model:
