@@ -365,7 +365,7 @@ def scheduling_round_run(*, trigger: str, dry_run: bool = False, solver: str | N
             Job.objects.filter(pk__in=changed).update(pending_reason=SHADOW_REASON)
             live.jobs_changed(changed)
         elif not dry_run:
-            news = _apply(allocation, run, now, exploration)
+            news = _apply(allocation, run, now, exploration, speeds=_planned_speeds(allocation, problem))
             if news:
                 _announce_round(run, allocation, news)
     return RoundResult(solve_run=run, allocation=allocation)
@@ -419,8 +419,25 @@ def _decision_is_stale(allocation: optimizer.Plan, snapshot_at) -> bool:
     return usable != len(gpu_ids)
 
 
+def _planned_speeds(allocation: optimizer.Plan, problem: optimizer.Problem) -> dict[str, float]:
+    """Job id -> the fraction of its default-limit throughput the plan expects of it under the
+    power limit it chose (jobs at the default are absent), as the predictions priced it. Kept on
+    the allocations: simulated nodes slow a job by it, and measurements taken at the limit are
+    read back with the same model (dispatch.at_default_limit)."""
+    at_limit = getattr(problem.predictions, "at_power_limit", None)
+    workloads = {job.id: job.workload for job in problem.jobs}
+    speeds = {}
+    for job_id, placement in allocation.placements.items():
+        answer = at_limit and placement.power_limit_w is not None and at_limit(
+            workloads[job_id], placement.gpu_type, placement.power_limit_w)
+        if answer:
+            speeds[job_id] = answer[0]
+    return speeds
+
+
 def _apply(allocation: optimizer.Plan, run: SolveRun, now,
-           exploration: exploration_round.RoundExploration | None = None) -> list[JobNews]:
+           exploration: exploration_round.RoundExploration | None = None, *,
+           speeds: dict[str, float] | None = None) -> list[JobNews]:
     """Apply a decision inside the round's transaction in a few queries, however many jobs it
     places (one more per distinct reason it writes): its jobs locked and read in one query
     (every move is checked by scheduler.lifecycle on the locked row, so a job that ended while
@@ -438,7 +455,7 @@ def _apply(allocation: optimizer.Plan, run: SolveRun, now,
     open_allocs, held_power, held_limit = _open_allocations_of(jobs.values())
     newcomers = [(jobs[job_id], {int(g) for g in placement.gpu_ids})
                  for job_id, placement in allocation.placements.items() if jobs[job_id].state == JobState.PENDING.value]
-    writes = _RoundWrites(now)
+    writes = _RoundWrites(now, speeds or {})
     exploration = exploration or exploration_round.RoundExploration()
     stops, moves, news = [], [], []
     for job_id, reason in allocation.reasons.items():
@@ -550,8 +567,9 @@ class _RoundWrites:
     JOB_FIELDS = ("state", "state_reason", "pending_reason", "placed_at", "started_at", "finished_at", "updated_at",
                   "probe_gpu_type", "probe_until")
 
-    def __init__(self, now):
+    def __init__(self, now, speeds: dict[str, float]):
         self.now = now
+        self.speeds = speeds  # job id -> planned speed under its limit (_planned_speeds)
         self.jobs: dict[int, Job] = {}  # to save
         self.fields: dict[int, set[str]] = {}  # the fields of each that changed
         self.closing: set[int] = set()  # jobs whose open allocations end
@@ -595,21 +613,21 @@ class _RoundWrites:
 
     def write(self, run: SolveRun) -> None:
         Allocation.objects.filter(job_id__in=sorted(self.closing), end__isnull=True).update(end=self.now)
-        for (limit, throughput, power), job_ids in self._limit_updates().items():
+        for (limit, speed, throughput, power), job_ids in self._limit_updates().items():
             Allocation.objects.filter(job_id__in=job_ids, end__isnull=True).update(
-                power_limit_w=limit, predicted_throughput=throughput, predicted_power_w=power,
+                power_limit_w=limit, power_limit_speed=speed, predicted_throughput=throughput, predicted_power_w=power,
             )
         for values, job_ids in self._job_updates().items():
             Job.objects.filter(pk__in=job_ids).update(**dict(values))
-        _open_allocations(self.opening, run, self.now)
+        _open_allocations(self.opening, run, self.now, self.speeds)
         live.jobs_changed(self.changed)
 
     def _limit_updates(self) -> dict[tuple, list[int]]:
-        """{(limit, throughput, power per GPU): ids of the jobs whose open rows get exactly these}:
-        one update per distinct set (jobs of one workload and configuration share one)."""
+        """{(limit, planned speed, throughput, power per GPU): ids of the jobs whose open rows get
+        exactly these}: one update per distinct set (jobs of one workload and configuration share one)."""
         updates: dict[tuple, list[int]] = {}
         for job, placement in self.limits:
-            values = (placement.power_limit_w, placement.predicted_throughput,
+            values = (placement.power_limit_w, self.speeds.get(placement.job_id), placement.predicted_throughput,
                       placement.predicted_power_w / placement.num_gpus)
             updates.setdefault(values, []).append(job.pk)
         return updates
@@ -624,7 +642,8 @@ class _RoundWrites:
         return updates
 
 
-def _open_allocations(openings: list[tuple[Job, object, frozenset[int]]], run: SolveRun, now) -> None:
+def _open_allocations(openings: list[tuple[Job, object, frozenset[int]]], run: SolveRun, now,
+                      speeds: dict[str, float]) -> None:
     """For each (job, placement, partner ids): one row per GPU, all in one insert, then all their
     partner links in another (bulk_create returns the rows' ids on PostgreSQL and on SQLite 3.35+)."""
     rows = [
@@ -636,6 +655,7 @@ def _open_allocations(openings: list[tuple[Job, object, frozenset[int]]], run: S
             predicted_throughput=placement.predicted_throughput,
             predicted_power_w=placement.predicted_power_w / placement.num_gpus,
             power_limit_w=placement.power_limit_w,
+            power_limit_speed=speeds.get(placement.job_id),
         ), partners)
         for job, placement, partners in openings
         for gpu_id in placement.gpu_ids

@@ -51,6 +51,15 @@ def fresh_cache():
 
 
 @pytest.fixture
+def default_power_limits(db):
+    """Every GPU at its board's default power limit (SolverConfig.power_limits off, an operator's
+    choice): for figures hand-checked at the default limit."""
+    from scheduler.models import SolverConfig
+
+    SolverConfig.objects.update_or_create(pk=SolverConfig.SINGLETON_PK, defaults={"power_limits": False})
+
+
+@pytest.fixture
 def make_user(db):
     """make_user('alice', tenant='research', staff=False, agent=False) -> User."""
 

@@ -17,7 +17,9 @@ def node_assignments(node: Node, *, for_its_agent: bool) -> list[dict]:
     `partners`: the workloads of the jobs sharing its GPUs, sorted ([] alone).
     `power_limits_w`: the power limit the round chose for each GPU of `gpu_indexes`, in the same
     order (null: the board's default); the agent applies it without restarting the job (agents
-    from before ignore it).
+    from before ignore it). `power_limit_speed`: the fraction of its default-limit throughput the
+    round planned the job at under those limits (null: at the default); real GPUs slow the job
+    themselves, a simulated node slows it by this.
     `resume_step` / `resume_checkpoint`: where a new run of the job starts (its last
     checkpoint; 0 and "" without one); `preemption_grace_s`: how long it may take to stop.
     A job moved or preempted while it ran is not listed until its last run has stopped
@@ -55,6 +57,7 @@ def node_assignments(node: Node, *, for_its_agent: bool) -> list[dict]:
                 "resume_checkpoint": job.checkpoint_path if job.checkpoint_step is not None else "",
                 "preemption_grace_s": job.preemption_grace_s,
                 "placed_at": job.placed_at.isoformat() if job.placed_at else None, "power_limits_w": [],
+                "power_limit_speed": allocation.power_limit_speed,
             },
         )
         entry["allocations"].append(allocation.pk)

@@ -24,6 +24,11 @@ class Allocation(models.Model):
     power_limit_w = models.FloatField(
         null=True, blank=True, help_text="Power limit the round chose for this GPU, W (empty: the board's default).",
     )
+    power_limit_speed = models.FloatField(
+        null=True, blank=True,
+        help_text="The fraction of its default-limit throughput the round planned the job at under power_limit_w "
+                  "(empty: at the default).",
+    )
     energy_counted_until = models.DateTimeField(
         null=True, blank=True, help_text="Energy accounting has counted this allocation's share of its GPU up to here.",
     )

@@ -83,10 +83,8 @@ class SolverConfig(models.Model):
         ),
     )
     idle_gpus_powered_down = models.BooleanField(default=True)
-    # Off by default: a job measured while its GPU ran below the default limit is recorded as if at
-    # the default (docs/power_limits.md, "What is not yet done").
     power_limits = models.BooleanField(
-        default=False,
+        default=True,
         help_text="Choose each GPU's power limit with its placement (docs/power_limits.md); off: default limits.",
     )
     services_first = models.BooleanField(

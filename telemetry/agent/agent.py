@@ -509,7 +509,7 @@ class Agent:
         """The simulated job's pace under its GPUs' power limits (simjob reads it every interval),
         written when it changes."""
         path = pace_file(self.config.log_dir, assignment.job_id)
-        pace = self.backend.pace(assignment.gpu_indexes)
+        pace = self.backend.pace(assignment.gpu_indexes, assignment.power_limit_speed)
         if self._paces.get(assignment.job_id) != pace or not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             staged = path.with_suffix(".pace.new")

@@ -108,8 +108,9 @@ class GpuBackend(Protocol):
     def set_power_limit(self, index: int, watts: float) -> None:
         """Set the device's power limit; raises PowerLimitRefused with why when it does not take it."""
 
-    def pace(self, indexes) -> float:
+    def pace(self, indexes, planned_speed: float | None) -> float:
         """How fast a simulated job runs on these devices under their power limits (1: full
-        speed). Real GPUs slow their jobs themselves: 1."""
+        speed), given the speed its round planned under them (`planned_speed`, None: none).
+        Real GPUs slow their jobs themselves: 1."""
 
     def close(self) -> None: ...

@@ -41,6 +41,9 @@ class Assignment:
     # The power limit for each GPU of gpu_indexes, W (None: the board's default); () from a
     # control plane before power limits: every GPU at its default.
     power_limits_w: tuple[float | None, ...] = ()
+    # The fraction of its default-limit throughput the round planned the job at under those
+    # limits (None: at the default, or not said); only a simulated node acts on it.
+    power_limit_speed: float | None = None
 
     @property
     def limits_by_gpu(self) -> dict[int, float | None]:
@@ -66,6 +69,7 @@ class Assignment:
             preemption_grace_s=item.get("preemption_grace_s") or DEFAULT_GRACE_S,
             contract="resume_step" in item,
             power_limits_w=tuple(limit for _, limit in by_gpu) if "power_limits_w" in item else (),
+            power_limit_speed=_speed(item.get("power_limit_speed")),
         )
 
     @property
@@ -80,6 +84,13 @@ def partner_file(log_dir: Path, job_id: int) -> Path:
     """Where a simulated job reads its current partners, one workload name per line (the agent
     writes it)."""
     return log_dir / f"job-{job_id}.partner"
+
+
+def _speed(value) -> float | None:
+    """A planned speed under a power limit: a number in (0, 1], else None (ignored, full speed)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1:
+        return float(value)
+    return None
 
 
 def pace_file(log_dir: Path, job_id: int) -> Path:

@@ -83,7 +83,7 @@ class NvmlBackend:
         handle = self._handles[index][1]
         return _watts(self._optional(lambda: self._nvml.nvmlDeviceGetEnforcedPowerLimit(handle)))
 
-    def pace(self, indexes) -> float:
+    def pace(self, indexes, planned_speed: float | None) -> float:
         """A real job slows under a limit by itself."""
         return 1.0
 

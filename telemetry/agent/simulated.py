@@ -9,10 +9,13 @@ registers its GPUs with them, so a simulated agent for a demo node reports the v
 NVML: no more samples, and `failures()` names it.
 
 Power limits: each simulated board allows MIN_LIMIT_FRACTION to 1 x its type's top power (the
-default, as a datasheet TDP is), and a limit caps the power it reports. A limit below what the
-busy board draws slows its job: the job's pace is (limit / draw) ** SLOWDOWN_EXPONENT (the
-agent hands it to the simulated job, simjob --pace-file), so energy per step falls as the limit
-does, as Zeus measured on real boards (a simple stand-in, not Zeus's per-family curves).
+default, as a datasheet TDP is), and a limit caps the power it reports. A simulated board has no
+physics of its own for a limit: a job on boards held below their default runs at the speed its
+round planned it at under that limit (the assignment's `power_limit_speed`, the control plane's
+power-limit model for that workload; the agent hands it to the simulated job, simjob
+--pace-file), so a demo's or a test's measurements taken at a limit agree with the model that
+reads them back (scheduler/dispatch/at_default_limit.py). How far the model is from real boards
+is measured against Zeus (docs/power_limits.md) and exercised by `simulate`, whose truth deviates.
 `refuse_limits` makes setting one fail as NVML does without root, to show refusals end to end.
 """
 import random
@@ -26,9 +29,6 @@ BUSY_UTILIZATION = 0.9
 #: The lowest limit a simulated board allows, as a fraction of its default (real boards: about
 #: 0.33 (V100) to 0.5 (P100) of their TDP).
 MIN_LIMIT_FRACTION = 0.4
-#: How a job's pace follows a limit below its GPU's draw: 0.5 gives 0.73 at half the draw's
-#: square (150 W on a board drawing 280 W), saving about a quarter of the energy per step.
-SLOWDOWN_EXPONENT = 0.5
 #: Why a simulated GPU refuses every limit under --refuse-power-limits (NVML's words without root).
 NO_PERMISSION = "Insufficient Permissions (simulated: setting a power limit needs root)"
 #: What a simulated node reports as its GPU driver: fixed, so it never looks like a change.
@@ -144,13 +144,12 @@ class SimulatedBackend:
     def power_limit(self, index: int) -> float | None:
         return self._limits.get(index)
 
-    def pace(self, indexes) -> float:
-        """The pace of a job on these GPUs under their limits (1: full speed): the slowest GPU's."""
-        paces = []
-        for index in indexes:
-            draw = self._devices[index][1].power_at(BUSY_UTILIZATION)
-            paces.append(min(1.0, (self._limits[index] / draw) ** SLOWDOWN_EXPONENT) if draw > 0 else 1.0)
-        return min(paces, default=1.0)
+    def pace(self, indexes, planned_speed: float | None) -> float:
+        """The pace of a job on these GPUs (1: full speed): the speed planned under their limits
+        where any of them is held below its default (a refused limit left it at the default: full
+        speed), 1 where none is or nothing was planned."""
+        held = any(self._limits[index] < self._devices[index][0].power_limit_default_w for index in indexes)
+        return planned_speed if held and planned_speed is not None else 1.0
 
     def set_power_limit(self, index: int, watts: float) -> None:
         info = self._devices[index][0]

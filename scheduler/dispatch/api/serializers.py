@@ -130,3 +130,8 @@ class AssignmentSerializer(serializers.Serializer):
         help_text="The power limit for each GPU of gpu_indexes, in the same order, W (null: the board's default). "
                   "A change of limit alone does not restart the job.",
     )
+    power_limit_speed = serializers.FloatField(
+        allow_null=True,
+        help_text="The fraction of its default-limit throughput the round planned the job at under those limits "
+                  "(null: at the default). Real GPUs slow the job themselves; a simulated node runs it at this speed.",
+    )

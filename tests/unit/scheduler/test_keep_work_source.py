@@ -32,6 +32,7 @@ def spec_of(problem, job):
     return next(spec for spec in problem.jobs if spec.id == str(job.pk))
 
 
+@pytest.mark.usefixtures("default_power_limits")  # figures hand-checked at the default limit
 def test_a_running_job_carries_what_a_move_would_throw_away(measured, alice, resnet50):
     """100 steps since the checkpoint at 10 steps/s (the allocation's prediction) = 10 s, + 30 s
     catalog restart overhead = 40 s at 300 W = 12000 J over 2000 steps left (200 s) x 1.2 + 50 W."""
@@ -47,6 +48,7 @@ def test_a_running_job_carries_what_a_move_would_throw_away(measured, alice, res
     assert spec_of(problem, waiting).move_penalty_w is None and spec_of(problem, waiting).work_at_risk == 0.0
 
 
+@pytest.mark.usefixtures("default_power_limits")  # figures hand-checked at the default limit
 def test_rate_power_cool_down_preemptions_and_moves_come_from_the_job_and_its_allocations(measured, alice, resnet50):
     job = submit(alice, resnet50, total_steps=2500)
     services.scheduling_round_run(trigger="manual")

@@ -142,7 +142,9 @@ def test_telemetry_measurement_is_sent_to_p2(unmeasured, alice, agent, broker, d
         job_progress_report(agent_user=agent, job_id=job.pk, status="running", steps=10, steps_per_s=2.9,
                             now=timezone.now())
     measurement = Measurement.objects.get(source="telemetry")
-    assert measurement.throughput == 2.9
+    # placed below its default limit: recorded at the default, by the speed its round planned there
+    planned = Allocation.objects.get(job=job).power_limit_speed
+    assert planned < 1 and measurement.throughput == pytest.approx(2.9 / planned)
     assert broker.of("catalog.tasks.prediction_refine") == [([measurement.pk, job.pk], {}, None)]
 
 

@@ -16,12 +16,6 @@ from scheduler.problem_source import problem_from_database
 from telemetry.models import Gpu
 
 
-@pytest.fixture(autouse=True)
-def limits_on(db):
-    """Power limits are an operator's opt-in (SolverConfig.power_limits, off by default)."""
-    SolverConfig.objects.update_or_create(pk=SolverConfig.SINGLETON_PK, defaults={"power_limits": True})
-
-
 def running_job(owner, workload, gpu, limit=None):
     job = services.job_submit(owner=owner, workload=workload, min_throughput=5.0, max_gpus=1).job
     for step in ("placed", "running"):
@@ -80,8 +74,8 @@ def test_the_current_placement_carries_the_limit_its_gpus_run_at(measured, alice
     assert current[str(other.pk)].power_limit_w is None
 
 
-def test_the_setting_is_off_by_default_and_changing_it_is_audited(measured, root):
-    assert SolverConfig().power_limits is False
+def test_the_setting_is_on_by_default_and_changing_it_is_audited(measured, root):
+    assert SolverConfig().power_limits is True and SolverConfig.load().power_limits is True
     services.solver_config_update(by=root, values={"power_limits": False})
     change = SolverConfigChange.objects.get(field="power_limits")
     assert (change.old_value, change.new_value, change.changed_by) == ("True", "False", root)
@@ -91,20 +85,38 @@ def test_the_setting_is_off_by_default_and_changing_it_is_audited(measured, root
 def test_a_new_allocation_carries_its_limit(measured, alice, resnet50):
     job = services.job_submit(owner=alice, workload=resnet50, min_throughput=5.0, max_gpus=1).job
     run = SolveRun.objects.create(solver="ilp", trigger="manual")
-    services._apply(decision(placement(job, measured[0], 210.0)), run, timezone.now())
+    services._apply(decision(placement(job, measured[0], 210.0)), run, timezone.now(), speeds={str(job.pk): 0.91})
     row = Allocation.objects.get(job=job)
-    assert row.power_limit_w == 210.0 and row.end is None
+    assert (row.power_limit_w, row.power_limit_speed, row.end) == (210.0, 0.91, None)
     assert Job.objects.get(pk=job.pk).state == "placed"
+
+
+def test_a_round_keeps_the_speed_its_predictions_planned_under_the_limit(measured, alice, resnet50):
+    """The fraction on the row is the predictions' own answer at the chosen limit (what a
+    simulated node then runs at), and none is kept for a job at the default."""
+    job = services.job_submit(owner=alice, workload=resnet50, min_throughput=5.0, max_gpus=1).job
+    services.scheduling_round_run(trigger="manual")
+    row = Allocation.objects.get(job=job)
+    problem = problem_from_database(SolverConfig.load())
+    assert row.power_limit_w is not None and row.power_limit_w < row.gpu.gpu_type.tdp_w
+    speed, _ = problem.predictions.at_power_limit(resnet50.name, "v100", row.power_limit_w)
+    assert row.power_limit_speed == pytest.approx(speed) and 0 < speed <= 1
+    services.solver_config_update(by=None, values={"power_limits": False})
+    services.job_transition(job=job, to="cancelled", reason="test")
+    other = services.job_submit(owner=alice, workload=resnet50, min_throughput=5.0, max_gpus=1).job
+    services.scheduling_round_run(trigger="manual")
+    assert Allocation.objects.filter(job=other).values_list("power_limit_w", "power_limit_speed").get() == (None, None)
 
 
 def test_a_change_of_the_limit_alone_updates_the_running_allocation_in_place(measured, alice, resnet50):
     job = running_job(alice, resnet50, measured[0])
     before = Allocation.objects.get(job=job)
     run = SolveRun.objects.create(solver="ilp", trigger="manual")
-    services._apply(decision(placement(job, measured[0], 210.0)), run, timezone.now())
+    services._apply(decision(placement(job, measured[0], 210.0)), run, timezone.now(), speeds={str(job.pk): 0.9})
     after = Allocation.objects.get(job=job)  # still one row: the same one, open
     assert (after.pk, after.start, after.end) == (before.pk, before.start, None)
-    assert (after.power_limit_w, after.predicted_throughput, after.predicted_power_w) == (210.0, 9.0, 210.0)
+    assert (after.power_limit_w, after.power_limit_speed, after.predicted_throughput, after.predicted_power_w) == (
+        210.0, 0.9, 9.0, 210.0)
     assert Job.objects.get(pk=job.pk).state == "running"
     assert not JobInterruption.objects.filter(job=job).exists()
 

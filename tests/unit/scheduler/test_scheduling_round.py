@@ -31,6 +31,7 @@ def submit(owner, workload, tmin, dj=1, priority=0):
     return services.job_submit(owner=owner, workload=workload, min_throughput=tmin, max_gpus=dj, priority=priority).job
 
 
+@pytest.mark.usefixtures("default_power_limits")  # figures hand-checked at the default limit
 def test_round_places_jobs_on_the_cheapest_gpus_meeting_t_min(measured, alice, resnet50, lm):
     fast_needed = submit(alice, resnet50, tmin=8)  # only V100 reaches 8/s
     k80_will_do = submit(alice, lm, tmin=15)  # K80 (150 W) beats V100 (300 W)
@@ -139,6 +140,7 @@ def test_submit_and_cancel_ask_for_one_debounced_round_after_commit(alice, resne
     assert broker.of(round_task)[-1] == ([], {"trigger": "cancel"}, 2.0)
 
 
+@pytest.mark.usefixtures("default_power_limits")  # figures hand-checked at the default limit
 def test_round_with_the_cells_solver(measured, alice, resnet50, lm):
     submit(alice, resnet50, tmin=8)
     submit(alice, lm, tmin=15)
@@ -324,11 +326,13 @@ def test_opening_allocations_writes_the_partner_links_in_one_insert(measured, al
     gpus = list(Gpu.objects.filter(gpu_type__name="v100")[:2])
     placement = opt.Placement(job_id=str(job.pk), gpu_type="v100", gpu_ids=tuple(str(g.pk) for g in gpus),
                               consolidated=True, partners=tuple(str(p.pk) for p in partners), predicted_throughput=5.0,
-                              predicted_power_w=100.0)
+                              predicted_power_w=100.0, power_limit_w=240.0)
     run = SolveRun.objects.create(solver="ilp", trigger="manual")
     with django_assert_num_queries(2):
-        services._open_allocations([(job, placement, frozenset(p.pk for p in partners))], run, timezone.now())
+        services._open_allocations([(job, placement, frozenset(p.pk for p in partners))], run, timezone.now(),
+                                   {str(job.pk): 0.93})
     rows = Allocation.objects.filter(job=job)
     assert {(row.gpu_id, frozenset(row.partners.values_list("pk", flat=True))) for row in rows} == {
         (g.pk, frozenset(p.pk for p in partners)) for g in gpus
     }
+    assert {(row.power_limit_w, row.power_limit_speed) for row in rows} == {(240.0, 0.93)}

@@ -42,6 +42,7 @@ def measured(resnet50, v100):
                                observed_at=timezone.now())
 
 
+@pytest.mark.usefixtures("default_power_limits")  # figures hand-checked at the default limit
 def test_a_jobs_life_is_one_line_per_step(node1, alice, agent, resnet50, measured, activity, committed):
     with committed():
         job = job_submit(owner=alice, workload=resnet50, min_throughput=8, max_gpus=1, total_steps=500).job

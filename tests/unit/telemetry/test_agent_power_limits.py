@@ -229,7 +229,7 @@ def test_an_observer_never_sets_a_limit(tmp_path):
     observed.stop()
 
 
-# --- the simulated node: a limit caps power and slows its simulated job
+# --- the simulated node: a limit caps power and slows its simulated job as its round planned
 
 
 def test_a_simulated_job_slows_under_a_limit_without_a_restart(plane, tmp_path):
@@ -245,14 +245,36 @@ def test_a_simulated_job_slows_under_a_limit_without_a_restart(plane, tmp_path):
     try:
         assert wait_for(lambda: 6 in agent._running and pace.exists() and float(pace.read_text()) == 1.0)
         pid = agent._running[6][1].pid
-        plane.assignments = [assignment(6, "", total_steps=100_000, power_limits_w=[150.0])]
+        plane.assignments = [assignment(6, "", total_steps=100_000, power_limits_w=[150.0], power_limit_speed=0.83)]
         assert wait_for(lambda: float(pace.read_text()) < 1)
-        assert float(pace.read_text()) == pytest.approx((150 / 275) ** 0.5, abs=1e-6)  # the busy board draws 275 W
+        assert float(pace.read_text()) == pytest.approx(0.83, abs=1e-6)  # the speed its round planned at 150 W
         assert agent._running[6][1].pid == pid and backend.power_limit(0) == 150
     finally:
         agent.stop()
         thread.join(timeout=15)
     assert backend.power_limit(0) == 300  # the default is back
+
+
+def test_a_simulated_board_slows_only_while_it_holds_a_limit_below_its_default():
+    types = {"v100": SimulatedType("v100", 16, ((0.0, 50.0), (1.0, 300.0)))}
+    backend = SimulatedBackend(hostname="n", layout=[("v100", 2)], types=types)
+    backend.open()
+    assert backend.pace([0, 1], 0.8) == 1.0  # both at their default: full speed whatever was planned
+    backend.set_power_limit(1, 180.0)
+    assert backend.pace([0, 1], 0.8) == 0.8 and backend.pace([0], 0.8) == 1.0
+    assert backend.pace([1], None) == 1.0  # nothing planned (a control plane before the field)
+    refusing = SimulatedBackend(hostname="n", layout=[("v100", 1)], types=types, refuse_limits=NO_PERMISSION)
+    refusing.open()
+    with pytest.raises(PowerLimitRefused):
+        refusing.set_power_limit(0, 180.0)
+    assert refusing.pace([0], 0.8) == 1.0  # the refused limit left it at its default
+
+
+@pytest.mark.parametrize("value,read", [(0.8, 0.8), (1, 1.0), (None, None), (0, None), (1.2, None), (-0.5, None),
+                                        ("0.8", None), (True, None)])
+def test_an_assignment_takes_a_planned_speed_in_0_1_or_none(value, read):
+    item = assignment(6, "", power_limits_w=[150.0], power_limit_speed=value)
+    assert Assignment.from_api(item).power_limit_speed == read
 
 
 @pytest.mark.parametrize("text,pace", [("0.5\n", 0.5), ("1", 1.0), ("0", 1.0), ("1.5", 1.0), ("fast", 1.0)])

@@ -41,14 +41,17 @@ def test_assignments_list_the_nodes_open_allocations_with_command_and_gpus(clien
         "command": "train.sh", "environment": {"EPOCHS": "3"}, "total_steps": 500, "steps_done": 0,
         "resume_step": 0, "resume_checkpoint": "", "preemption_grace_s": 60,
         "placed_at": Job.objects.get(pk=job.pk).placed_at.isoformat(), "power_limits_w": [None, None],
+        "power_limit_speed": None,
     }
 
 
 def test_an_assignment_carries_the_power_limit_of_each_of_its_gpus(client_for, agent, node1, gpus, alice, resnet50):
     job = placed_job(alice, resnet50, gpus[1:3])
-    Allocation.objects.filter(job=job, gpu=gpus[2]).update(power_limit_w=180.0)  # the round's apply step writes it
+    Allocation.objects.filter(job=job).update(power_limit_w=180.0, power_limit_speed=0.88)  # as the round writes
+    Allocation.objects.filter(job=job, gpu=gpus[1]).update(power_limit_w=None)
     (item,) = client_for(agent).get(f"/api/nodes/{node1.pk}/assignments/").json()
     assert item["gpu_indexes"] == [1, 2] and item["power_limits_w"] == [None, 180.0]
+    assert item["power_limit_speed"] == 0.88
 
 
 def test_an_assignment_lists_the_workloads_of_all_the_jobs_sharing_its_gpu(client_for, agent, node1, gpus, alice,

@@ -59,6 +59,7 @@ def test_a_new_round_alone_keeps_the_cached_sweep(browser_for, alice, cluster, d
     assert sweep_of_now(client)["sweep"] == first
 
 
+@pytest.mark.usefixtures("default_power_limits")  # figures hand-checked at the default limit
 def test_points_solved_by_the_task_complete_the_sweep(browser_for, alice, cluster, submit, dispatched):
     submit(alice, min_throughput=3.0)  # one GPU: 4 steps/s, two: 7.5 (surplus capped at 1 x T_min)
     client = browser_for(alice)
@@ -89,6 +90,7 @@ def solved_sweep(client):
     return client.get(reverse("dashboard:tradeoff-sweep-detail", args=[sweep_id])).json()
 
 
+@pytest.mark.usefixtures("default_power_limits")  # figures hand-checked at the default limit
 def test_a_sweep_whose_settings_all_give_one_decision_says_so(browser_for, alice, cluster, submit, dispatched):
     """Only two GPUs meet T_min 5 (one gives 4 steps/s): every setting places the job on both,
     so the 21 points are one marker and the page is told, not left to show "21 points"."""
@@ -111,6 +113,7 @@ def test_preview_lists_moves_and_changes_nothing(browser_for, alice, cluster, su
     assert SolverConfig.load().base_energy_weight == 1.0
 
 
+@pytest.mark.usefixtures("default_power_limits")  # figures hand-checked at the default limit
 def test_preview_hides_other_tenants_jobs(browser_for, alice, bob, cluster, submit):
     submit(bob, max_gpus=1)
     data = post(browser_for(alice), "dashboard:tradeoff-preview", SETTINGS).json()
@@ -130,6 +133,7 @@ def placed_on(job, gpus, stored_throughput, placed_ago_s=3600):
     return job
 
 
+@pytest.mark.usefixtures("default_power_limits")  # figures hand-checked at the default limit
 def test_preview_compares_by_todays_predictions_and_its_moves_account_for_the_change(browser_for, alice, cluster,
                                                                                        submit):
     """The figures stored with an allocation are the placing round's predictions (here 9 steps/s,
