@@ -7,10 +7,6 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 
-#: Replicas a service may ask for, at most.
-MAX_REPLICAS = 64
-MAX_BATCH_SIZE = 65536
-
 
 class ServiceState(models.TextChoices):
     ACTIVE = "active", "Active"

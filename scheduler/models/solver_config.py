@@ -6,6 +6,7 @@ from django.db import models
 
 from ..optimizer.problem import MAX_THETA, THETA_REFUSED
 from ..optimizer.registry import SOLVER_CHOICES
+from ..serving.latency import DEFAULT_MARGIN
 
 BACKEND_CHOICES = [("highs", "HiGHS (highspy)"), ("cbc", "CBC (bundled with PuLP)")]
 # Upper bounds of the weights: far beyond any useful setting, and low enough that the
@@ -92,7 +93,7 @@ class SolverConfig(models.Model):
         help_text="Inference services' replicas are admitted before every training job (docs/services.md).",
     )
     service_latency_margin = models.FloatField(
-        default=0.2, validators=[MinValueValidator(0), MaxValueValidator(1)],
+        default=DEFAULT_MARGIN, validators=[MinValueValidator(0), MaxValueValidator(1)],
         help_text="Services are planned for P99 <= bound / (1 + margin): co-location only where that holds.",
     )
     topology_isolation = models.BooleanField(default=False, help_text="Tenants never share a PCIe switch.")

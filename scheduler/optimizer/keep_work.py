@@ -22,8 +22,8 @@ A service replica (JobSpec.service, docs/services.md) has no steps to redo: what
 is done. A move still restarts it, and while it restarts it drops the requests in flight and
 leaves its share of the traffic to its other replicas, against a latency SLO; so its
 `move_penalty_w` is SERVICE_MOVE_FACTOR times what a training job pays for the same restart
-(service_move_penalty_w): a round moves a replica to save energy only where the saving is four
-times what would move a training job. (Where a replica and its training partner must part,
+(service_move_penalty_w): a round moves a replica to save energy only where the saving is one and
+a half times what would move a training job. (Where a replica and its training partner must part,
 placement.py keeps the replica on its GPU; candidates.py stops keeping a shared GPU where the
 replica misses its T_min.)
 
@@ -43,8 +43,11 @@ from .problem import JobSpec, SolverSettings
 # back and forth as the load rose and fell (docs/optimization.md).
 MOVE_HORIZON_S = 3600.0
 #: A replica's move costs this many times a training job's move of the same restart overhead
-#: and power: dropped requests and a latency spike are worse than a training job's lost time.
-SERVICE_MOVE_FACTOR = 4.0
+#: and power: dropped requests and a latency spike are worse than a training job's lost time. At 4,
+#: replicas stayed alone where a training partner could have joined them (simulate --services:
+#: the serving GPUs' utilisation 1.76 x dedicated's on seed 0); at 1 and 2 the 3x spike took three
+#: rounds to absorb; at 1.5 it took two on seeds 0-2 (docs/simulation.md, issue 21's figures).
+SERVICE_MOVE_FACTOR = 1.5
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,8 @@ LN_100 = math.log(100.0)
 CALIBRATION_BOUNDS = (0.2, 5.0)
 #: Weight of the newest report's ratio in the calibration (exponential smoothing).
 CALIBRATION_ALPHA = 0.3
+#: The SLO margin a round plans with unless the operator sets another (SolverConfig.service_latency_margin).
+DEFAULT_MARGIN = 0.2
 
 
 def p99_ms(steps_per_s: float, arrival_rps: float, batch_size: int, calibration: float = 1.0) -> float:

@@ -7,8 +7,8 @@ from gogh_web.api.strict import StrictFieldsMixin
 
 from ..api.serializers import EnvironmentField, HiddenValuesField, WorkloadByName
 from ..models import Job, Service, ServiceTraffic
-from ..models.services import MAX_BATCH_SIZE, MAX_REPLICAS
 from .latency import target_ms
+from .validation import MAX_BATCH_SIZE, MAX_REPLICAS
 
 
 class ServiceCreateSerializer(StrictFieldsMixin, serializers.Serializer):

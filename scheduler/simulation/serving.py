@@ -5,9 +5,10 @@ service, the rates its replicas reported over the last round (the trace with mea
 TELEMETRY_NOISE, one sample a minute) -> forecast.forecast_rate over the observed history ->
 latency.calibrated from the P99 the service reported (the truth's worst replica of the latest
 minute, with the same noise) against the P99 the model predicted at its replicas' predicted speeds
--> replicas.plan_replicas for the forecast (times 1 + RATE_HEADROOM there; the fastest single-GPU speed the
-policy predicts for the workload, margin SERVICE_MARGIN) -> that many replica jobs, each with the
-plan's steps/s as its T_min (plan_replicas caps it at that fastest speed: a plan beyond it still runs).
+-> replicas.plan_replicas for the forecast (times 1 + RATE_HEADROOM there; the fastest single-GPU
+speed the policy predicts for the workload, margin latency.DEFAULT_MARGIN, the setting's default)
+-> that many replica jobs, each with the plan's steps/s as its T_min (plan_replicas caps it at that
+fastest speed: a plan beyond it still runs).
 
 Dedicated (`dedicated`, as operators provision without GOGH): each service gets, for the whole
 run, the replicas plan_replicas gives at its diurnal peak rate with its true speed and true
@@ -23,15 +24,13 @@ import random
 from dataclasses import dataclass, field
 
 from scheduler.serving.forecast import DAYS, NOW_WINDOW_S, WINDOW_S, forecast_rate
-from scheduler.serving.latency import calibrated, p99_ms
+from scheduler.serving.latency import DEFAULT_MARGIN, calibrated, p99_ms
 from scheduler.serving.replicas import ReplicaPlan, plan_replicas
 
 from .jobs import SimJob
 from .service_watch import ServiceWatch
 from .services import DAY_S, MINUTE_S, SimService
 
-#: SolverConfig.service_latency_margin's default.
-SERVICE_MARGIN = 0.2
 #: SolverConfig.services_first's default: replicas are admitted before training jobs.
 SERVICES_FIRST = True
 #: Relative noise of a reported rate and P99.
@@ -91,7 +90,7 @@ class ServiceLoop:
             s.plan = plan_replicas(
                 rate_rps=rate, bound_ms=service.bound_ms, batch_size=service.batch_size,
                 min_replicas=service.min_replicas, max_replicas=service.max_replicas,
-                best_steps_per_s=best_speed(service.workload), calibration=s.calibration, margin=SERVICE_MARGIN,
+                best_steps_per_s=best_speed(service.workload), calibration=s.calibration, margin=DEFAULT_MARGIN,
             )
         return {sid: s.plan for sid, s in self.state.items()}
 
@@ -106,7 +105,7 @@ def dedicated_plan(service: SimService, true_best_speed: float) -> ReplicaPlan:
     return plan_replicas(
         rate_rps=service.peak_rps, bound_ms=service.bound_ms, batch_size=service.batch_size,
         min_replicas=service.min_replicas, max_replicas=service.max_replicas, best_steps_per_s=true_best_speed,
-        calibration=service.calibration, margin=SERVICE_MARGIN,
+        calibration=service.calibration, margin=DEFAULT_MARGIN,
     )
 
 

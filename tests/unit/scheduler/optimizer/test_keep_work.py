@@ -45,6 +45,19 @@ def test_the_move_penalty_is_the_lost_energy_over_the_remaining_time_with_the_ma
     assert spec.work_at_risk == pytest.approx(80.0 * 2)
 
 
+def test_a_replicas_move_costs_one_and_a_half_times_a_training_jobs_of_the_same_restart():
+    """By hand: nothing to redo, 30 s of restart at 300 W over the 600 s cool-down = 15 W, x 1.2
+    hysteresis + 50 W = 68 W for a training job; a replica pays 1.5 x 68 = 102 W."""
+    restart_only = work(steps_since_checkpoint=0.0, remaining_steps=None)
+    training, replica = keep_work(
+        [(job(1, current=(["g0"], [])), restart_only), (replace(job(2, current=(["g1"], [])), service=True),
+                                                         restart_only)],
+        SETTINGS,
+    )
+    assert training.move_penalty_w == pytest.approx(68.0)
+    assert replica.move_penalty_w == pytest.approx(102.0)
+
+
 def test_unknown_rate_counts_all_time_since_placed_and_unknown_remaining_pays_back_within_the_cool_down():
     (spec,) = keep_work([(job(1, current=(["g0"], [])), work(steps_per_s=None, placed_s_ago=900.0))], SETTINGS)
     # redo 900 s + 30 s at 300 W over the 600 s cool-down

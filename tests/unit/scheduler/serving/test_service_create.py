@@ -5,9 +5,9 @@ from django.core.exceptions import ValidationError
 
 from scheduler.lifecycle import JobState
 from scheduler.models import Job, Service
-from scheduler.models.services import MAX_REPLICAS
 from scheduler.serving import latency
 from scheduler.serving.services import service_create
+from scheduler.serving.validation import MAX_REPLICAS
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("without_rate_headroom")]
 
