@@ -8,8 +8,12 @@ and the next rounds would price every limit from that lower base, round after ro
 divided by the same fractions the optimiser applies: the power-limit model
 (catalog.predictors.power_limits) at the same limit, with the same draw at the default (the
 catalog's power of the workload alone on the type), so that planning the job again at that
-limit predicts what was measured. The limit is the one the job's GPUs report in force (the
-lowest of them: a multi-GPU job moves at its slowest GPU's pace), else the one the round set."""
+limit predicts what was measured. The limit is the one the round set (the agent applies it within
+a poll of its assignments, and the job slows at once), except where the board refused it or none
+was set: then the one it reports in force (a refusing board ran at its default; a limit set
+outside GOGH slows the job as well). The lowest of the job's GPUs counts: a multi-GPU job moves
+at its slowest GPU's pace. The limit in force as last reported lags by up to a heartbeat: a board
+reports a new limit an interval after its job slowed under it."""
 from collections.abc import Iterable
 
 #: A limit within this fraction of the default counts as the default (NVML rounds to whole W).
@@ -21,7 +25,8 @@ def limit_of(allocations: Iterable) -> float | None:
     limits = []
     for allocation in allocations:
         gpu = allocation.gpu
-        limit = gpu.power_limit_w if gpu.power_limit_w is not None else allocation.power_limit_w
+        asked = allocation.power_limit_w is not None and not gpu.power_limit_error
+        limit = allocation.power_limit_w if asked else gpu.power_limit_w
         default = gpu.power_limit_default_w or gpu.gpu_type.tdp_w
         if limit is not None and default and limit < AT_DEFAULT * default:
             limits.append(limit)

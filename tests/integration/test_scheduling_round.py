@@ -40,9 +40,10 @@ def test_worker_runs_a_scheduling_round(worker, alice, v100, k80, resnet50, monk
 def test_a_worker_round_with_theta_three_puts_three_jobs_on_one_gpu(worker, alice, v100, resnet50, monkeypatch):
     """theta 3 in the settings: ResNet-50 does 10/s alone and 8/s next to another ResNet-50
     (measured pair); next to two, by the additive-slowdown estimate, 6.67/s >= T_min 5: the
-    three jobs share the one GPU, each allocation naming the other two."""
+    three jobs share the one GPU, each allocation naming the other two (at the default limit, as
+    hand-checked)."""
     monkeypatch.setattr(services, "scheduling_round_request", lambda **kwargs: None)
-    services.solver_config_update(by=None, values={"theta": 3})
+    services.solver_config_update(by=None, values={"theta": 3, "power_limits": False})
     node = Node.objects.create(hostname="v100-g", approved_at=timezone.now())
     gpu = Gpu.objects.create(node=node, index=0, uuid="GPU-g0", gpu_type=v100)
     now = timezone.now()

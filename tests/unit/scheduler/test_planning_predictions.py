@@ -323,7 +323,7 @@ def test_p2_refines_the_jobs_own_record_and_is_live(db, settings, tmp_path):
     assert PredictionRecord.objects.filter(job_id=1).get() == other  # never touched by others' telemetry
 
 
-def _report_at_limit(job, agent, gpu_limit_w, allocation_limit_w, steps_per_s=2.0):
+def _report_at_limit(job, agent, gpu_limit_w, allocation_limit_w, steps_per_s=2.0, refused=""):
     from scheduler.dispatch.progress import job_progress_report
 
     allocation = Allocation.objects.select_related("gpu__node", "gpu__gpu_type").get(job=job)
@@ -331,7 +331,7 @@ def _report_at_limit(job, agent, gpu_limit_w, allocation_limit_w, steps_per_s=2.
     gpu = allocation.gpu
     gpu.node.agent = agent
     gpu.node.save()
-    gpu.power_limit_default_w, gpu.power_limit_w = gpu.gpu_type.tdp_w, gpu_limit_w
+    gpu.power_limit_default_w, gpu.power_limit_w, gpu.power_limit_error = gpu.gpu_type.tdp_w, gpu_limit_w, refused
     gpu.save()
     job_progress_report(agent_user=agent, job_id=job.pk, status="running", steps=10, steps_per_s=steps_per_s,
                         now=timezone.now())
@@ -350,13 +350,26 @@ def test_a_measurement_below_the_default_limit_is_recorded_as_at_the_default(unm
     assert speed < 1 and Measurement.objects.get(source="telemetry").throughput == pytest.approx(2.0 / speed)
 
 
-def test_the_limit_in_force_counts_not_the_one_asked_for(unmeasured, alice, agent):
+def test_a_board_that_refused_the_limit_ran_at_the_one_in_force(unmeasured, alice, agent):
     """A board that refused the limit ran at its default: its measurement is recorded as it is."""
     job = services.job_submit(owner=alice, workload=unmeasured, min_throughput=1, max_gpus=1).job
     services.scheduling_round_run(trigger="manual")
     gpu_type = Allocation.objects.get(job=job).gpu.gpu_type
-    _report_at_limit(job, agent, gpu_limit_w=gpu_type.tdp_w, allocation_limit_w=0.7 * gpu_type.tdp_w)
+    _report_at_limit(job, agent, gpu_limit_w=gpu_type.tdp_w, allocation_limit_w=0.7 * gpu_type.tdp_w,
+                     refused="Insufficient Permissions")
     assert Measurement.objects.get(source="telemetry").throughput == 2.0
+
+
+def test_the_limit_asked_for_counts_before_a_heartbeat_reports_it(unmeasured, alice, agent):
+    """The agent applies the limit within a poll and the job slows at once; the board's report of
+    it comes a heartbeat later. Read as the old default, the measurement would be learnt slow."""
+    job = services.job_submit(owner=alice, workload=unmeasured, min_throughput=1, max_gpus=1).job
+    services.scheduling_round_run(trigger="manual")
+    gpu_type = Allocation.objects.get(job=job).gpu.gpu_type
+    limit = 0.7 * gpu_type.tdp_w
+    _report_at_limit(job, agent, gpu_limit_w=gpu_type.tdp_w, allocation_limit_w=limit)
+    speed = default_model().at_power_limit("New", gpu_type.name, limit)[0]
+    assert speed < 1 and Measurement.objects.get(source="telemetry").throughput == pytest.approx(2.0 / speed)
 
 
 def test_a_measurement_at_a_limit_the_model_does_not_know_is_not_recorded(unmeasured, alice, agent):
