@@ -9,13 +9,16 @@ of low-priority jobs outweighs one of higher priority. Fairness adds at most hal
 worth to a level, so it only breaks ties between equally many admitted jobs. So does the work
 at risk (keep_work.py): within a level, RISK_SHARE of a job's worth shared in proportion to the
 GPU-seconds each placed job would lose if stopped, so that where a level cannot keep all of its
-jobs (a higher priority preempts it) those losing the least work are the ones left out. And so
-does fair share over time (fair_share.py): within a level, FAIR_SHARE_SHARE of a job's worth
-shared in proportion to how far each job's tenant factor stands above the level's lowest, so
-that where a level cannot admit all of its jobs those of tenants that used less of their share
-go first. All three bonuses together stay below one job's worth (0.5 + 0.2 + 0.2): counts and
-levels stay lexicographic. With equal factors in a level (all 1.0 while nothing is accounted)
-the fair-share bonus is zero and nothing changes.
+jobs (a higher priority preempts it) those losing the least work are the ones left out.
+
+Fair share over time (fair_share.py) weighs more than a tie-break, as Slurm's fair-share factor
+orders its queue: each job gains FAIR_SHARE_WEIGHT of a job's worth per unit its tenant's factor
+stands above the level's lowest, so a job of a tenant that used none of its share (factor 1)
+next to one that used far more (factor near 0) is worth up to 1.5 jobs, and three such jobs
+outweigh four of the tenant ahead; more jobs still win beyond that (an operator's count of jobs
+running is not given away for fair share). Each level is worth more than all lower levels'
+values together, bonuses included (twice their sum plus one), so levels stay lexicographic.
+With equal factors in a level (all 1.0 while nothing is accounted) the fair-share bonus is zero.
 """
 from collections import Counter, defaultdict
 from dataclasses import replace
@@ -24,7 +27,7 @@ from .problem import JobSpec
 
 FAIRNESS_SHARE = 0.5
 RISK_SHARE = 0.2  # with FAIRNESS_SHARE below one job's worth: ties only
-FAIR_SHARE_SHARE = 0.2  # with the two above, 0.9 of one job's worth at most: still ties only
+FAIR_SHARE_WEIGHT = 0.5  # of a job's worth per unit of factor above the level's lowest (factors are in [0, 1])
 
 
 def admission_values(jobs: tuple[JobSpec, ...], fairness: bool, placeable: list[bool]) -> list[float]:
@@ -32,30 +35,27 @@ def admission_values(jobs: tuple[JobSpec, ...], fairness: bool, placeable: list[
     for j, job in enumerate(jobs):
         if placeable[j]:
             by_level[job.priority].append(j)
-    level_value: dict[int, float] = {}
+    values = [0.0] * len(jobs)
     below = 0.0
     for level in sorted(by_level):
-        level_value[level] = 1.0 + 2.0 * below
-        below += len(by_level[level]) * level_value[level]
-    values = [0.0] * len(jobs)
-    for level, members in by_level.items():
+        members = by_level[level]
+        level_value = 1.0 + 2.0 * below
         tenants = Counter(jobs[j].tenant for j in members)
         at_risk = sum(jobs[j].work_at_risk for j in members)
         share = _fair_share_bonuses([jobs[j].fair_share for j in members])
         for j, fair in zip(members, share, strict=True):
             bonus = FAIRNESS_SHARE / (len(members) * tenants[jobs[j].tenant]) if fairness else 0.0
             bonus += RISK_SHARE * jobs[j].work_at_risk / at_risk if at_risk > 0 else 0.0
-            values[j] = level_value[level] * (1.0 + bonus + fair)
+            values[j] = level_value * (1.0 + bonus + fair)
+        below += sum(values[j] for j in members)
     return values
 
 
 def _fair_share_bonuses(factors: list[float]) -> list[float]:
-    """FAIR_SHARE_SHARE split in proportion to each factor's excess over the lowest (all zero
-    when the factors are equal)."""
+    """FAIR_SHARE_WEIGHT per unit of each factor's excess over the lowest (all zero when the
+    factors are equal)."""
     lowest = min(factors)
-    excess = [f - lowest for f in factors]
-    total = sum(excess)
-    return [FAIR_SHARE_SHARE * e / total if total > 0 else 0.0 for e in excess]
+    return [FAIR_SHARE_WEIGHT * (f - lowest) for f in factors]
 
 
 def has_tie_breaks(jobs: tuple[JobSpec, ...]) -> bool:

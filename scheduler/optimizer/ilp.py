@@ -47,8 +47,8 @@ ADMISSION_SHARE = 0.5  # of the time limit, at most, for the admission phase (al
 # proves the most jobs admitted.
 ADMISSION_ABS_GAP = 0.99
 ADMISSION_ABS_GAP_FAIRNESS = 0.5
-# With work at risk or fair share (admission.RISK_SHARE, FAIR_SHARE_SHARE), which jobs a level
-# keeps is a tie-break in hundredths of a job: the gap must resolve it, or a solve stops at any
+# With work at risk or fair share (admission.RISK_SHARE, FAIR_SHARE_WEIGHT), which jobs a level
+# keeps turns on hundredths of a job: the gap must resolve them, or a solve stops at any
 # victims of the right count.
 ADMISSION_ABS_GAP_RISK = 0.01
 

@@ -1,6 +1,6 @@
 """Fair share orders admission within a priority level (admission.py): where a level cannot
-admit all of its jobs, those of tenants with the higher factor go first; levels and counts stay
-lexicographic, and equal factors change nothing."""
+admit all of its jobs, those of tenants with the higher factor go first, a job worth up to 1.5
+jobs of the level's lowest factor; levels stay lexicographic, and equal factors change nothing."""
 from dataclasses import replace
 
 import pytest
@@ -8,7 +8,7 @@ import pytest
 from scheduler.optimizer import get_solver
 from scheduler.optimizer.admission import (
     FAIRNESS_SHARE,
-    FAIR_SHARE_SHARE,
+    FAIR_SHARE_WEIGHT,
     RISK_SHARE,
     admission_values,
     has_tie_breaks,
@@ -54,12 +54,28 @@ def test_equal_factors_leave_the_values_as_they_were():
     assert not has_tie_breaks(p.jobs) and has_tie_breaks(contended(1).jobs)
 
 
-def test_the_bonuses_stay_below_one_job_and_rank_by_factor():
-    values = admission_values(contended(1).jobs, False, [True] * 3)
-    a, b, c = values
-    assert b == 1.0 and 1.0 < a < c  # the lowest factor gets no bonus
-    assert a + b + c - 3 == pytest.approx(FAIR_SHARE_SHARE)  # the level's bonuses together
-    assert FAIRNESS_SHARE + RISK_SHARE + FAIR_SHARE_SHARE < 1.0
+def test_each_job_gains_half_a_job_per_unit_of_factor_above_the_lowest():
+    a, b, c = admission_values(contended(1).jobs, False, [True] * 3)
+    # by hand: b (0.330) is the lowest; a 0.5 x (0.5 - 0.330) = 0.085; c 0.5 x (0.758 - 0.330) = 0.214
+    assert b == 1.0
+    assert a == pytest.approx(1.0 + FAIR_SHARE_WEIGHT * (0.5 - 2 ** -1.6)) == pytest.approx(1.0851, abs=1e-4)
+    assert c == pytest.approx(1.2140, abs=1e-4)
+
+
+def test_three_jobs_of_an_unused_share_outweigh_four_of_a_tenant_that_used_it_all_but_not_five():
+    fresh, spent = admission_values(contended(1, factors={"a": 1.0, "b": 0.0, "c": 0.0}).jobs, False, [True] * 3)[:2]
+    assert (fresh, spent) == (1.5, 1.0)
+    assert 3 * fresh > 4 * spent and 3 * fresh < 5 * spent
+
+
+def test_a_higher_level_outweighs_every_lower_job_with_every_bonus():
+    p = contended(1, priorities={"c": 1}, factors={"a": 1.0, "b": 0.0, "c": 0.0})
+    jobs = tuple(replace(j, work_at_risk=100.0) if j.tenant == "a" else j for j in p.jobs)
+    a, b, c = admission_values(jobs, True, [True] * 3)
+    # level 0: a 1 + 0.5 / 2 (fairness) + 0.2 (all the risk) + 0.5 (fair share) = 1.95, b 1.25
+    assert (a, b) == pytest.approx((1.95, 1.25))
+    assert c == pytest.approx((1 + 2 * (a + b)) * 1.5) and c > a + b
+    assert FAIRNESS_SHARE + RISK_SHARE < 1.0
 
 
 @pytest.mark.parametrize("solver", ["ilp", "genetic"])
