@@ -283,6 +283,9 @@ def format_table(report: dict) -> str:
             ages = ", ".join(f"{b}: {e:.1%}" for b, e in m["prediction_mape_by_gpu_age"].items()) or "-"
             lines.append(f"{name}: power-limit share {m['power_limit_share']:.1%}; per-board MAPE by board age: "
                          f"{ages}; slow board flagged after {m['slow_gpu_flagged_after_h']} h")
+    if report.get("scenario", {}).get("health_signals"):
+        lines += [f"{name}: work lost on failed boards {m['failed_gpu_work_lost_gpu_h']} GPU-h; at risk flagged "
+                  f"{m['at_risk_flagged_before_failure_h']} h before failure" for name, m in report["policies"].items()]
     lines += _service_lines(report)
     lines += [f"{key}: {value}" for key, value in report.get("comparison", {}).items()]
     return "\n".join(lines)

@@ -92,10 +92,12 @@ def test_a_failure_at_time_zero_is_accepted(tmp_path):
 
 
 def test_health_adds_its_failures_the_ablation_and_the_keys(tmp_path):
-    out = tmp_path / "x.json"
+    out, table = tmp_path / "x.json", StringIO()
     call_command("simulate", "--json", str(out), "--jobs", "2", "--quick", "--health",
-                 "--policies", "greedy_fastest,gogh_no_health", stdout=StringIO(), stderr=StringIO())
+                 "--policies", "greedy_fastest,gogh_no_health", stdout=table, stderr=StringIO())
     report = json.loads(out.read_text())
+    lost = report["policies"]["gogh_no_health"]["failed_gpu_work_lost_gpu_h"]
+    assert f"gogh_no_health: work lost on failed boards {lost} GPU-h; at risk flagged None h" in table.getvalue()
     signals = report["scenario"]["health_signals"]
     assert len(signals["warned"]) == 3 and signals["throttled"] not in signals["warned"]
     assert sorted(g for _, g in report["scenario"]["failures"]) == sorted(signals["warned"])
