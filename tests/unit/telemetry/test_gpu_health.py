@@ -130,3 +130,15 @@ def test_uploads_braked_for_the_sustained_time_plan_the_board_slower(client_for,
     health = Gpu.objects.get(uuid="GPU-node1-0").health
     assert health["throttled_speed"] == pytest.approx(0.8)
     assert plans_slower(health) == (pytest.approx(0.8), "throttled: hardware slowdown")
+
+
+def test_the_api_shows_an_uploaded_rise_as_at_risk_with_its_reason(client_for, agent, node1, alice):
+    now = timezone.now()
+    for seconds_ago, rows in ((60, 2), (0, 5)):
+        body = {**sample(), "ts": (now - timedelta(seconds=seconds_ago)).isoformat(), "remapped_rows": rows}
+        assert client_for(agent).post(URL, {"samples": [body]}, format="json").status_code == 201
+    gpu = Gpu.objects.get(uuid="GPU-node1-0")
+    health = client_for(alice).get(f"/api/gpus/{gpu.pk}/").json()["health"]
+    assert health["at_risk"] == "remapped rows rose from 2 to 5" and "throttled_speed" not in health
+    quiet = client_for(alice).get(f"/api/gpus/{Gpu.objects.get(uuid='GPU-node1-1').pk}/").json()["health"]
+    assert "at_risk" not in quiet
