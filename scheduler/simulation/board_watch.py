@@ -59,10 +59,11 @@ class BoardWatch:
         """Whether the round plans the board as flagged slow (GpuSpec.slow): the learning
         policies' tracker or the board's health flags it; policies that know the truth plan its
         speed and need no flag."""
-        return self.tracker is not None and (self.tracker.flag(gpu) is not None or bool(self._health_plan(gpu)[1]))
+        return self.tracker is not None and (self.tracker.flag(gpu) is not None or self._health_plan(gpu)[1])
 
     def read_health(self, alive, t: float) -> bool:
-        """Read each live signalled board's health at `t`; whether any board's plan changed."""
+        """Read each live signalled board's health at `t`; whether any board's plan (its speed, its
+        flag) changed: a reason that only counts one more row does not make the round solve."""
         if self.signals is None:
             return False
         changed = False
@@ -74,8 +75,9 @@ class BoardWatch:
             changed |= self._health_plan(gpu) != before
         return changed
 
-    def _health_plan(self, gpu: str) -> tuple[float, str]:
-        return plans_slower(self.health.get(gpu, {}))
+    def _health_plan(self, gpu: str) -> tuple[float, bool]:
+        speed, reason = plans_slower(self.health.get(gpu, {}))
+        return speed, bool(reason)
 
     def failed(self, gpu: str, t: float, lost_gpu_s: float) -> None:
         """A board failed at `t`, losing `lost_gpu_s` of its jobs' work."""
