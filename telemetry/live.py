@@ -33,7 +33,7 @@ def node_state(node, *, gpu_count: int) -> dict:
 
 def gpu_state(gpu, *, sample) -> dict:
     """A GPU (node and type loaded) with its newest raw sample (or None), its learnt speed and
-    flag, its health notes and the power limit in force (docs/gpu_health.md)."""
+    flag, its health notes, at-risk reason and throttled speed and the power limit in force (docs/gpu_health.md)."""
     return {
         "id": gpu.pk,
         "node_id": gpu.node_id,
@@ -55,6 +55,8 @@ def gpu_state(gpu, *, sample) -> dict:
         "speed_observations": gpu.speed_observations,
         "speed_flag": gpu.speed_flag,
         "health_notes": list(gpu.health.get("notes", [])),
+        "at_risk": gpu.health.get("at_risk", ""),
+        "throttled_speed": gpu.health.get("throttled_speed"),
     }
 
 

@@ -42,8 +42,8 @@ def gpu_families(now):
 
 
 def board_families():
-    """Each GPU's own speed, slow flag, power limit in force and power-curve residual
-    (docs/gpu_health.md), for every registered GPU, whether or not it sampled lately: these
+    """Each GPU's own speed, slow flag, health (at risk, throttled), power limit in force and
+    power-curve residual (docs/gpu_health.md), for every registered GPU, whether or not it sampled lately: these
     change with jobs and fits, not with each sample."""
     speed = GaugeMetricFamily("gogh_gpu_speed_factor", "Throughput over its type's prediction, learnt from its "
                               "jobs (1: as predicted).", labels=DCGM_LABELS)
@@ -52,6 +52,11 @@ def board_families():
                               labels=DCGM_LABELS)
     notes = GaugeMetricFamily("gogh_gpu_health_notes", "Health signals that warn (throttling for heat or the power "
                               "brake, high temperature, rising error counts).", labels=DCGM_LABELS)
+    at_risk = GaugeMetricFamily("gogh_gpu_at_risk", "1 where uncorrectable ECC errors, retired pages or remapped "
+                                "rows rose since the board was first seen: planned like a slow board.",
+                                labels=DCGM_LABELS)
+    throttled = GaugeMetricFamily("gogh_gpu_throttled_speed", "The speed a board braked for heat or power is "
+                                  "planned at (its SM clock over its maximum), where it is.", labels=DCGM_LABELS)
     residual = GaugeMetricFamily("gogh_gpu_power_curve_residual_watts", "Spread of the samples around the board's "
                                  "fitted power curve, W.", labels=DCGM_LABELS)
     curves = dict(GpuPowerCurve.objects.values_list("gpu_id", "residual_std_w"))
@@ -60,11 +65,14 @@ def board_families():
         speed.add_metric(labels, gpu.speed_factor)
         slow.add_metric(labels, 1 if gpu.speed_flag else 0)
         notes.add_metric(labels, len(gpu.health.get("notes", ())))
+        at_risk.add_metric(labels, 1 if gpu.health.get("at_risk") else 0)
+        if "throttled_speed" in gpu.health:
+            throttled.add_metric(labels, gpu.health["throttled_speed"])
         if gpu.power_limit_w is not None:
             limit.add_metric(labels, gpu.power_limit_w)
         if gpu.pk in curves:
             residual.add_metric(labels, curves[gpu.pk])
-    yield from (speed, slow, limit, notes, residual)
+    yield from (speed, slow, limit, notes, at_risk, throttled, residual)
 
 
 def _labels(gpu: Gpu) -> list[str]:

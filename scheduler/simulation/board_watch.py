@@ -13,10 +13,18 @@
   fell 10 %: hours from then to the first observation at or after it at which the tracker flags
   the board (its current flag, as the console shows it: a board flagged before and still flagged
   then counts 0), the worst of them; null if one never was, or none fell that far).
+- Health (`simulate --health`, health_signals.py): a policy that uses the health rule reads
+  each signalled board as the agent would, every round, through telemetry.gpu_health.health_of,
+  and plans it as the control plane does (telemetry.gpu_health.plans_slower: at risk or braked,
+  flagged; braked, at its clock ratio). `failed_gpu_work_lost_gpu_h`: GPU-hours of work lost on
+  boards that failed (any policy); `at_risk_flagged_before_failure_h`: for the warned boards that
+  failed, hours from the board's first at-risk flag to its failure, the least of them (null
+  where the policy does not use the rule, a board failed unflagged, or none failed).
 """
 import statistics
 from collections import defaultdict
 
+from telemetry.gpu_health import health_of, plans_slower
 from telemetry.gpu_speed import SpeedTracker
 
 from .boards import Boards, age_bucket
@@ -27,8 +35,14 @@ HOUR_S = 3600.0
 
 
 class BoardWatch:
-    def __init__(self, boards: Boards, *, learns: bool, truth_speeds: bool):
+    def __init__(self, boards: Boards, *, learns: bool, truth_speeds: bool, health: bool = False):
+        """`health`: a learning policy uses the health rule on the boards' signals (if they have any)."""
         self.boards, self.truth_speeds = boards, truth_speeds
+        self.signals = boards.signals if health and learns else None
+        self.health: dict[str, dict] = {}  # a signalled board -> its health as the control plane keeps it
+        self.at_risk_at: dict[str, float] = {}  # a board -> when it was first at risk
+        self.failed_at: dict[str, float] = {}
+        self.failed_lost_s = 0.0
         self.tracker = SpeedTracker() if learns else None
         self.fell_at = {g: t for g in boards.fast if (t := boards.fell_at(g, SLOW_DROP)) is not None}
         self.flagged_at: dict[str, float] = {}  # a fallen board -> its first flag at or after its fall
@@ -38,13 +52,37 @@ class BoardWatch:
 
     def planned_speed(self, gpu: str, t: float) -> float:
         if self.tracker is not None:
-            return self.tracker.speed(gpu).factor
+            return min(self.tracker.speed(gpu).factor, self._health_plan(gpu)[0])
         return self.boards.speed(gpu, t) if self.truth_speeds else 1.0
 
     def planned_slow(self, gpu: str) -> bool:
         """Whether the round plans the board as flagged slow (GpuSpec.slow): the learning
-        policies' tracker flags it; policies that know the truth plan its speed and need no flag."""
-        return self.tracker is not None and self.tracker.flag(gpu) is not None
+        policies' tracker or the board's health flags it; policies that know the truth plan its
+        speed and need no flag."""
+        return self.tracker is not None and (self.tracker.flag(gpu) is not None or self._health_plan(gpu)[1])
+
+    def read_health(self, alive, t: float) -> bool:
+        """Read each live signalled board's health at `t`; whether any board's plan (its speed, its
+        flag) changed: a reason that only counts one more row does not make the round solve."""
+        if self.signals is None:
+            return False
+        changed = False
+        for gpu in sorted(self.signals.signalled() & set(alive)):
+            before = self._health_plan(gpu)
+            self.health[gpu] = health_of(self.signals.sample(gpu, t), self.health.get(gpu, {}))
+            if self.health[gpu].get("at_risk"):
+                self.at_risk_at.setdefault(gpu, t)
+            changed |= self._health_plan(gpu) != before
+        return changed
+
+    def _health_plan(self, gpu: str) -> tuple[float, bool]:
+        speed, reason = plans_slower(self.health.get(gpu, {}))
+        return speed, bool(reason)
+
+    def failed(self, gpu: str, t: float, lost_gpu_s: float) -> None:
+        """A board failed at `t`, losing `lost_gpu_s` of its jobs' work."""
+        self.failed_at.setdefault(gpu, t)
+        self.failed_lost_s += lost_gpu_s
 
     def learnt_slowest(self, gpus) -> float:
         return min((self.tracker.speed(g).factor for g in gpus), default=1.0)
@@ -81,7 +119,17 @@ class BoardWatch:
                 bucket: round(statistics.fmean(values), 4) for bucket, values in sorted(self.errors.items())
             },
             "slow_gpu_flagged_after_h": self._flag_delay_h(),
+            "failed_gpu_work_lost_gpu_h": round(self.failed_lost_s / HOUR_S, 3),
+            "at_risk_flagged_before_failure_h": self._warning_h(),
         }
+
+    def _warning_h(self) -> float | None:
+        if self.signals is None:
+            return None
+        failed = [g for g in self.signals.warned if g in self.failed_at]
+        if not failed or any(g not in self.at_risk_at or self.at_risk_at[g] > self.failed_at[g] for g in failed):
+            return None
+        return round(min(self.failed_at[g] - self.at_risk_at[g] for g in failed) / HOUR_S, 2)
 
     def _flag_delay_h(self) -> float | None:
         if self.tracker is None:

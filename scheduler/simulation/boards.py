@@ -12,12 +12,17 @@ boards runs at its slowest board's pace: data-parallel steps wait for the last G
   of the run: the first falls 10 % over the first half of the arrivals (then stays there), the
   others 5 % over all of them.
 
+- Health signals (`signals`, health_signals.py): a board braked for heat runs at its clock
+  ratio while it is.
+
 `fell_at(gpu, drop)` says when a board's speed had fallen `drop` below its speed at the start
 (the report's `slow_gpu_flagged_after_h` counts from there). Pure Python, no Django.
 """
 import math
 import random
 from dataclasses import dataclass
+
+from .health_signals import HealthSignals
 
 DAY_S = 86400.0
 AGEING_PER_DAY = 0.01 / 100
@@ -36,12 +41,13 @@ class FastDecay:
 
 class Boards:
     def __init__(self, gpu_ids, *, seed: int = 0, variation: float = 0.0, ageing: bool = False,
-                 span_s: float = 0.0, fast_candidates=None):
+                 span_s: float = 0.0, fast_candidates=None, signals: HealthSignals | None = None):
         """`span_s`: the arrivals' span (the fast decays happen within it); `fast_candidates`: the
-        boards the fast-decaying ones are drawn from (default: all)."""
+        boards the fast-decaying ones are drawn from (default: all); `signals`: the boards' health
+        signals, None: none."""
         rng = random.Random(f"boards:{seed}")
         ids = sorted(gpu_ids)
-        self.variation, self.ageing = variation, ageing
+        self.variation, self.ageing, self.signals = variation, ageing, signals
         self.spread = {g: (math.exp(rng.gauss(0.0, variation)) if variation else 1.0) for g in ids}
         self.start_age_days = {g: (rng.uniform(0.0, MAX_START_AGE_DAYS) if ageing else 0.0) for g in ids}
         pool = sorted(fast_candidates) if fast_candidates is not None else ids
@@ -50,14 +56,16 @@ class Boards:
 
     @property
     def varies(self) -> bool:
-        return bool(self.variation) or self.ageing
+        return bool(self.variation) or self.ageing or self.signals is not None
 
     def age_days(self, gpu: str, t: float) -> float:
         return self.start_age_days.get(gpu, 0.0) + t / DAY_S
 
     def speed(self, gpu: str, t: float) -> float:
-        """The board's true speed at time `t`: spread x ageing x its fast decay."""
+        """The board's true speed at time `t`: spread x ageing x its fast decay x its brake."""
         factor = self.spread.get(gpu, 1.0)
+        if self.signals is not None:
+            factor *= self.signals.clock_ratio(gpu, t)
         if self.ageing:
             factor *= max(0.0, 1.0 - AGEING_PER_DAY * self.age_days(gpu, t))
             decay = self.fast.get(gpu)

@@ -115,7 +115,8 @@ class Simulation(ServiceRounds):
         self.settings = replace(scenario.settings, solver=policy.solver, adaptive_weight=policy.adaptive_weight,
                                 power_limits=scenario.settings.power_limits and policy.power_limits)
         self.boards = scenario.boards
-        self.watch = BoardWatch(self.boards, learns=self.learns, truth_speeds=policy.predictions == "truth")
+        self.watch = BoardWatch(self.boards, learns=self.learns, truth_speeds=policy.predictions == "truth",
+                                health=policy.health)
         self.now = 0.0
         self.gavel = (GavelScheduler(policy.solver, truth, scenario.gpus, scenario.tenants)
                       if policy.solver in GAVEL_POLICIES else None)
@@ -160,6 +161,7 @@ class Simulation(ServiceRounds):
                     t + round_s, (arrivals[0].arrival_s // round_s + (arrivals[0].arrival_s % round_s > 0)) * round_s
                 )
                 continue
+            changed |= self.watch.read_health(self.alive, t)
             if self.gavel is not None:
                 self._gavel_round(t)
             elif changed or (self.explorer is not None and self._may_probe()):
@@ -429,9 +431,11 @@ class Simulation(ServiceRounds):
 
     def _fail(self, gpu_id: str, t: float) -> None:
         self.alive.discard(gpu_id)
+        before = self.lost_gpu_s["failed"]
         for state in self.active.values():
             if state.placement and gpu_id in state.placement.gpu_ids:
                 self._interrupt(state, "failed", t)
+        self.watch.failed(gpu_id, t, self.lost_gpu_s["failed"] - before)
 
     def _telemetry(self) -> bool:
         moved = False

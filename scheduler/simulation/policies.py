@@ -5,6 +5,8 @@ scheduler.optimizer.registry plus where its predictions come from.
   choosing each GPU's power limit with its placement (docs/power_limits.md).
 - gogh_no_power_limit: the same with every GPU at its default limit (SolverSettings.power_limits off).
 - gogh_fixed_weight: the same with the base energy weight in every round.
+- gogh_no_health (`simulate --health` only): gogh without the boards' health signals
+  (docs/gpu_health.md): the ablation of the health rule on the same arrivals and failures.
 - oracle: the ILP on the true numbers (the truth model, without noise), its power limits
   chosen on the true curves and its boards planned at their true speeds.
 - gavel_max_min, gavel_ftf: Gavel's heterogeneity-aware max-min fairness and finish-time
@@ -35,6 +37,7 @@ class Policy:
     adaptive_weight: bool = True
     power_limits: bool = False  # SolverSettings.power_limits: the solver may set power limits
     services: str = SHARED  # SHARED | DEDICATED | NO_SERVICES: how it runs a scenario's services
+    health: bool = True  # a learning policy plans with the boards' health signals (board_watch.py)
 
 
 POLICIES = (
@@ -49,6 +52,9 @@ POLICIES = (
     Policy("greedy_fastest", "greedy_fastest", CATALOG),
     Policy("greedy_efficient", "greedy_efficient", CATALOG),
 )
+
+#: `simulate --health` adds the ablation: gogh planning without the boards' health signals.
+NO_HEALTH = Policy("gogh_no_health", "ilp", LEARNED, power_limits=True, health=False)
 
 SERVICE_POLICIES = (
     POLICIES[0],

@@ -16,13 +16,14 @@ from .checkpoints import CHECKPOINT_INTERVAL_S, NEVER_CHECKPOINTS, restart_overh
 from .cluster import DEFAULT_LAYOUT, GPUS_PER_SERVER, build_gpus, gpu_types
 from .engine import LEARNING_CURVE_MAX, Simulation
 from .explore import Explorer
+from .health_signals import HealthSignals
 from .jobs import generate_jobs
 from .learned import SimulatedLearning
 from .measurements import without_memory
 from .metrics import learning_curve, policy_metrics
 from .modern import Campaign, campaign_gpus, suite_results
 from .policies import CATALOG, LEARNED, POLICIES, TRUTH
-from .scenario import Scenario
+from .scenario import Failure, Scenario
 from .services import DAY_S, request_trace, scenario_services
 from .tenants import DEFAULT_HALF_LIFE_H, MULTI_TENANT, MULTI_TENANT_QUOTAS, with_tenants
 from .trace import trace_jobs
@@ -57,11 +58,12 @@ def build_scenario(truth: Truth, *, jobs: int = DEFAULT_JOBS, seed: int = 0, tra
                    jobs_per_hour: float = DEFAULT_JOBS_PER_HOUR, layout=DEFAULT_LAYOUT, failures=(),
                    throughput_value_w: float = THROUGHPUT_VALUE_W, campaign: bool = False, tenants: bool = False,
                    half_life_h: float = DEFAULT_HALF_LIFE_H, gpu_variation: float = 0.0,
-                   ageing: bool = False, services: bool = False) -> Scenario:
+                   ageing: bool = False, services: bool = False, health: bool = False) -> Scenario:
     """`campaign`: one server of each type runs the profiling suite first (modern.py);
     `tenants`: the multi-tenant scenario (tenants.py), fair share halving every `half_life_h`;
     `gpu_variation`, `ageing`: the boards' spread and ageing (boards.py); `services`: the
-    inference services beside the jobs (services.py) over SERVICES_HORIZON_S, the run's end."""
+    inference services beside the jobs (services.py) over SERVICES_HORIZON_S, the run's end;
+    `health`: boards whose health signals precede their failure, and one braked (health_signals.py)."""
     job_list = (
         trace_jobs(trace, truth, seed=seed) if trace
         else generate_jobs(truth, count=jobs, jobs_per_hour=jobs_per_hour, seed=seed)
@@ -71,6 +73,10 @@ def build_scenario(truth: Truth, *, jobs: int = DEFAULT_JOBS, seed: int = 0, tra
     gpus = build_gpus(layout)
     shares = {t.slug: t.shares for t in MULTI_TENANT} if tenants else None
     served = scenario_services(seed) if services else ()
+    span_s = max((j.arrival_s for j in job_list), default=0.0)
+    pool = [g.id for g in gpus if g.gpu_type == layout[-1][0]][:FAST_DECAY_POOL]
+    signals = HealthSignals(pool, seed=seed, span_s=span_s) if health else None
+    failures = (*failures, *(Failure(t, gpu) for t, gpu in (signals.failures if signals else ())))
     missing = sorted({s.workload for s in served} - set(truth.workloads()))
     if missing:
         raise ValueError(f"the services scenario serves {', '.join(missing)}, which the truth data does not measure")
@@ -86,9 +92,8 @@ def build_scenario(truth: Truth, *, jobs: int = DEFAULT_JOBS, seed: int = 0, tra
         failures=tuple(failures),
         restart_overhead_s=restart_overheads(truth.workloads(), seed),
         campaign=Campaign(campaign_gpus(gpus, [name for name, _ in layout])) if campaign else None,
-        boards=Boards([g.id for g in gpus], seed=seed, variation=gpu_variation, ageing=ageing,
-                      span_s=max((j.arrival_s for j in job_list), default=0.0),
-                      fast_candidates=[g.id for g in gpus if g.gpu_type == layout[-1][0]][:FAST_DECAY_POOL]),
+        boards=Boards([g.id for g in gpus], seed=seed, variation=gpu_variation, ageing=ageing, span_s=span_s,
+                      fast_candidates=pool, signals=signals),
     )
 
 
@@ -227,6 +232,12 @@ def scenario_summary(scenario: Scenario, **extra) -> dict:
         "gpu_variation": scenario.boards.variation,
         "ageing": scenario.boards.ageing,
         "fast_decay_gpus": {g: d.drop for g, d in sorted(scenario.boards.fast.items())},
+        "health_signals": None if scenario.boards.signals is None else {
+            "warned": {g: [round(w.warns_s, 1), round(w.fails_s, 1)]
+                       for g, w in sorted(scenario.boards.signals.warned.items())},
+            "throttled": scenario.boards.signals.throttled,
+            "throttled_s": [round(s, 1) for s in scenario.boards.signals.throttle_s],
+        },
         "tenants": dict(scenario.tenants),
         "quotas": [[q.tenant, q.gpu_type, q.gpus] for q in scenario.quotas],
         "half_life_h": scenario.half_life_s / 3600.0,
@@ -272,6 +283,9 @@ def format_table(report: dict) -> str:
             ages = ", ".join(f"{b}: {e:.1%}" for b, e in m["prediction_mape_by_gpu_age"].items()) or "-"
             lines.append(f"{name}: power-limit share {m['power_limit_share']:.1%}; per-board MAPE by board age: "
                          f"{ages}; slow board flagged after {m['slow_gpu_flagged_after_h']} h")
+    if report.get("scenario", {}).get("health_signals"):
+        lines += [f"{name}: work lost on failed boards {m['failed_gpu_work_lost_gpu_h']} GPU-h; at risk flagged "
+                  f"{m['at_risk_flagged_before_failure_h']} h before failure" for name, m in report["policies"].items()]
     lines += _service_lines(report)
     lines += [f"{key}: {value}" for key, value in report.get("comparison", {}).items()]
     return "\n".join(lines)

@@ -126,7 +126,7 @@ class Agent:
         self.power = PowerLimiter(backend)
         self._reports_power_limits = False
         self._paces: dict[int, float] = {}  # simulated jobs' pace as last written, by job
-        self._health_refused = False  # the control plane refused the samples' health signals (HEALTH_FIELDS)
+        self._health_refused: set[str] = set()  # the samples' health signals (HEALTH_FIELDS) the control plane refused
 
     # --- life cycle
     def stop(self) -> None:
@@ -413,8 +413,9 @@ class Agent:
                               self.buffer.dropped) is None:
                     return
             except Refused as exc:
-                if not self._health_refused and any(_unknown_field(exc, key) for key in _health_paths(batch)):
-                    self._health_refused = True  # a control plane from before them: the same batch without
+                unknown = {key for path, key in _health_paths(batch) if _unknown_field(exc, path)}
+                if unknown - self._health_refused:
+                    self._health_refused |= unknown  # a control plane from before them: the same batch without
                     continue
                 self.rejected_samples += len(batch)
                 log.error("control plane refused %d samples: %s", len(batch), exc)
@@ -425,7 +426,7 @@ class Agent:
     def _wire(self, sample: GpuSample) -> dict:
         """A sample's payload, without the health signals a control plane from before them refused."""
         body = sample.payload()
-        for key in HEALTH_FIELDS if self._health_refused else ():
+        for key in self._health_refused:
             body.pop(key, None)
         return body
 
@@ -687,9 +688,9 @@ def _without(gpus: list[dict], names: tuple[str, ...]) -> bool:
     return found
 
 
-def _health_paths(batch) -> list[str]:
-    """Where a strict control plane names the health signals it does not know (samples[i].field)."""
-    return [f"samples[{i}].{key}" for i in range(len(batch)) for key in HEALTH_FIELDS]
+def _health_paths(batch) -> list[tuple[str, str]]:
+    """(where a strict control plane names a health signal it does not know, samples[i].field; the field)."""
+    return [(f"samples[{i}].{key}", key) for i in range(len(batch)) for key in HEALTH_FIELDS]
 
 
 def _unknown_field(exc: Refused, name: str) -> bool:

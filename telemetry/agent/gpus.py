@@ -48,7 +48,7 @@ class GpuInfo:
 
 #: GpuSample's health signals (docs/gpu_health.md): a control plane from before them refuses
 #: them, and the agent then sends its samples without them.
-HEALTH_FIELDS = ("throttle_reasons", "remapped_rows")
+HEALTH_FIELDS = ("throttle_reasons", "remapped_rows", "sm_clock_max_mhz")
 
 
 @dataclass(frozen=True)
@@ -66,9 +66,11 @@ class GpuSample:
     ecc_uncorrected: int | None = None
     retired_pages: int | None = None
     # Health signals (docs/gpu_health.md): NVML's clocks event (throttle) reasons, a bit mask,
-    # and the rows remapped (correctable + uncorrectable) on boards that remap instead of retiring.
+    # the rows remapped (correctable + uncorrectable) on boards that remap instead of retiring, and
+    # the board's maximum SM clock (a braked board is planned at sm_clock_mhz over it).
     throttle_reasons: int | None = None
     remapped_rows: int | None = None
+    sm_clock_max_mhz: float | None = None
 
     def payload(self) -> dict:
         """The wire form of POST /api/telemetry/samples/: non-finite readings become null."""

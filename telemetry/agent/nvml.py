@@ -129,6 +129,7 @@ class NvmlBackend:
                     utilization=util / 100 if util is not None else None,
                     memory_used_mb=used / _MIB if used is not None else None,
                     sm_clock_mhz=read(lambda: nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM)),
+                    sm_clock_max_mhz=read(lambda: nvml.nvmlDeviceGetMaxClockInfo(h, nvml.NVML_CLOCK_SM)),
                     temperature_c=read(lambda: nvml.nvmlDeviceGetTemperature(h, nvml.NVML_TEMPERATURE_GPU)),
                     ecc_corrected=read(lambda: self._ecc(h, nvml.NVML_MEMORY_ERROR_TYPE_CORRECTED)),
                     ecc_uncorrected=read(lambda: self._ecc(h, nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED)),

@@ -187,6 +187,7 @@ class SimulatedBackend:
                     utilization=round(util, 3),
                     memory_used_mb=round(gpu_type.memory_gb * 1024 * (0.6 if busy else 0.0), 1),
                     sm_clock_mhz=gpu_type.clock_mhz if busy else 300.0,
+                    sm_clock_max_mhz=gpu_type.clock_mhz,
                     temperature_c=round(35 + 45 * util + self._rng.gauss(0, 0.5), 1),
                     ecc_corrected=0,
                     ecc_uncorrected=0,

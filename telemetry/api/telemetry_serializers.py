@@ -45,6 +45,16 @@ class GpuSampleSerializer(StrictFieldsMixin, serializers.Serializer):
         required=False, default=None, allow_null=True, min_value=0, max_value=2**31 - 1,
         help_text="Rows remapped (correctable + uncorrectable), lifetime.",
     )
+    sm_clock_max_mhz = _reading(min_value=1, max_value=100_000, help_text="The board's maximum SM clock, MHz.")
+
+    def validate(self, attrs):
+        """An SM clock above the board's maximum is impossible: the sample, and so its batch, is refused."""
+        clock, top = attrs.get("sm_clock_mhz"), attrs.get("sm_clock_max_mhz")
+        if clock is not None and top is not None and clock > top:
+            raise serializers.ValidationError(
+                {"sm_clock_mhz": [f"{clock:g} MHz is above the board's maximum SM clock, {top:g} MHz."]}
+            )
+        return attrs
 
 
 class SampleBatchSerializer(StrictFieldsMixin, serializers.Serializer):

@@ -14,7 +14,7 @@ from gogh_web.cli_args import non_negative_float, output_file, positive_float, p
 from scheduler.simulation.cluster import DEFAULT_LAYOUT
 from scheduler.simulation.measurements import load_records, without_memory
 from scheduler.simulation.modern import MODERN_LAYOUT, SUITE_CASES, modern_truth
-from scheduler.simulation.policies import POLICIES, SERVICE_POLICIES, SHARED
+from scheduler.simulation.policies import NO_HEALTH, POLICIES, SERVICE_POLICIES, SHARED
 from scheduler.simulation.run import (
     DEFAULT_JOBS,
     DEFAULT_JOBS_PER_HOUR,
@@ -130,16 +130,20 @@ class Command(BaseCommand):
         parser.add_argument("--ageing", action="store_true",
                             help="Boards age: 1%% of speed per 100 days from a start age of 0-3 years, and three "
                                  "boards decay fast, one falling 10%% within the run (docs/simulation.md).")
+        parser.add_argument("--health", action="store_true",
+                            help="Three boards' remapped rows rise for 6-24 h before they fail, and one board is "
+                                 "braked for heat 12 h; adds gogh_no_health, gogh without the health rule "
+                                 "(docs/gpu_health.md).")
         parser.add_argument("--architecture", choices=ARCHITECTURES, default=settings.GOGH_PREDICTOR_ARCHITECTURE,
                             help="The predictor gogh learns with (default: GOGH_PREDICTOR_ARCHITECTURE, "
                                  f"{settings.GOGH_PREDICTOR_ARCHITECTURE}).")
 
     def handle(self, *args, **o):
         services = o["services"]
-        scenario_policies = SERVICE_POLICIES if services else POLICIES
+        scenario_policies = SERVICE_POLICIES if services else (*POLICIES, NO_HEALTH) if o["health"] else POLICIES
         chosen = [name.strip() for name in (o["policies"] or ",".join(p.name for p in scenario_policies)).split(",")
                   if name.strip()]
-        known = {p.name: p for p in (*POLICIES, *SERVICE_POLICIES)}
+        known = {p.name: p for p in (*POLICIES, *SERVICE_POLICIES, NO_HEALTH)}
         unknown = [name for name in chosen if name not in known]
         if unknown or not chosen:
             raise CommandError(f"Unknown policies {', '.join(unknown) or '(none given)'}; known: {', '.join(known)}.")
@@ -160,7 +164,8 @@ class Command(BaseCommand):
                                       layout=MODERN_LAYOUT if modern else SERVICES_LAYOUT if services
                                       else DEFAULT_LAYOUT, campaign=modern,
                                       tenants=o["tenants"], half_life_h=o["half_life_h"],
-                                      gpu_variation=o["gpu_variation"], ageing=o["ageing"], services=services)
+                                      gpu_variation=o["gpu_variation"], ageing=o["ageing"], services=services,
+                                      health=o["health"])
         except (TraceError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         gpu_ids = {g.id for g in scenario.gpus}

@@ -106,6 +106,10 @@
         ? [g.speed_factor.toFixed(2) + " ", G.el("small", {}, ["(" + g.speed_observations + " measurements)"])]
         : [G.el("small", {}, ["not learnt yet"])];
       var flag = g.speed_flag ? [G.el("span", { class: "badge state-slow", title: g.speed_flag }, ["slow"])] : [];
+      if (g.at_risk) flag.push(" ", G.el("span", { class: "badge state-slow", title: g.at_risk }, ["at risk"]));
+      if (g.throttled_speed !== null && g.throttled_speed !== undefined) {
+        flag.push(" ", G.el("span", { class: "badge state-slow", title: "planned at " + g.throttled_speed.toFixed(2) }, ["throttled"]));
+      }
       var notes = [];
       (g.health_notes || []).forEach(function (note) { notes.push(G.el("small", { class: "note" }, [note]), " "); });
       var limit = g.power_limit_w === null || g.power_limit_w === undefined ? "default" : g.power_limit_w.toFixed(0) + " W";

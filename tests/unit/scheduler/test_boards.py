@@ -37,3 +37,27 @@ def test_boards_carry_their_speed_flag_and_curve_and_the_type_their_mean(cluster
     assert curve(0.5) == pytest.approx((155 + 3 * 167.5) / 4)
     assert curve(1.0) == pytest.approx((280 + 3 * 300) / 4)
     assert problem.gpu_types["k80"].power_curve.points == ((0.0, 25.0), (1.0, 150.0))
+
+
+def test_a_boards_health_turns_it_slow_before_any_job_measured_it(cluster):
+    """At risk: planned like a flagged board at its learnt speed; braked for the sustained time:
+    planned at its clock ratio too. Neither needs a measurement."""
+    v0, v1, v2 = cluster[0], cluster[1], cluster[2]
+    Gpu.objects.filter(pk=v0.pk).update(health={"at_risk": "remapped rows rose from 2 to 9"})
+    Gpu.objects.filter(pk=v1.pk).update(health={"throttle_reasons": ["hardware slowdown"], "throttled_speed": 0.6})
+    Gpu.objects.filter(pk=v2.pk).update(health={"throttle_reasons": ["hardware slowdown"],
+                                                "braked_since": timezone.now().isoformat()})  # not yet sustained
+    by_id = {g.id: g for g in problem_from_database(SolverConfig.load()).gpus}
+    assert (by_id[str(v0.pk)].speed, by_id[str(v0.pk)].slow) == (1.0, True)
+    assert (by_id[str(v1.pk)].speed, by_id[str(v1.pk)].slow) == (0.6, True)
+    assert (by_id[str(v2.pk)].speed, by_id[str(v2.pk)].slow) == (1.0, False)
+
+
+def test_a_throttled_board_is_planned_at_the_lower_of_its_learnt_and_clock_speeds(cluster):
+    v0, v1 = cluster[0], cluster[1]
+    Gpu.objects.filter(pk=v0.pk).update(speed_factor=0.7, speed_observations=9, health={"throttled_speed": 0.9,
+                                                                                       "throttle_reasons": []})
+    Gpu.objects.filter(pk=v1.pk).update(speed_factor=0.95, speed_observations=9, health={"throttled_speed": 0.8,
+                                                                                        "throttle_reasons": []})
+    by_id = {g.id: g for g in problem_from_database(SolverConfig.load()).gpus}
+    assert by_id[str(v0.pk)].speed == 0.7 and by_id[str(v1.pk)].speed == 0.8

@@ -93,6 +93,11 @@ def fake_nvml(*, count=2, name="Tesla V100-SXM2-16GB", unsupported=(), init_erro
         return 1380
 
     @nvml
+    def nvmlDeviceGetMaxClockInfo(handle, clock_type):
+        assert clock_type == pynvml.NVML_CLOCK_SM
+        return 1530
+
+    @nvml
     def nvmlDeviceGetTemperature(handle, sensor):
         assert sensor == pynvml.NVML_TEMPERATURE_GPU
         return 61
@@ -141,7 +146,8 @@ FAKED_FUNCTIONS = [
     "nvmlInit", "nvmlShutdown", "nvmlDeviceGetCount", "nvmlDeviceGetHandleByIndex", "nvmlDeviceGetName",
     "nvmlDeviceGetUUID", "nvmlDeviceGetPciInfo", "nvmlDeviceGetNumaNodeId", "nvmlDeviceGetMemoryInfo",
     "nvmlDeviceGetPowerUsage", "nvmlDeviceGetUtilizationRates", "nvmlDeviceGetClockInfo",
-    "nvmlDeviceGetTemperature", "nvmlDeviceGetTotalEccErrors", "nvmlDeviceGetRetiredPages",
+    "nvmlDeviceGetMaxClockInfo", "nvmlDeviceGetTemperature", "nvmlDeviceGetTotalEccErrors",
+    "nvmlDeviceGetRetiredPages",
     "nvmlDeviceGetPowerManagementLimitConstraints", "nvmlDeviceGetPowerManagementDefaultLimit",
     "nvmlDeviceGetEnforcedPowerLimit", "nvmlDeviceSetPowerManagementLimit",
     "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetRemappedRows",

@@ -61,6 +61,18 @@ def test_samples_go_without_health_signals_to_a_control_plane_from_before_them(p
     assert all("throttle_reasons" not in s and s["power_w"] == 100.0 for s in plane.samples)
 
 
+def test_only_the_health_signals_a_control_plane_refused_are_left_out(plane, tmp_path):
+    """One that knows the throttle reasons but not the maximum SM clock still gets the reasons."""
+    plane.sample_fields_unknown = {"sm_clock_max_mhz"}
+    agent = Agent(backend=NvmlBackend(nvml=fake_nvml()), client=ControlPlane(plane.url, "agent-token"),
+                  config=AgentConfig(hostname="gpu-node-1", log_dir=tmp_path, batch_size=5))
+    agent.buffer.extend(GpuSample(uuid="GPU-fake-0", ts=1.7e9 + i, throttle_reasons=0x40, sm_clock_max_mhz=1530.0)
+                        for i in range(3))
+    agent.flush(budget_s=60)
+    assert len(plane.samples) == 3 and agent.rejected_samples == 0
+    assert all("sm_clock_max_mhz" not in s and s["throttle_reasons"] == 0x40 for s in plane.samples)
+
+
 def test_a_batch_refused_for_another_field_is_still_dropped(plane, tmp_path):
     plane.sample_fields_unknown = {"power_w"}
     agent = Agent(backend=NvmlBackend(nvml=fake_nvml()), client=ControlPlane(plane.url, "agent-token"),

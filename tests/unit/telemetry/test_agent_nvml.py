@@ -38,7 +38,7 @@ def test_a_sample_converts_nvml_units(tmp_path):
     assert second.power_w == pytest.approx(151.0)  # mW -> W
     assert second.utilization == pytest.approx(0.51)  # percent -> 0..1
     assert second.memory_used_mb == pytest.approx(2048)  # bytes -> MiB
-    assert (second.sm_clock_mhz, second.temperature_c) == (1380, 61)
+    assert (second.sm_clock_mhz, second.sm_clock_max_mhz, second.temperature_c) == (1380, 1530, 61)
     assert (second.ecc_corrected, second.ecc_uncorrected, second.retired_pages) == (3, 0, 1)
     assert (second.throttle_reasons, second.remapped_rows) == (0x4 | 0x40, 3)
     payload = second.payload()
@@ -51,14 +51,15 @@ def test_unsupported_readings_are_null_not_a_crash(tmp_path):
     (tmp_path / "0000:05:00.0").mkdir()
     (tmp_path / "0000:05:00.0" / "numa_node").write_text("1\n")
     unsupported = {"nvmlDeviceGetRetiredPages", "nvmlDeviceGetTotalEccErrors", "nvmlDeviceGetPowerUsage",
-                   "nvmlDeviceGetNumaNodeId", "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetRemappedRows"}
+                   "nvmlDeviceGetNumaNodeId", "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetRemappedRows",
+                   "nvmlDeviceGetMaxClockInfo"}
     backend = NvmlBackend(nvml=fake_nvml(count=2, unsupported=unsupported), sysfs=tmp_path)
     backend.open()
     devices = backend.devices()
     assert [d.numa_node for d in devices] == [None, 1]  # sysfs fallback; -1 means none
     sample = backend.sample(now=0.0)[0]
     assert sample.power_w is None and sample.ecc_corrected is None and sample.retired_pages is None
-    assert sample.throttle_reasons is None and sample.remapped_rows is None
+    assert sample.throttle_reasons is None and sample.remapped_rows is None and sample.sm_clock_max_mhz is None
     assert sample.utilization == pytest.approx(0.5)
     assert "numa_node" not in devices[0].report()
 

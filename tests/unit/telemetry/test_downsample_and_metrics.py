@@ -126,7 +126,8 @@ def test_metrics_errors_are_plain_text_not_a_python_repr(client_for, alice):
 
 def test_metrics_show_each_boards_speed_flag_limit_and_curve(client_for, staff, node1, gpu):
     Gpu.objects.filter(pk=gpu.pk).update(speed_factor=0.88, speed_flag="runs at 88 %", power_limit_w=250.0,
-                                         health={"notes": ["hot: 90 C (noted from 85 C)"]})
+                                         health={"notes": ["hot: 90 C (noted from 85 C)"], "throttled_speed": 0.6,
+                                                 "at_risk": "retired pages rose from 0 to 4"})
     GpuPowerCurve.objects.create(gpu=gpu, points=[[0, 40], [1, 280]], residual_std_w=6.5, samples=900,
                                  fitted_at=timezone.now())
     metrics = scrape(client_for(staff))
@@ -138,6 +139,9 @@ def test_metrics_show_each_boards_speed_flag_limit_and_curve(client_for, staff, 
     assert metrics[("gogh_gpu_power_limit_watts", labels)] == 250.0
     assert metrics[("gogh_gpu_power_curve_residual_watts", labels)] == 6.5
     assert metrics[("gogh_gpu_health_notes", labels)] == 1
+    assert metrics[("gogh_gpu_at_risk", labels)] == 1 and metrics[("gogh_gpu_at_risk", other)] == 0
+    assert metrics[("gogh_gpu_throttled_speed", labels)] == 0.6
+    assert ("gogh_gpu_throttled_speed", other) not in metrics  # not throttled: no line
     assert metrics[("gogh_gpu_speed_factor", other)] == 1.0 and metrics[("gogh_gpu_slow", other)] == 0
     assert ("gogh_gpu_power_limit_watts", other) not in metrics  # nothing reported: no line
     assert ("gogh_gpu_power_curve_residual_watts", other) not in metrics

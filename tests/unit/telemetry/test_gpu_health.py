@@ -2,9 +2,10 @@
 (telemetry/gpu_health.py, docs/gpu_health.md)."""
 from datetime import timedelta
 
+import pytest
 from django.utils import timezone
 
-from telemetry.gpu_health import health_of
+from telemetry.gpu_health import BRAKED_SPEED, SUSTAINED_S, clock_speed, health_of, plans_slower
 from telemetry.models import Gpu
 
 from .test_samples_api import URL, sample
@@ -51,3 +52,93 @@ def test_a_refused_batch_keeps_no_health(client_for, agent, node1):
     response = client_for(agent).post(URL, {"samples": [bad]}, format="json")
     assert response.status_code == 400 and "samples[0].throttle_reasons" in response.json()
     assert not Gpu.objects.exclude(health={}).exists()
+
+
+# --- The features the plan takes from health (hand-checked)
+
+T0 = timezone.now()
+
+
+def braked(seconds, **fields):
+    return {"ts": T0 + timedelta(seconds=seconds), "throttle_reasons": 0x40, "sm_clock_mhz": 765.0,
+            "sm_clock_max_mhz": 1530.0, **fields}
+
+
+def test_rising_error_counts_put_a_board_at_risk_with_the_reason():
+    seen = health_of({"ecc_uncorrected": 0, "retired_pages": 1, "remapped_rows": 2}, {})
+    assert "at_risk" not in seen and plans_slower(seen) == (1.0, "")
+    later = health_of({"ecc_uncorrected": 0, "retired_pages": 1, "remapped_rows": 5}, seen)
+    assert later["at_risk"] == "remapped rows rose from 2 to 5"
+    assert plans_slower(later) == (1.0, "at risk: remapped rows rose from 2 to 5")  # its speed untouched
+
+
+def test_one_braked_sample_changes_nothing_a_sustained_brake_plans_the_clock_ratio():
+    first = health_of(braked(0), {})
+    assert first["braked_since"] == T0.isoformat() and "throttled_speed" not in first
+    assert plans_slower(first) == (1.0, "")
+    almost = health_of(braked(SUSTAINED_S - 1), first)
+    assert "throttled_speed" not in almost and almost["braked_since"] == T0.isoformat()
+    held = health_of(braked(SUSTAINED_S), almost)
+    assert held["throttled_speed"] == 0.5  # 765 of 1530 MHz
+    assert plans_slower(held) == (0.5, "throttled: hardware thermal slowdown")
+    assert held["notes"][-1] == "planned at 0.50 of its speed: braked 300 s"
+
+
+def test_a_brake_that_lifts_starts_over():
+    held = health_of(braked(SUSTAINED_S), health_of(braked(0), {}))
+    free = health_of({"ts": T0 + timedelta(seconds=SUSTAINED_S + 1), "throttle_reasons": 0x4}, held)
+    assert "braked_since" not in free and "throttled_speed" not in free and plans_slower(free) == (1.0, "")
+    again = health_of(braked(SUSTAINED_S + 2), free)
+    assert "throttled_speed" not in again  # a new run of brakes, not the old one's time
+
+
+def test_impossible_or_missing_clocks_are_refused_for_nvmls_floor():
+    start = health_of(braked(0), {})
+    above = health_of(braked(SUSTAINED_S, sm_clock_mhz=1600.0), start)
+    assert above["throttled_speed"] == BRAKED_SPEED
+    assert above["notes"][-1] == ("planned at 0.50 of its speed: braked, clocks refused "
+                                  "(SM 1600 MHz of at most 1530 MHz)")
+    missing = health_of(braked(SUSTAINED_S, sm_clock_max_mhz=None), start)
+    assert missing["throttled_speed"] == BRAKED_SPEED
+    assert missing["notes"][-1] == "planned at 0.50 of its speed: braked, clocks not reported"
+    assert clock_speed(-1.0, 1530.0)[0] == BRAKED_SPEED and clock_speed(100.0, 0.0)[0] == BRAKED_SPEED
+    assert clock_speed(1530.0, 1530.0) == (1.0, None)
+
+
+def test_a_software_power_cap_is_the_plan_not_a_brake():
+    capped = {"ts": T0, "throttle_reasons": 0x4 | 0x1, "sm_clock_mhz": 900.0, "sm_clock_max_mhz": 1530.0}
+    later = health_of({**capped, "ts": T0 + timedelta(seconds=3600)}, health_of(capped, {}))
+    assert "braked_since" not in later and plans_slower(later) == (1.0, "")
+
+
+def test_a_batch_whose_clock_is_above_its_maximum_is_refused_and_keeps_no_health(client_for, agent, node1):
+    bad = sample(sm_clock_mhz=1600, sm_clock_max_mhz=1530, throttle_reasons=0x40)
+    response = client_for(agent).post(URL, {"samples": [bad]}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {
+        "samples[0].sm_clock_mhz": ["1600 MHz is above the board's maximum SM clock, 1530 MHz."]
+    }
+    assert not Gpu.objects.exclude(health={}).exists()
+
+
+def test_uploads_braked_for_the_sustained_time_plan_the_board_slower(client_for, agent, node1):
+    now = timezone.now()
+    for seconds_ago in (SUSTAINED_S + 10, 0):
+        body = {**sample(), "ts": (now - timedelta(seconds=seconds_ago)).isoformat(), "throttle_reasons": 0x8,
+                "sm_clock_mhz": 1224, "sm_clock_max_mhz": 1530}
+        assert client_for(agent).post(URL, {"samples": [body]}, format="json").status_code == 201
+    health = Gpu.objects.get(uuid="GPU-node1-0").health
+    assert health["throttled_speed"] == pytest.approx(0.8)
+    assert plans_slower(health) == (pytest.approx(0.8), "throttled: hardware slowdown")
+
+
+def test_the_api_shows_an_uploaded_rise_as_at_risk_with_its_reason(client_for, agent, node1, alice):
+    now = timezone.now()
+    for seconds_ago, rows in ((60, 2), (0, 5)):
+        body = {**sample(), "ts": (now - timedelta(seconds=seconds_ago)).isoformat(), "remapped_rows": rows}
+        assert client_for(agent).post(URL, {"samples": [body]}, format="json").status_code == 201
+    gpu = Gpu.objects.get(uuid="GPU-node1-0")
+    health = client_for(alice).get(f"/api/gpus/{gpu.pk}/").json()["health"]
+    assert health["at_risk"] == "remapped rows rose from 2 to 5" and "throttled_speed" not in health
+    quiet = client_for(alice).get(f"/api/gpus/{Gpu.objects.get(uuid='GPU-node1-1').pk}/").json()["health"]
+    assert "at_risk" not in quiet

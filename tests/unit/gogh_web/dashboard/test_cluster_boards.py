@@ -47,3 +47,18 @@ def test_a_slow_hot_board_with_a_curve_and_a_limit(cluster, page):
     }]
     assert 'id="curve-plot"' in body
     assert data["gpus"] == selectors.cluster_overview()["gpus"]  # the live dicts the script starts from
+
+
+def test_an_at_risk_and_throttled_board_says_so_with_its_reason(cluster, page):
+    gpu, other = cluster[0], cluster[1]
+    Gpu.objects.filter(pk=gpu.pk).update(health={"at_risk": "remapped rows rose from 2 to 9", "throttled_speed": 0.6,
+                                                 "notes": ["remapped rows rose from 2 to 9"]})
+    body = page()
+    row = re.search(rf'<tr data-gpu="{gpu.pk}">(.*?)</tr>', body).group(1)
+    assert '<span class="badge state-slow" title="remapped rows rose from 2 to 9">at risk</span>' in row
+    assert '<span class="badge state-slow" title="planned at 0.60">throttled</span>' in row
+    quiet = re.search(rf'<tr data-gpu="{other.pk}">(.*?)</tr>', body).group(1)
+    assert "at risk" not in quiet and "throttled" not in quiet
+    gpus = {g["id"]: g for g in selectors.cluster_overview()["gpus"]}  # the live dicts, as the events carry them
+    assert (gpus[gpu.pk]["at_risk"], gpus[gpu.pk]["throttled_speed"]) == ("remapped rows rose from 2 to 9", 0.6)
+    assert (gpus[other.pk]["at_risk"], gpus[other.pk]["throttled_speed"]) == ("", None)

@@ -89,3 +89,28 @@ def test_a_failure_at_time_zero_is_accepted(tmp_path):
     call_command("simulate", "--json", str(out), "--jobs", "2", "--quick", "--policies", "greedy_fastest",
                  "--fail", "0:v100-s0-g0", stdout=StringIO(), stderr=StringIO())
     assert json.loads(out.read_text())["scenario"]["failures"] == [[0.0, "v100-s0-g0"]]
+
+
+def test_health_adds_its_failures_the_ablation_and_the_keys(tmp_path):
+    out, table = tmp_path / "x.json", StringIO()
+    call_command("simulate", "--json", str(out), "--jobs", "2", "--quick", "--health",
+                 "--policies", "greedy_fastest,gogh_no_health", stdout=table, stderr=StringIO())
+    report = json.loads(out.read_text())
+    lost = report["policies"]["gogh_no_health"]["failed_gpu_work_lost_gpu_h"]
+    assert f"gogh_no_health: work lost on failed boards {lost} GPU-h; at risk flagged None h" in table.getvalue()
+    signals = report["scenario"]["health_signals"]
+    assert len(signals["warned"]) == 3 and signals["throttled"] not in signals["warned"]
+    assert sorted(g for _, g in report["scenario"]["failures"]) == sorted(signals["warned"])
+    for name in ("greedy_fastest", "gogh_no_health"):
+        policy = report["policies"][name]
+        assert policy["failed_gpu_work_lost_gpu_h"] >= 0
+        assert policy["at_risk_flagged_before_failure_h"] is None  # neither uses the rule
+
+
+def test_without_health_there_are_no_signals_and_no_ablation_by_default(tmp_path):
+    out = tmp_path / "x.json"
+    call_command("simulate", "--json", str(out), "--jobs", "2", "--quick", "--policies", "greedy_fastest",
+                 stdout=StringIO(), stderr=StringIO())
+    report = json.loads(out.read_text())
+    assert report["scenario"]["health_signals"] is None and report["scenario"]["failures"] == []
+    assert report["policies"]["greedy_fastest"]["failed_gpu_work_lost_gpu_h"] == 0.0
