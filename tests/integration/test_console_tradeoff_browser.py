@@ -89,6 +89,7 @@ def screenshot(page, case, size):
 
 
 @pytest.mark.parametrize("size", SIZES)
+@pytest.mark.usefixtures("default_power_limits")  # the preview's figures hand-checked at the default limit
 def test_one_tenant_is_drawn_flat_with_its_titles_inside_and_the_preview_adds_up(stack, chromium, demo, size):
     base, _ = stack
     job_id = submit_job(base, demo["alice"])  # one job of one tenant: Jain's index is 1 at every point
