@@ -25,19 +25,10 @@ def fair_rate(predictions: Predictions, workload: str, max_gpus: int, capacity: 
     everywhere): on each type the size within D_j with the highest predicted throughput."""
     gpus, rates = {}, {}
     for g in capacity:
-        gpus[g], rates[g] = _best_size(predictions, workload, max_gpus, g)
+        best = max(((predictions.tau(workload, g, k, True) or 0.0, -k) for k in SIZES if k <= max_gpus),
+                   default=(0.0, -1))
+        gpus[g], rates[g] = -best[1], best[0]
     return equal_share_throughput(GavelJob(workload, gpus, rates), capacity, n)
-
-
-def best_rate(predictions: Predictions, workload: str, max_gpus: int, gpu_types) -> float:
-    """The highest predicted steps/s of the job within D_j on any of `gpu_types` (0: none known)."""
-    return max((_best_size(predictions, workload, max_gpus, g)[1] for g in gpu_types), default=0.0)
-
-
-def _best_size(predictions: Predictions, workload: str, max_gpus: int, gpu_type: str) -> tuple[int, float]:
-    rate, k = max(((predictions.tau(workload, gpu_type, k, True) or 0.0, -k) for k in SIZES if k <= max_gpus),
-                  default=(0.0, -1))
-    return -k, rate
 
 
 def expected_rho(elapsed_s: float, remaining_steps: float, total_steps: float, min_throughput: float,
@@ -47,31 +38,3 @@ def expected_rho(elapsed_s: float, remaining_steps: float, total_steps: float, m
     if not 0 < total_steps < math.inf or fair <= 0 or min_throughput <= 0:
         return 1.0
     return (max(elapsed_s, 0.0) + max(remaining_steps, 0.0) / min_throughput) / (total_steps / fair)
-
-
-#: A job whose expected rho is above this is planned faster (planned_min_throughput).
-RHO_BOUND = 2.0
-
-
-def planned_min_throughput(elapsed_s: float, remaining_steps: float, total_steps: float, min_throughput: float,
-                           fair: float, reach: float = math.inf, bound: float = RHO_BOUND) -> float:
-    """The floor the round plans the job at: its T_min, or where its expected rho is above
-    `bound`, the pace that brings rho back to it (Gavel's FTF constraint, remaining / (bound x
-    isolated - elapsed)), at most its fair rate (1/n of the cluster is never faster than the
-    job's best type) and `reach`, the best it is predicted to reach on the GPUs it may hold
-    without borrowing (its tenant's quota types, or every type where it has none): a floor only
-    borrowed GPUs meet would keep it waiting. Never below T_min."""
-    if expected_rho(elapsed_s, remaining_steps, total_steps, min_throughput, fair) <= bound:
-        return min_throughput
-    room = bound * total_steps / fair - max(elapsed_s, 0.0)
-    needed = remaining_steps / room if room > 0 else fair
-    return max(min_throughput, min(needed, fair, reach))
-
-
-def quota_types(quotas) -> dict[str, set[str]]:
-    """Tenant -> the GPU types it has a quota on (QuotaSpec), for planned_min_throughput's reach."""
-    out: dict[str, set[str]] = {}
-    for q in quotas:
-        if q.gpus > 0:
-            out.setdefault(q.tenant, set()).add(q.gpu_type)
-    return out

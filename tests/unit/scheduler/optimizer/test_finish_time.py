@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from scheduler.optimizer.finish_time import RHO_BOUND, expected_rho, fair_rate, planned_min_throughput
+from scheduler.optimizer.finish_time import expected_rho, fair_rate
 
 from .factory import TablePredictions
 
@@ -38,25 +38,3 @@ def test_rho_counts_the_time_so_far_and_the_rest_at_t_min():
 @pytest.mark.parametrize("total, tmin, fair", [(0, 1, 1), (math.inf, 1, 1), (100, 0, 1), (100, 1, 0)])
 def test_rho_is_one_where_it_cannot_be_told(total, tmin, fair):
     assert expected_rho(100, 50, total, tmin, fair) == 1.0
-
-
-def test_a_job_within_the_bound_is_planned_at_its_t_min():
-    # rho (0 + 2000 / 1.5) / (2000 / 2) = 1.33
-    assert RHO_BOUND == 2.0
-    assert planned_min_throughput(0, 2000, 2000, 1.5, 2.0) == 1.5
-
-
-def test_a_job_beyond_the_bound_is_planned_at_the_pace_that_brings_rho_back_to_it():
-    # rho (0 + 2000 / 0.5) / 1000 = 4; rho 2 needs 2000 / (2 x 1000 - 0) = 1 step/s
-    floor = planned_min_throughput(0, 2000, 2000, 0.5, 2.0)
-    assert floor == pytest.approx(1.0)
-    assert expected_rho(0, 2000, 2000, floor, 2.0) == pytest.approx(RHO_BOUND)
-    # 500 s in, 1500 steps left: 1500 / (2000 - 500) = 1
-    assert planned_min_throughput(500, 1500, 2000, 0.5, 2.0) == pytest.approx(1.0)
-
-
-def test_a_job_past_saving_is_planned_at_its_fair_rate_never_faster():
-    # an hour in against an isolated 1000 s: no pace brings rho to 2; the fair rate, 2
-    assert planned_min_throughput(3600, 1000, 2000, 0.5, 2.0) == 2.0
-    # the bound nearly met at once asks for at most the fair rate
-    assert planned_min_throughput(1900, 1000, 2000, 0.5, 2.0) == 2.0
