@@ -19,12 +19,6 @@ outweigh four of the tenant ahead; more jobs still win beyond that (an operator'
 running is not given away for fair share). Each level is worth more than all lower levels'
 values together, bonuses included (twice their sum plus one), so levels stay lexicographic.
 With equal factors in a level (all 1.0 while nothing is accounted) the fair-share bonus is zero.
-
-Finish-time fairness (finish_time.py, Themis' rule) orders the level as well: a job whose
-expected rho r stands above the level's lowest r0 gains FTF_WEIGHT x (1 - r0 / r) of a job's
-worth, below FTF_WEIGHT however far behind it is, zero when all rho are equal, so a job that
-waited or ran slow for long goes before one that just arrived; the levels' bound above holds
-with it, as it is part of the level's values.
 """
 from collections import Counter, defaultdict
 from dataclasses import replace
@@ -34,7 +28,6 @@ from .problem import JobSpec
 FAIRNESS_SHARE = 0.5
 RISK_SHARE = 0.2  # with FAIRNESS_SHARE below one job's worth: ties only
 FAIR_SHARE_WEIGHT = 0.5  # of a job's worth per unit of factor above the level's lowest (factors are in [0, 1])
-FTF_WEIGHT = 0.5  # of a job's worth, the bound of the finish-time fairness bonus
 
 
 def admission_values(jobs: tuple[JobSpec, ...], fairness: bool, placeable: list[bool]) -> list[float]:
@@ -50,11 +43,10 @@ def admission_values(jobs: tuple[JobSpec, ...], fairness: bool, placeable: list[
         tenants = Counter(jobs[j].tenant for j in members)
         at_risk = sum(jobs[j].work_at_risk for j in members)
         share = _fair_share_bonuses([jobs[j].fair_share for j in members])
-        behind = _finish_time_bonuses([jobs[j].finish_time_fairness for j in members])
-        for j, fair, late in zip(members, share, behind, strict=True):
+        for j, fair in zip(members, share, strict=True):
             bonus = FAIRNESS_SHARE / (len(members) * tenants[jobs[j].tenant]) if fairness else 0.0
             bonus += RISK_SHARE * jobs[j].work_at_risk / at_risk if at_risk > 0 else 0.0
-            values[j] = level_value * (1.0 + bonus + fair + late)
+            values[j] = level_value * (1.0 + bonus + fair)
         below += sum(values[j] for j in members)
     return values
 
@@ -66,18 +58,10 @@ def _fair_share_bonuses(factors: list[float]) -> list[float]:
     return [FAIR_SHARE_WEIGHT * (f - lowest) for f in factors]
 
 
-def _finish_time_bonuses(rhos: list[float]) -> list[float]:
-    """FTF_WEIGHT x (1 - lowest / rho) for each rho (all zero when the rho are equal)."""
-    lowest = min(rhos)
-    return [FTF_WEIGHT * (1.0 - lowest / r) if r > 0 else 0.0 for r in rhos]
-
-
 def has_tie_breaks(jobs: tuple[JobSpec, ...]) -> bool:
-    """Some of the jobs (of a level) carry work at risk or differ in fair share or finish-time
-    fairness: their values
+    """Some of the jobs (of a level) carry work at risk or differ in fair share: their values
     are not whole jobs (the ILP must resolve hundredths of a job)."""
-    return (any(job.work_at_risk > 0 for job in jobs) or len({job.fair_share for job in jobs}) > 1
-            or len({job.finish_time_fairness for job in jobs}) > 1)
+    return any(job.work_at_risk > 0 for job in jobs) or len({job.fair_share for job in jobs}) > 1
 
 
 

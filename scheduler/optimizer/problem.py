@@ -119,9 +119,6 @@ class JobSpec:
     # Its tenant's fair-share factor (fair_share.py), 0..1: within a priority level, jobs of
     # tenants that used less of their share are admitted first (admission.py).
     fair_share: float = 1.0
-    # Its expected finish-time fairness (finish_time.py), rho > 0: within a priority level, jobs
-    # whose rho stands above the level's lowest are admitted first (admission.py).
-    finish_time_fairness: float = 1.0
     # A replica of an inference service (docs/services.md): its T_min is its latency SLO, so a
     # shared GPU where it no longer meets it is not kept (candidates.py), and it keeps its GPU
     # when its partner leaves (placement.py); keep_work.py prices its moves higher.

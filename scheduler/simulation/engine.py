@@ -40,7 +40,6 @@ import time
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, replace
 
-from scheduler.optimizer.finish_time import expected_rho, fair_rate
 from scheduler.optimizer.keep_work import RunningWork, keep_work
 from scheduler.optimizer.problem import CurrentPlacement, JobSpec, Placement, Problem
 from scheduler.optimizer.registry import get_solver
@@ -208,14 +207,13 @@ class Simulation(ServiceRounds):
         """Decide the round: solve when something changed or (exploring) a probe starts or ends.
         Each job carries its tenant's fair-share factor; the problem, the scenario's quotas."""
         fair = self.ledger.factors()
-        rho = self._expected_rhos(t)
         solved = [s for s in self.active.values() if not (s.placement and s.placement.gpu_ids[0] in self.reserved)]
         jobs = keep_work(tuple(
             (JobSpec(s.job.id, s.job.workload, s.job.tenant, s.job.min_throughput, s.job.max_gpus,
                      priority=int(SERVICES_FIRST and s.job.service is not None), service=s.job.service is not None,
                      current=CurrentPlacement(s.placement.gpu_ids, s.placement.partners, s.placement.power_limit_w)
                      if s.placement else None,
-                     fair_share=fair.get(s.job.tenant, 1.0), finish_time_fairness=rho[s.job.id]),
+                     fair_share=fair.get(s.job.tenant, 1.0)),
              self._running_work(s, t))
             for s in solved
         ), self.settings)
@@ -238,15 +236,6 @@ class Simulation(ServiceRounds):
         self.load_history.append(allocation.load)
         for state in solved:
             self._place(state, allocation.placements.get(state.job.id), t)
-
-    def _expected_rhos(self, t: float) -> dict[str, float]:
-        """Each active job's expected finish-time fairness (finish_time.py) from the predictions,
-        with 1/n of the live GPUs, n the jobs in the system now, as the control plane does."""
-        capacity = Counter(g.gpu_type for g in self.sc.gpus if g.id in self.alive)
-        n = len(self.active)
-        return {s.job.id: expected_rho(t - s.job.arrival_s, s.remaining, s.job.total_steps, s.job.min_throughput,
-                                       fair_rate(self.predictions, s.job.workload, s.job.max_gpus, capacity, n))
-                for s in self.active.values()}
 
     def _running_work(self, state: JobState, t: float) -> RunningWork | None:
         """What a placed job would lose, as a control plane knows it: its rate observed once it
