@@ -32,6 +32,7 @@ from .models import (
     SolverConfigChange,
 )
 from .optimizer.ilp import IlpSolver
+from .optimizer.limit_levels import planned_speeds
 from .optimizer.serialization import plan_to_dict, problem_from_dict
 from .problem_source import problem_from_database
 from .selectors import tenant_of
@@ -365,7 +366,7 @@ def scheduling_round_run(*, trigger: str, dry_run: bool = False, solver: str | N
             Job.objects.filter(pk__in=changed).update(pending_reason=SHADOW_REASON)
             live.jobs_changed(changed)
         elif not dry_run:
-            news = _apply(allocation, run, now, exploration, speeds=_planned_speeds(allocation, problem))
+            news = _apply(allocation, run, now, exploration, speeds=planned_speeds(allocation, problem))
             if news:
                 _announce_round(run, allocation, news)
     return RoundResult(solve_run=run, allocation=allocation)
@@ -417,22 +418,6 @@ def _decision_is_stale(allocation: optimizer.Plan, snapshot_at) -> bool:
         external_holder="",  # a run submitted straight to Slurm took it while the round solved
     ).count()
     return usable != len(gpu_ids)
-
-
-def _planned_speeds(allocation: optimizer.Plan, problem: optimizer.Problem) -> dict[str, float]:
-    """Job id -> the fraction of its default-limit throughput the plan expects of it under the
-    power limit it chose (jobs at the default are absent), as the predictions priced it. Kept on
-    the allocations: simulated nodes slow a job by it, and measurements taken at the limit are
-    read back with the same model (dispatch.at_default_limit)."""
-    at_limit = getattr(problem.predictions, "at_power_limit", None)
-    workloads = {job.id: job.workload for job in problem.jobs}
-    speeds = {}
-    for job_id, placement in allocation.placements.items():
-        answer = at_limit and placement.power_limit_w is not None and at_limit(
-            workloads[job_id], placement.gpu_type, placement.power_limit_w)
-        if answer:
-            speeds[job_id] = answer[0]
-    return speeds
 
 
 def _apply(allocation: optimizer.Plan, run: SolveRun, now,
@@ -569,7 +554,7 @@ class _RoundWrites:
 
     def __init__(self, now, speeds: dict[str, float]):
         self.now = now
-        self.speeds = speeds  # job id -> planned speed under its limit (_planned_speeds)
+        self.speeds = speeds  # job id -> planned speed under its limit (optimizer.limit_levels.planned_speeds)
         self.jobs: dict[int, Job] = {}  # to save
         self.fields: dict[int, set[str]] = {}  # the fields of each that changed
         self.closing: set[int] = set()  # jobs whose open allocations end

@@ -6,7 +6,7 @@ configuration at each limit where it pays, and candidates.py a group's shared GP
 Power limits off, predictions without the method, or a type with no levels: nothing below the
 default is offered, and the round decides as it did before limits existed.
 """
-from .problem import Problem
+from .problem import Plan, Problem
 
 Level = tuple[float, float, float]  # (limit W, speed fraction, power fraction) of the default limit's
 
@@ -24,6 +24,24 @@ def limit_levels(problem: Problem, workload: str, gpu_type: str) -> list[Level]:
         if found is not None and found[0] > 0 and found[1] > 0:
             out.append((limit_w, float(found[0]), float(found[1])))
     return out
+
+
+def planned_speeds(plan: Plan, problem: Problem) -> dict[str, float]:
+    """Job id -> the fraction of its default-limit throughput the plan expects of it under the
+    power limit it chose (jobs at the default are absent), as the predictions priced it. The
+    control plane keeps it on the job's allocation: simulated nodes slow a job by it, and
+    measurements taken at the limit are read back with the same model (dispatch.at_default_limit)."""
+    at_limit = getattr(problem.predictions, "at_power_limit", None)
+    if at_limit is None:
+        return {}
+    workloads = {job.id: job.workload for job in problem.jobs}
+    speeds = {}
+    for job_id, placement in plan.placements.items():
+        answer = placement.power_limit_w is not None and at_limit(
+            workloads[job_id], placement.gpu_type, placement.power_limit_w)
+        if answer:
+            speeds[job_id] = answer[0]
+    return speeds
 
 
 def group_power_at(power_w: float, fractions: tuple[float, ...], limit_w: float) -> float:

@@ -6,7 +6,7 @@ import pytest
 
 from scheduler.optimizer import CurrentPlacement, get_solver
 from scheduler.optimizer.instance import compile_instance
-from scheduler.optimizer.limit_levels import group_power_at, type_levels
+from scheduler.optimizer.limit_levels import group_power_at, planned_speeds, type_levels
 from scheduler.optimizer.serialization import plan_from_dict, plan_to_dict, problem_from_dict, problem_to_dict
 
 from .factory import TablePredictions, gpu_type, job, node, problem
@@ -66,6 +66,17 @@ def test_predictions_without_the_method_offer_no_limit():
     p = alone(5.0)
     p = replace(p, predictions=TablePredictions(taus=p.predictions.taus))
     assert [o.power_limit_w for o in compile_instance(p).all_options] == [None]
+
+
+def test_planned_speeds_keep_the_fraction_the_plan_priced_at_a_limit_only():
+    """Job 1 at 210 W keeps 0.9 of its speed; job 2 (T_min 9.5) stays at the default and is absent,
+    as is every job where the predictions cannot price a limit."""
+    preds = LimitPredictions(taus={("a", "g", 1, True): 10.0}, limits={("a", "g", 210.0): (0.9, 0.75)})
+    p = problem([job(1, "a", tmin=5.0), job(2, "a", tmin=9.5)], node("g", "n", 2), [GPU], preds)
+    plan = get_solver("ilp").solve(p)
+    assert {j: pl.power_limit_w for j, pl in plan.placements.items()} == {"1": 210.0, "2": None}
+    assert planned_speeds(plan, p) == {"1": pytest.approx(0.9)}
+    assert planned_speeds(plan, replace(p, predictions=TablePredictions(taus=preds.taus))) == {}
 
 
 def test_a_lower_limit_that_costs_more_than_a_higher_one_is_left_out():
