@@ -122,7 +122,8 @@ class AllocationInline(admin.TabularInline):
     can_delete = False
     fields = [
         "gpu", "partners", "start", "end", rounded(Allocation, "predicted_throughput"),
-        rounded(Allocation, "predicted_power_w"), "solve_run",
+        rounded(Allocation, "predicted_power_w"), "power_limit_w", rounded(Allocation, "power_limit_speed"),
+        "solve_run",
     ]
     readonly_fields = fields
 
@@ -230,7 +231,7 @@ class JobAdmin(admin.ModelAdmin):
 class AllocationAdmin(admin.ModelAdmin):
     list_display = [
         "id", "job", "gpu", "partner_ids", "start", "end", rounded(Allocation, "predicted_throughput"),
-        rounded(Allocation, "predicted_power_w"),
+        rounded(Allocation, "predicted_power_w"), "power_limit_w", rounded(Allocation, "power_limit_speed"),
     ]
     list_filter = ["gpu__gpu_type", "gpu__node"]
     search_fields = ["job__name", "job__workload__name", "gpu__uuid", "gpu__node__hostname"]

@@ -188,7 +188,8 @@ class AllocationSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Allocation
-        fields = ["gpu", "node", "gpu_type", "partners", "start", "end", "predicted_throughput", "predicted_power_w"]
+        fields = ["gpu", "node", "gpu_type", "partners", "start", "end", "predicted_throughput", "predicted_power_w",
+                  "power_limit_w", "power_limit_speed"]
 
     def get_partners(self, allocation) -> list[int]:
         return sorted(job.pk for job in allocation.partners.all())

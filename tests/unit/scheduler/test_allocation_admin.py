@@ -26,3 +26,17 @@ def test_what_a_job_is_and_whose_it_is_cannot_be_edited_in_the_admin(client, roo
     for field in ("tenant", "owner", "workload", "min_throughput", "max_gpus"):
         assert f'name="{field}"' not in page, field
     assert 'name="priority"' in page
+
+
+def test_the_power_limit_and_the_speed_planned_under_it_show_in_the_list_and_inline(client, root, cluster, alice,
+                                                                                   resnet50):
+    job = services.job_submit(owner=alice, workload=resnet50, min_throughput=1, max_gpus=1).job
+    Allocation.objects.create(job=job, gpu=cluster[0], start=timezone.now(), power_limit_w=210.0,
+                              power_limit_speed=0.9)
+    listing = client.get("/admin/scheduler/allocation/").content.decode()
+    assert '<td class="field-power_limit_w">210.0</td>' in listing
+    assert '<td class="field-power_limit_speed">0.900</td>' in listing
+    inline = client.get(f"/admin/scheduler/job/{job.pk}/change/").content.decode()
+    cells = {name: inline.split(f'class="field-{name}">', 1)[1].split("</td>", 1)[0].split() for name in
+             ("power_limit_w", "power_limit_speed")}
+    assert cells == {"power_limit_w": ["<p>210.0</p>"], "power_limit_speed": ["<p>0.900</p>"]}

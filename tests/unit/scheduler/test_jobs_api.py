@@ -146,6 +146,18 @@ def test_a_jobs_open_allocations_list_the_ids_of_all_the_jobs_sharing_its_gpu(su
         results = {j["id"]: j for j in client_for(alice).get("/api/jobs/").json()["results"]}
     [allocation] = results[jobs[1].pk]["allocations"]
     assert allocation["partners"] == [jobs[0].pk, jobs[2].pk] and allocation["gpu"] == "GPU-v0"
+    assert allocation["power_limit_w"] is None and allocation["power_limit_speed"] is None
+
+
+def test_an_allocation_at_a_power_limit_shows_the_limit_and_the_speed_planned_under_it(submit, alice, cluster,
+                                                                                     client_for):
+    from scheduler.models import Allocation
+
+    job = Job.objects.get(pk=submit(alice).json()["id"])
+    Allocation.objects.create(job=job, gpu=cluster[0], start=timezone.now(), power_limit_w=210.0,
+                              power_limit_speed=0.9)
+    [allocation] = client_for(alice).get(f"/api/jobs/{job.pk}/").json()["allocations"]
+    assert allocation["power_limit_w"] == 210.0 and allocation["power_limit_speed"] == 0.9
 
 
 def test_teammates_share_their_tenant_jobs(submit, make_user, alice, client_for):
