@@ -5,8 +5,7 @@ GOGH_TEST_ARTIFACTS."""
 import pytest
 from django.conf import settings
 
-from .conftest import ARTIFACTS
-from .test_dashboard_browser import (
+from .browser import (
     SIZES,
     WAIT_MS,
     chromium as chromium,
@@ -15,6 +14,7 @@ from .test_dashboard_browser import (
     signed_in,
     stack as stack,
 )
+from .conftest import ARTIFACTS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres_tier]
 

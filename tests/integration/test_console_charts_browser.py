@@ -15,8 +15,7 @@ from catalog.models import GpuType, PredictorVersion, Workload
 from telemetry.live import gpus_changed
 from telemetry.models import Gpu, GpuSample, Node
 
-from .test_dashboard_browser import (
-    ARTIFACTS,
+from .browser import (
     SIZES,
     WAIT_MS,
     chromium as chromium,
@@ -25,6 +24,7 @@ from .test_dashboard_browser import (
     signed_in,
     stack as stack,
 )
+from .conftest import ARTIFACTS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres_tier]
 

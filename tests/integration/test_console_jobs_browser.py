@@ -15,10 +15,7 @@ from django.utils import timezone
 from scheduler.live import job_changed
 from scheduler.models import Job, JobInterruption
 
-# The stack, the browser, the demo cluster and the quiet teardown are the browser module's
-# fixtures: `as` marks them re-exported, for pytest to find by name.
-from .test_dashboard_browser import (
-    ARTIFACTS,
+from .browser import (
     SIZES,
     WAIT_MS,
     cancel,
@@ -29,6 +26,10 @@ from .test_dashboard_browser import (
     stack as stack,
     submit_job,
 )
+
+# The stack, the browser, the demo cluster and the quiet teardown are the browser module's
+# fixtures: `as` marks them re-exported, for pytest to find by name.
+from .conftest import ARTIFACTS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres_tier]
 

@@ -7,10 +7,7 @@ import base64
 
 import pytest
 
-# The stack, the browser, the demo cluster and the quiet teardown are the browser module's
-# fixtures: `as` marks them re-exported, for pytest to find by name.
-from .test_dashboard_browser import (
-    ARTIFACTS,
+from .browser import (
     SIZES,
     WAIT_MS,
     chromium as chromium,
@@ -22,6 +19,10 @@ from .test_dashboard_browser import (
     submit_job,
     sweep_rendered,
 )
+
+# The stack, the browser, the demo cluster and the quiet teardown are the browser module's
+# fixtures: `as` marks them re-exported, for pytest to find by name.
+from .conftest import ARTIFACTS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres_tier]
 

@@ -12,10 +12,7 @@ from scheduler.models import Allocation, Job, Service, ServiceTraffic
 from scheduler.serving.traffic import service_traffic_record
 from telemetry.models import Gpu
 
-# The stack, the browser, the demo cluster and the quiet teardown are the browser module's
-# fixtures: `as` marks them re-exported, for pytest to find by name.
-from .test_dashboard_browser import (
-    ARTIFACTS,
+from .browser import (
     WAIT_MS,
     chromium as chromium,
     demo as demo,
@@ -24,6 +21,10 @@ from .test_dashboard_browser import (
     signed_in,
     stack as stack,
 )
+
+# The stack, the browser, the demo cluster and the quiet teardown are the browser module's
+# fixtures: `as` marks them re-exported, for pytest to find by name.
+from .conftest import ARTIFACTS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres_tier]
 PATH = "/dashboard/services/"

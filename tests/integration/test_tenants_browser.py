@@ -13,10 +13,7 @@ from rest_framework.authtoken.models import Token
 from scheduler.models import Allocation, Job, Tenant, TenantEnergyDay, TenantQuota, TenantUsage
 from telemetry.models import Gpu
 
-# The stack, the browser, the demo cluster and the quiet teardown are the browser module's
-# fixtures: `as` marks them re-exported, for pytest to find by name.
-from .test_dashboard_browser import (
-    ARTIFACTS,
+from .browser import (
     WAIT_MS,
     chromium as chromium,
     demo as demo,
@@ -24,6 +21,10 @@ from .test_dashboard_browser import (
     signed_in,
     stack as stack,
 )
+
+# The stack, the browser, the demo cluster and the quiet teardown are the browser module's
+# fixtures: `as` marks them re-exported, for pytest to find by name.
+from .conftest import ARTIFACTS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres_tier]
 PATH = "/dashboard/tenants/"

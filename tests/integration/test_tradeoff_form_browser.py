@@ -12,7 +12,7 @@ from scheduler.models import SolverConfig, SolverConfigChange
 
 # The stack, the browser, the demo cluster and the quiet teardown are the browser module's
 # fixtures: `as` marks them re-exported, for pytest to find by name.
-from .test_dashboard_browser import (
+from .browser import (
     WAIT_MS,
     chromium as chromium,
     demo as demo,
