@@ -53,7 +53,10 @@ def main() -> None:
     out = {
         "nodes": [{"hostname": n.hostname, "state": n.state, "gpus": [
             {"index": g.index, "uuid": g.uuid, "product_name": g.product_name, "gpu_type": g.gpu_type.name,
-             "memory_gb": g.memory_gb, "pci_bus_id": g.pci_bus_id, "numa_node": g.numa_node, "state": g.state}
+             "memory_gb": g.memory_gb, "pci_bus_id": g.pci_bus_id, "numa_node": g.numa_node, "state": g.state,
+             "power_limit_range_w": [g.power_limit_min_w, g.power_limit_max_w],
+             "power_limit_default_w": g.power_limit_default_w, "power_limit_w": g.power_limit_w,
+             "power_limit_error": g.power_limit_error, "health": g.health}
             for g in Gpu.objects.filter(node=n).select_related("gpu_type").order_by("index")]}
             for n in Node.objects.all()],
         "samples": {"count": len(samples), "span_s": round(span, 1),
@@ -73,8 +76,11 @@ def main() -> None:
                                      "overhead_s": i.overhead_s} for i in j.interruptions.order_by("at", "id")],
                   "placed_s": j.placed_at and round((j.placed_at - j.submitted_at).total_seconds(), 1),
                   "ran_s": j.finished_at and j.started_at and round((j.finished_at - j.started_at).total_seconds(), 1),
-                  "allocations": [(a.gpu.gpu_type.name, sorted(p.workload.name for p in a.partners.all()),
-                                   a.predicted_throughput, a.predicted_power_w) for a in j.allocations.all()]}
+                  "allocations": [{"gpu_type": a.gpu.gpu_type.name,
+                                   "partners": sorted(p.workload.name for p in a.partners.all()),
+                                   "predicted_throughput": a.predicted_throughput,
+                                   "predicted_power_w": a.predicted_power_w, "power_limit_w": a.power_limit_w,
+                                   "power_limit_speed": a.power_limit_speed} for a in j.allocations.all()]}
                  for j in Job.objects.order_by("id")],
         "telemetry_measurements": [{"workload": m.workload.name, "gpu_type": m.gpu_type.name,
                                     "partner": m.partner and m.partner.name, "throughput": m.throughput,
