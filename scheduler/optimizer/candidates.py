@@ -183,29 +183,61 @@ class _Matcher:
         for found in running if self.theta > 2 else ():
             if not any(jobs[x].pinned for x in found[-1].members):
                 candidates += self.grow(found[-1].members, found)
-        for j in sorted(range(len(jobs)), key=lambda j: (-cheapest_alone[j], jobs[j].id)):
-            if j in matched or jobs[j].probe:
+        order = sorted(range(len(jobs)), key=lambda j: (-cheapest_alone[j], jobs[j].id))
+        beside = {key: [e for e in queue if not jobs[e[1]].service] for key, queue in self.waiting.items()}
+        candidates += self.pair_training(order)
+        candidates += self.pair_replicas(order, beside)
+        return candidates
+
+    def pair_training(self, order: list[int]) -> list[Group]:
+        """Training jobs, in `order`, take their partners among the waiting training jobs; each
+        pair matched leaves the waiting queues (and grows into a chain with theta >= 3)."""
+        jobs, candidates = self.jobs, []
+        for j in order:
+            if j in self.matched or jobs[j].probe or jobs[j].service:
                 continue
-            partner = self.best_partner(j)
-            if partner is None:
-                continue
-            found = self.groups_of((min(j, partner), max(j, partner)))
+            partner = self.best_partner(j, self.waiting)
+            found = self.groups_of((min(j, partner), max(j, partner))) if partner is not None else []
             if not found:
                 continue
             candidates += found
-            matched.update((j, partner))
+            self.matched.update((j, partner))
             for x in (j, partner):
                 self.waiting[(jobs[x].tenant, jobs[x].workload)].remove((jobs[x].min_throughput, x))
             if self.theta > 2:
                 candidates += self.grow(found[0].members, found)
         return candidates
 
-    def best_partner(self, j: int) -> int | None:
-        """The waiting partner that saves the most power with job j: per workload and type,
-        the tightest T_min its throughput next to j affords (easier partners stay for later)."""
+    def pair_replicas(self, order: list[int], beside: dict) -> list[Group]:
+        """Service replicas, in `order`, each take one partner: a training job that was waiting
+        before the training pairs were matched (`beside`: matched there or not; one replica
+        each), or a waiting replica. A training job may so lie in one training pair and one
+        replica's pair: a replica's pair is seldom chosen (it moves the running replica, a dear
+        move), and in the matching it took the training job's only chance to pair with another
+        (docs/services.md, "Co-location under the SLO")."""
+        jobs, candidates = self.jobs, []
+        pool = {key: sorted(beside.get(key, []) + [e for e in queue if jobs[e[1]].service])
+                for key, queue in self.waiting.items()}
+        for j in order:
+            if j in self.matched or jobs[j].probe or not jobs[j].service:
+                continue
+            partner = self.best_partner(j, pool)
+            found = self.groups_of((min(j, partner), max(j, partner))) if partner is not None else []
+            if not found:
+                continue
+            candidates += found
+            self.matched.update(x for x in (j, partner) if jobs[x].service)
+            for x in (j, partner):
+                pool[(jobs[x].tenant, jobs[x].workload)].remove((jobs[x].min_throughput, x))
+        return candidates
+
+    def best_partner(self, j: int, queues: dict) -> int | None:
+        """The partner in `queues` that saves the most power with job j: per workload and type,
+        the tightest T_min its throughput next to j affords (easier partners stay for later); a
+        training job's partner is never a replica (pair_replicas pairs those)."""
         job, best = self.jobs[j], None  # (saving, partner)
         for v in self.workloads:
-            queue = self.waiting.get((job.tenant, v))
+            queue = queues.get((job.tenant, v))
             if not queue:
                 continue
             for t in self.types:
@@ -214,7 +246,7 @@ class _Matcher:
                 if found is None or not keeps_tmin(sure[0], job):
                     continue
                 k = bisect.bisect_right(queue, (sure[1], float("inf"))) - 1
-                while k >= 0 and queue[k][1] == j:
+                while k >= 0 and (queue[k][1] == j or self.jobs[queue[k][1]].service and not job.service):
                     k -= 1
                 if k < 0:
                     continue
