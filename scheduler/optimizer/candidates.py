@@ -13,10 +13,16 @@ candidates would turn admission into a general matching problem whose LP relaxat
 from integral (at 1024 GPUs the admission phase
 took seconds instead of a tenth of one); a matching keeps it nearly a knapsack, and loses
 little where many similar jobs wait. Groups running now are kept first (and, with theta >= 3,
-may grow like new pairs, so a waiting job can join a running pair). Then jobs, those with
-the dearest configuration alone first, take the partner with the largest saving; within a
-(tenant, workload) group the partners that can afford sharing are those with the lowest
-T_min, and the tightest of them is taken, leaving easier partners for later jobs. Jobs are
+may grow like new pairs, so a waiting job can join a running pair). Then training jobs, those
+with the dearest configuration alone first, take the training partner with the largest saving;
+within a (tenant, workload) group the partners that can afford sharing are those with the
+lowest T_min, and the tightest of them is taken, leaving easier partners for later jobs. Then
+each service replica (JobSpec.service) takes its partner the same way, among the replicas left
+and the training jobs that were waiting, even one already in a training pair (one replica
+each; a replica's pair does not grow into a chain): in `simulate --services` a replica that
+took a training job as its only partner took that job's chance to pair with another training
+job, and the round seldom chose the replica's pair (it moves the running replica, a dear move),
+so training jobs ran alone (docs/services.md). This is the one overlap the matching allows. Jobs are
 grouped so the work grows with jobs x workloads, not with jobs squared. Pairs never cross
 tenants: tenant isolation by construction. A probe (exploration.py) shares with nobody: it
 measures the job alone. A problem may carry the matching instead
