@@ -131,3 +131,27 @@ def test_the_training_jobs_share_a_gpu_and_the_replica_keeps_its_own():
     plan = get_solver("ilp").solve(_replica_and_two_waiting_training_jobs())
     assert plan.placements["1"].gpu_ids == ("n-0",) and plan.placements["1"].partners == ()
     assert plan.placements["2"].gpu_ids == plan.placements["3"].gpu_ids != ("n-0",)
+
+
+def _candidate_pairs(replica_rho: float) -> set[tuple[str, ...]]:
+    """Replicas 1 and 2 (T_min 4) and training jobs 3 and 4 (T_min 2), all waiting, on two GPUs:
+    alone each runs 10 steps/s, two together each keep half, two replicas `replica_rho` each."""
+    workloads = (SERVE, TRAIN)
+    taus = {(w, "g", 1, True): 10.0 for w in workloads}
+    rhos = {(w, v, "g"): 0.5 for w in workloads for v in workloads} | {(SERVE, SERVE, "g"): replica_rho}
+    jobs = [replace(job(1, SERVE, tmin=4.0), service=True), replace(job(2, SERVE, tmin=4.0), service=True),
+            job(3, TRAIN, tmin=2.0), job(4, TRAIN, tmin=2.0)]
+    inst = compile_instance(problem(jobs, node("g", "n", 2), [gpu_type("g", tdp=300)],
+                                    TablePredictions(taus, rhos), theta=2))
+    return {tuple(sorted(inst.jobs[m].id for m in g.members)) for g in inst.groups}
+
+
+def test_two_waiting_replicas_still_pair_with_each_other():
+    assert _candidate_pairs(0.5) == {("3", "4"), ("1", "2")}
+
+
+def test_a_training_job_is_the_partner_of_one_replica_at_most():
+    """Two replicas together keep 3 steps/s each, below their T_min: replica 1 takes training
+    job 4 (the tightest of the equal ones) beside its training pair, and replica 2 the other,
+    job 3, not job 4 again."""
+    assert _candidate_pairs(0.3) == {("3", "4"), ("1", "4"), ("2", "3")}
