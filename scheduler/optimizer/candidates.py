@@ -222,6 +222,8 @@ class _Matcher:
         move), and in the matching it took the training job's only chance to pair with another
         (docs/services.md, "Co-location under the SLO")."""
         jobs, candidates = self.jobs, []
+        if not any(jobs[j].service for j in order):
+            return candidates
         pool = {key: sorted(beside.get(key, []) + [e for e in queue if jobs[e[1]].service])
                 for key, queue in self.waiting.items()}
         for j in order:
