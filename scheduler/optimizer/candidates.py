@@ -13,10 +13,16 @@ candidates would turn admission into a general matching problem whose LP relaxat
 from integral (at 1024 GPUs the admission phase
 took seconds instead of a tenth of one); a matching keeps it nearly a knapsack, and loses
 little where many similar jobs wait. Groups running now are kept first (and, with theta >= 3,
-may grow like new pairs, so a waiting job can join a running pair). Then jobs, those with
-the dearest configuration alone first, take the partner with the largest saving; within a
-(tenant, workload) group the partners that can afford sharing are those with the lowest
-T_min, and the tightest of them is taken, leaving easier partners for later jobs. Jobs are
+may grow like new pairs, so a waiting job can join a running pair). Then training jobs, those
+with the dearest configuration alone first, take the training partner with the largest saving;
+within a (tenant, workload) group the partners that can afford sharing are those with the
+lowest T_min, and the tightest of them is taken, leaving easier partners for later jobs. Then
+each service replica (JobSpec.service) takes its partner the same way, among the replicas left
+and the training jobs that were waiting, even one already in a training pair (one replica
+each; a replica's pair does not grow into a chain): in `simulate --services` a replica that
+took a training job as its only partner took that job's chance to pair with another training
+job, and the round seldom chose the replica's pair (it moves the running replica, a dear move),
+so training jobs ran alone (docs/services.md). This is the one overlap the matching allows. Jobs are
 grouped so the work grows with jobs x workloads, not with jobs squared. Pairs never cross
 tenants: tenant isolation by construction. A probe (exploration.py) shares with nobody: it
 measures the job alone. A problem may carry the matching instead
@@ -183,29 +189,63 @@ class _Matcher:
         for found in running if self.theta > 2 else ():
             if not any(jobs[x].pinned for x in found[-1].members):
                 candidates += self.grow(found[-1].members, found)
-        for j in sorted(range(len(jobs)), key=lambda j: (-cheapest_alone[j], jobs[j].id)):
-            if j in matched or jobs[j].probe:
+        order = sorted(range(len(jobs)), key=lambda j: (-cheapest_alone[j], jobs[j].id))
+        beside = {key: [e for e in queue if not jobs[e[1]].service] for key, queue in self.waiting.items()}
+        candidates += self.pair_training(order)
+        candidates += self.pair_replicas(order, beside)
+        return candidates
+
+    def pair_training(self, order: list[int]) -> list[Group]:
+        """Training jobs, in `order`, take their partners among the waiting training jobs; each
+        pair matched leaves the waiting queues (and grows into a chain with theta >= 3)."""
+        jobs, candidates = self.jobs, []
+        for j in order:
+            if j in self.matched or jobs[j].probe or jobs[j].service:
                 continue
-            partner = self.best_partner(j)
-            if partner is None:
-                continue
-            found = self.groups_of((min(j, partner), max(j, partner)))
+            partner = self.best_partner(j, self.waiting)
+            found = self.groups_of((min(j, partner), max(j, partner))) if partner is not None else []
             if not found:
                 continue
             candidates += found
-            matched.update((j, partner))
+            self.matched.update((j, partner))
             for x in (j, partner):
                 self.waiting[(jobs[x].tenant, jobs[x].workload)].remove((jobs[x].min_throughput, x))
             if self.theta > 2:
                 candidates += self.grow(found[0].members, found)
         return candidates
 
-    def best_partner(self, j: int) -> int | None:
-        """The waiting partner that saves the most power with job j: per workload and type,
-        the tightest T_min its throughput next to j affords (easier partners stay for later)."""
+    def pair_replicas(self, order: list[int], beside: dict) -> list[Group]:
+        """Service replicas, in `order`, each take one partner: a training job that was waiting
+        before the training pairs were matched (`beside`: matched there or not; one replica
+        each), or a waiting replica. A training job may so lie in one training pair and one
+        replica's pair: a replica's pair is seldom chosen (it moves the running replica, a dear
+        move), and in the matching it took the training job's only chance to pair with another
+        (docs/services.md, "Co-location under the SLO")."""
+        jobs, candidates = self.jobs, []
+        if not any(jobs[j].service for j in order):
+            return candidates
+        pool = {key: sorted(beside.get(key, []) + [e for e in queue if jobs[e[1]].service])
+                for key, queue in self.waiting.items()}
+        for j in order:
+            if j in self.matched or jobs[j].probe or not jobs[j].service:
+                continue
+            partner = self.best_partner(j, pool)
+            found = self.groups_of((min(j, partner), max(j, partner))) if partner is not None else []
+            if not found:
+                continue
+            candidates += found
+            self.matched.update(x for x in (j, partner) if jobs[x].service)
+            for x in (j, partner):
+                pool[(jobs[x].tenant, jobs[x].workload)].remove((jobs[x].min_throughput, x))
+        return candidates
+
+    def best_partner(self, j: int, queues: dict) -> int | None:
+        """The partner in `queues` that saves the most power with job j: per workload and type,
+        the tightest T_min its throughput next to j affords (easier partners stay for later); a
+        training job's partner is never a replica (pair_replicas pairs those)."""
         job, best = self.jobs[j], None  # (saving, partner)
         for v in self.workloads:
-            queue = self.waiting.get((job.tenant, v))
+            queue = queues.get((job.tenant, v))
             if not queue:
                 continue
             for t in self.types:
@@ -214,7 +254,7 @@ class _Matcher:
                 if found is None or not keeps_tmin(sure[0], job):
                     continue
                 k = bisect.bisect_right(queue, (sure[1], float("inf"))) - 1
-                while k >= 0 and queue[k][1] == j:
+                while k >= 0 and (queue[k][1] == j or self.jobs[queue[k][1]].service and not job.service):
                     k -= 1
                 if k < 0:
                     continue
