@@ -26,11 +26,17 @@ of a partner the predictor's catalog lacks is counted and ignored.
 each cell's log-space spread and whether a measurement backs it (the catalog's, or the
 workload's own observation there). `refit` takes a new predictor and catalog (after a
 profiling campaign) and replays every observation so far, as production's next P2 would.
+
+At a power limit where the model has the workload slower, an observation teaches the limit's
+curve instead of P2 (`observe_limit`, catalog.predictors.learnt_limits; the speed fraction read
+by the engine against P2's default-limit rate), as the control plane's telemetry does
+(docs/power_limits.md); the learnt curves survive a refit.
 """
 import statistics
 
 from catalog.predictors import Observation, PerformancePredictor, UnknownGpuType, UnknownWorkload
 from catalog.predictors.gpu_specs import UNMEASURED_LOG_SD, estimate_unmeasured
+from catalog.predictors.learnt_limits import LearntLimits, LimitReading
 from scheduler.optimizer.catalog_predictions import CatalogPredictions
 from scheduler.predictions import LearnedPredictions, WorkloadEstimates
 from telemetry.agent.colocation import group_fraction
@@ -48,13 +54,14 @@ class SimulatedLearning:
         self._counts: dict[str, int] = {}
         self._log: dict[str, list[Observation]] = {}  # every observation, replayed by refit
         self._estimates: dict[str, WorkloadEstimates] = {}
+        self.limits = LearntLimits()
         self.refit(model, catalog)
 
     def refit(self, model: PerformancePredictor, catalog: CatalogPredictions) -> None:
         self.model, self.catalog = model, catalog
         self._jobs = {}  # workload -> JobEstimate (P2 state)
         self._own: dict[str, dict[tuple, list[float]]] = {}  # observations of cells the model lacks
-        self._planning = LearnedPredictions(catalog, self._estimates)
+        self._planning = LearnedPredictions(catalog, self._estimates, limits=self.limits)
         for workload in list(self._estimates):
             self._job(workload)
             for observation in self._log.get(workload, ()):
@@ -158,6 +165,22 @@ class SimulatedLearning:
             return True
         return abs(after - before) > self.tolerance * before
 
+    def observe_limit(self, workload, gpu_type, limit_w, speed) -> bool:
+        """One reading at `limit_w`: the job ran at `speed` x its default-limit rate there. Taken
+        where the model has it slower at that limit (else False, nothing kept) and the fraction
+        is one a limit could give; True when the learnt speed there moved by more than the
+        tolerance."""
+        model = self.model_at_power_limit(workload, gpu_type, limit_w)
+        before = self.at_power_limit(workload, gpu_type, limit_w)
+        try:
+            reading = LimitReading(model_speed=model[0], speed=speed) if model else None
+        except ValueError:
+            return False
+        if reading is None or not self.limits.add(workload, gpu_type, reading):
+            return False
+        after = self.at_power_limit(workload, gpu_type, limit_w)
+        return abs(after[0] - before[0]) > self.tolerance * before[0]
+
     def uncertainty(self, workload, gpu_type, num_gpus, consolidated) -> tuple[float, bool]:
         self._job(workload)
         return self._planning.uncertainty(workload, gpu_type, num_gpus, consolidated)
@@ -179,6 +202,9 @@ class SimulatedLearning:
 
     def at_power_limit(self, workload, gpu_type, limit_w):
         return self._planning.at_power_limit(workload, gpu_type, limit_w)
+
+    def model_at_power_limit(self, workload, gpu_type, limit_w):
+        return self._planning.model_at_power_limit(workload, gpu_type, limit_w)
 
     def memory_gb(self, workload):
         return self._planning.memory_gb(workload)
