@@ -40,7 +40,6 @@ import time
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field, replace
 
-from catalog.predictors.learnt_limits import binds
 from scheduler.optimizer.keep_work import RunningWork, keep_work
 from scheduler.optimizer.problem import CurrentPlacement, JobSpec, Placement, Problem
 from scheduler.optimizer.registry import get_solver
@@ -466,13 +465,9 @@ class Simulation(ServiceRounds):
                         self.explorer.observed(state.job.workload, gpu_type, k, consolidated, partners, seen)
                     partner = partners[0] if partners else None
                     predicted = self.predictions.throughput(state.job.workload, gpu_type, k, consolidated, partners)
-                    if predicted and self._limit_binds(state.job.workload, gpu_type, limit):
-                        # Where the limit slows the job, the observation teaches the limit's curve,
-                        # read against P2's default-limit rate, and not P2 (the two would cancel).
-                        moved |= self.predictions.observe_limit(state.job.workload, gpu_type, limit,
-                                                                measured / (predicted * board))
-                    else:
-                        moved |= self.predictions.observe(state.job.workload, gpu_type, k, consolidated, seen, partner)
+                    moved |= self.predictions.observe(state.job.workload, gpu_type, k, consolidated, seen, partner)
+                    moved |= self._read_limit(state.job.workload, (gpu_type, k, consolidated), partners, limit,
+                                              measured / board)
                     if predicted:
                         self.watch.observe(gpus, state.job.workload, gpu_type, predicted * limit_speed, measured,
                                            self.now)
@@ -489,12 +484,13 @@ class Simulation(ServiceRounds):
             rate *= self.truth.at_power_limit(self.sc.gpu_types[gpu_type], workload, limit_w)[0]
         return rate * self.boards.slowest(gpus, self.now) if gpus else rate
 
-    def _limit_binds(self, workload, gpu_type, limit_w) -> bool:
-        """Whether the policy learns the limit's curve from this observation: it learns curves and
-        its model has the workload slower at `limit_w` (learnt_limits.binds)."""
-        ask = getattr(self.predictions, "model_at_power_limit", None)
-        model = ask(workload, gpu_type, limit_w) if ask and limit_w is not None else None
-        return model is not None and binds(model[0])
+    def _read_limit(self, workload, config, partners, limit_w, measured) -> bool:
+        """A job alone is a reading of its workload's limit curve on the type (at `limit_w`, the
+        default when None): its rate over the policy's reference rate there (learnt_limits)."""
+        if partners or not hasattr(self.predictions, "observe_limit"):
+            return False
+        reference = self.predictions.reference(workload, *config)
+        return bool(reference) and self.predictions.observe_limit(workload, config[0], limit_w, measured / reference)
 
     def _planned_limit_speed(self, workload, gpu_type, limit_w) -> float:
         """The policy's own prediction of the speed fraction at `limit_w` (1 at the default)."""

@@ -27,10 +27,11 @@ each cell's log-space spread and whether a measurement backs it (the catalog's, 
 workload's own observation there). `refit` takes a new predictor and catalog (after a
 profiling campaign) and replays every observation so far, as production's next P2 would.
 
-At a power limit where the model has the workload slower, an observation teaches the limit's
-curve instead of P2 (`observe_limit`, catalog.predictors.learnt_limits; the speed fraction read
-by the engine against P2's default-limit rate), as the control plane's telemetry does
-(docs/power_limits.md); the learnt curves survive a refit.
+Power limits: every observation of a job alone is also a reading of its workload's limit curve
+on the type (`observe_limit`, catalog.predictors.learnt_limits): its rate over a reference that
+telemetry never changes (the catalog's measured mean of the configuration, else P1's first
+estimate), at the limit it ran at (the default included), as the control plane's telemetry does
+(docs/power_limits.md, "Limit curves learnt from telemetry"); the curves survive a refit.
 """
 import statistics
 
@@ -55,6 +56,7 @@ class SimulatedLearning:
         self._log: dict[str, list[Observation]] = {}  # every observation, replayed by refit
         self._estimates: dict[str, WorkloadEstimates] = {}
         self.limits = LearntLimits()
+        self._prior: dict[str, dict[tuple, float]] = {}  # workload -> P1's first estimates, a reading's reference
         self.refit(model, catalog)
 
     def refit(self, model: PerformancePredictor, catalog: CatalogPredictions) -> None:
@@ -73,6 +75,7 @@ class SimulatedLearning:
             self._jobs[workload] = self.model.job(self.features[workload])
             self._own[workload] = {}
             self._update(workload)
+            self._prior.setdefault(workload, dict(self._estimates[workload].tau))
         return self._jobs[workload]
 
     def _fold(self, workload: str, observation: Observation) -> None:
@@ -165,20 +168,27 @@ class SimulatedLearning:
             return True
         return abs(after - before) > self.tolerance * before
 
-    def observe_limit(self, workload, gpu_type, limit_w, speed) -> bool:
-        """One reading at `limit_w`: the job ran at `speed` x its default-limit rate there. Taken
-        where the model has it slower at that limit (else False, nothing kept) and the fraction
-        is one a limit could give; True when the learnt speed there moved by more than the
-        tolerance."""
-        model = self.model_at_power_limit(workload, gpu_type, limit_w)
-        before = self.at_power_limit(workload, gpu_type, limit_w)
+    def reference(self, workload, gpu_type, num_gpus, consolidated) -> float | None:
+        """The rate at the default limit a limit reading is read against: the catalog's measured
+        mean of the configuration, else P1's first estimate (neither moves with telemetry)."""
+        self._job(workload)
+        measured = self.catalog.tau(workload, gpu_type, num_gpus, consolidated)
+        return measured or self._prior[workload].get((gpu_type, num_gpus, consolidated or num_gpus == 1)) or None
+
+    def observe_limit(self, workload, gpu_type, limit_w, ratio) -> bool:
+        """One reading of the job alone at `limit_w` (None: the default), at `ratio` x its
+        reference rate; True when the learnt speed at that limit moved by more than the tolerance.
+        A ratio no rate could give against its reference is left out."""
+        model = self.model_at_power_limit(workload, gpu_type, limit_w) if limit_w is not None else (1.0, 1.0)
+        if model is None:
+            return False
         try:
-            reading = LimitReading(model_speed=model[0], speed=speed) if model else None
+            reading = LimitReading(model_speed=model[0], speed=ratio)
         except ValueError:
             return False
-        if reading is None or not self.limits.add(workload, gpu_type, reading):
-            return False
-        after = self.at_power_limit(workload, gpu_type, limit_w)
+        before = self.limits.at_power_limit(workload, gpu_type, model)
+        self.limits.add(workload, gpu_type, reading)
+        after = self.limits.at_power_limit(workload, gpu_type, model)
         return abs(after[0] - before[0]) > self.tolerance * before[0]
 
     def uncertainty(self, workload, gpu_type, num_gpus, consolidated) -> tuple[float, bool]:

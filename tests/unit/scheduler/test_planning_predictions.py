@@ -327,7 +327,8 @@ def _report_at_limit(job, agent, gpu_limit_w, allocation_limit_w, steps_per_s=2.
     from scheduler.dispatch.progress import job_progress_report
 
     allocation = Allocation.objects.select_related("gpu__node", "gpu__gpu_type").get(job=job)
-    Allocation.objects.filter(pk=allocation.pk).update(power_limit_w=allocation_limit_w)
+    # A limit put here by hand has no speed planned for it: read back with the model's.
+    Allocation.objects.filter(pk=allocation.pk).update(power_limit_w=allocation_limit_w, power_limit_speed=None)
     gpu = allocation.gpu
     gpu.node.agent = agent
     gpu.node.save()

@@ -1,0 +1,55 @@
+"""A job's throughput measured alone, at a power limit or at the default, read as a ratio to a
+rate at the default that telemetry never changes: what corrects the power-limit model per
+(workload, GPU type) (catalog.predictors.learnt_limits; docs/power_limits.md, "Limit curves
+learnt from telemetry").
+
+A throughput at a limit is (the rate at the default) x (the fraction), so the fraction can be
+read only against a default-limit rate known without it. P2's estimate is not: it takes this very
+measurement (brought back to the default by the fraction planned), and a fraction read against it
+would give the planned fraction back, so the curve would never move. The reference is the
+catalog's measurement of the configuration (reference or profiling data), else P1's estimate
+(catalog.selectors.reference_rate); its own error is one factor per (workload, type), which the
+rule learns beside the curve, pinned by the readings at the default.
+"""
+from catalog.selectors import reference_rate
+from catalog.services.limit_observations import limit_observation_record
+
+from ..models import Allocation, Job
+
+
+def planned_speed(allocations: list[Allocation], limit_w: float) -> float | None:
+    """The speed fraction the round planned the job at under `limit_w`, where the round set that
+    limit on every one of its GPUs (none refused); None otherwise."""
+    if any(a.power_limit_w is None or a.gpu.power_limit_error for a in allocations):
+        return None
+    if min(a.power_limit_w for a in allocations) != limit_w:
+        return None
+    return allocations[0].power_limit_speed or None
+
+
+def limit_observation_from(job: Job, allocations: list[Allocation], limit_w: float | None,
+                           model: tuple[float, float, float | None], steps_per_s: float, power_w: float | None, *,
+                           reference: str, now) -> None:
+    """Record the reading of a job alone on its GPUs at `limit_w` (None: the default; `model`: the
+    model's speed and power fractions there and the workload's draw at the default, W), where a
+    reference rate is known. Power counts for a job on one GPU (the catalog's draw is per GPU).
+    A ratio no limit could give (a stalled job, a wrong reference) is left out."""
+    if any(a.partners.exists() for a in allocations):
+        return
+    gpu = allocations[0].gpu
+    num_gpus = len(allocations)
+    rate = reference_rate(workload=job.workload, gpu_type=gpu.gpu_type, num_gpus=num_gpus,
+                          consolidated=len({a.gpu.node_id for a in allocations}) == 1)
+    if not rate:
+        return
+    default_w = gpu.power_limit_default_w or gpu.gpu_type.tdp_w
+    power = power_w / model[2] if num_gpus == 1 and power_w and model[2] else None
+    try:
+        limit_observation_record(
+            workload=job.workload, gpu_type=gpu.gpu_type, limit_w=min(limit_w or default_w, default_w),
+            default_w=default_w, speed_ratio=steps_per_s / rate, model_speed=model[0],
+            power_ratio=power, model_power=model[1] if power is not None else None, reference=reference,
+            observed_at=now,
+        )
+    except ValueError:
+        pass  # left out: no rate a limit gives against its reference
