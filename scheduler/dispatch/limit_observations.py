@@ -30,20 +30,19 @@ def planned_speed(allocations: list[Allocation], limit_w: float) -> float | None
 def limit_observation_from(job: Job, allocations: list[Allocation], limit_w: float | None,
                            model: tuple[float, float, float | None], steps_per_s: float, power_w: float | None, *,
                            reference: str, now) -> None:
-    """Record the reading of a job alone on its GPUs at `limit_w` (None: the default; `model`: the
+    """Record the reading of a job alone on one GPU at `limit_w` (None: the default; `model`: the
     model's speed and power fractions there and the workload's draw at the default, W), where a
-    reference rate is known. Power counts for a job on one GPU (the catalog's draw is per GPU).
+    reference rate is known. One GPU: the rule learns one error of the reference per (workload,
+    type), and a multi-GPU configuration's reference errs apart (P1's scaling, not a measurement).
     A ratio no limit could give (a stalled job, a wrong reference) is left out."""
-    if any(a.partners.exists() for a in allocations):
+    if len(allocations) != 1 or allocations[0].partners.exists():
         return
     gpu = allocations[0].gpu
-    num_gpus = len(allocations)
-    rate = reference_rate(workload=job.workload, gpu_type=gpu.gpu_type, num_gpus=num_gpus,
-                          consolidated=len({a.gpu.node_id for a in allocations}) == 1)
+    rate = reference_rate(workload=job.workload, gpu_type=gpu.gpu_type, num_gpus=1, consolidated=True)
     if not rate:
         return
     default_w = gpu.power_limit_default_w or gpu.gpu_type.tdp_w
-    power = power_w / model[2] if num_gpus == 1 and power_w and model[2] else None
+    power = power_w / model[2] if power_w and model[2] else None
     try:
         limit_observation_record(
             workload=job.workload, gpu_type=gpu.gpu_type, limit_w=min(limit_w or default_w, default_w),

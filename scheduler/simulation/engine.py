@@ -485,9 +485,10 @@ class Simulation(ServiceRounds):
         return rate * self.boards.slowest(gpus, self.now) if gpus else rate
 
     def _read_limit(self, workload, config, partners, limit_w, measured) -> bool:
-        """A job alone is a reading of its workload's limit curve on the type (at `limit_w`, the
-        default when None): its rate over the policy's reference rate there (learnt_limits)."""
-        if partners or not hasattr(self.predictions, "observe_limit"):
+        """A job alone on one GPU is a reading of its workload's limit curve on the type (at
+        `limit_w`, the default when None): its rate over the policy's reference rate there
+        (learnt_limits; one GPU: the reference's error is one factor per workload and type)."""
+        if partners or config[1] != 1 or not hasattr(self.predictions, "observe_limit"):
             return False
         reference = self.predictions.reference(workload, *config)
         return bool(reference) and self.predictions.observe_limit(workload, config[0], limit_w, measured / reference)

@@ -27,7 +27,7 @@ each cell's log-space spread and whether a measurement backs it (the catalog's, 
 workload's own observation there). `refit` takes a new predictor and catalog (after a
 profiling campaign) and replays every observation so far, as production's next P2 would.
 
-Power limits: every observation of a job alone is also a reading of its workload's limit curve
+Power limits: every observation of a job alone on one GPU is also a reading of its workload's limit curve
 on the type (`observe_limit`, catalog.predictors.learnt_limits): its rate over a reference that
 telemetry never changes (the catalog's measured mean of the configuration, else P1's first
 estimate), at the limit it ran at (the default included), as the control plane's telemetry does
