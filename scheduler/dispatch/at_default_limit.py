@@ -5,17 +5,16 @@ The catalog, P1/P2 and the per-board speeds all hold figures at the default limi
 optimiser prices each lower limit as a fraction of them (Predictions.at_power_limit). A
 measurement taken at a limit and stored as it is would teach a workload as slower than it is,
 and the next rounds would price every limit from that lower base, round after round. So it is
-divided by the same fractions the optimiser applies: the speed the round planned the job at
-under its limit (the power-limit model corrected by telemetry,
-catalog.predictors.learnt_limits), else (a limit the round did not set) and for power the model
+divided by the same fractions the optimiser applies: the power-limit model
 (catalog.predictors.power_limits) at the same limit, with the same draw at the default (the
-catalog's power of the workload alone on the type), so that planning the job again at that limit
-predicts what was measured. The limit is the one the round set (the agent applies it within a
-poll of its assignments, and the job slows at once), except where the board refused it or none
-was set: then the one it reports in force (a refusing board ran at its default; a limit set
-outside GOGH slows the job as well). The lowest of the job's GPUs counts: a multi-GPU job moves
-at its slowest GPU's pace. The limit in force as last reported lags by up to a heartbeat: a
-board reports a new limit an interval after its job slowed under it."""
+catalog's power of the workload alone on the type), corrected by the workload's limit readings
+(limit_observations.py), so that planning the job again at that limit predicts what was
+measured. The limit is the one the round set (the agent applies it within a poll of its
+assignments, and the job slows at once), except where the board refused it or none was set: then
+the one it reports in force (a refusing board ran at its default; a limit set outside GOGH slows
+the job as well). The lowest of the job's GPUs counts: a multi-GPU job moves at its slowest
+GPU's pace. The limit in force as last reported lags by up to a heartbeat: a board reports a new
+limit an interval after its job slowed under it."""
 from collections.abc import Iterable
 
 #: A limit within this fraction of the default counts as the default (NVML rounds to whole W).

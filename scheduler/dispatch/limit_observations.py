@@ -11,20 +11,18 @@ catalog's measurement of the configuration (reference or profiling data), else P
 (catalog.selectors.reference_rate); its own error is one factor per (workload, type), which the
 rule learns beside the curve, pinned by the readings at the default.
 """
-from catalog.selectors import reference_rate
+from catalog.selectors import learnt_limits, reference_rate
 from catalog.services.limit_observations import limit_observation_record
 
 from ..models import Allocation, Job
 
 
-def planned_speed(allocations: list[Allocation], limit_w: float) -> float | None:
-    """The speed fraction the round planned the job at under `limit_w`, where the round set that
-    limit on every one of its GPUs (none refused); None otherwise."""
-    if any(a.power_limit_w is None or a.gpu.power_limit_error for a in allocations):
-        return None
-    if min(a.power_limit_w for a in allocations) != limit_w:
-        return None
-    return allocations[0].power_limit_speed or None
+def learnt_fractions(workload: str, gpu_type: str, model: tuple[float, float, float | None]) -> tuple[float, float]:
+    """(speed, power) at a limit where the model says `model`, corrected by the workload's
+    readings on the type, this measurement's included: what a measurement at the limit is
+    brought back to the default by. Over the speed planned before it, P2 would take the
+    reading's error and the curve part of it again, counting it twice at that limit."""
+    return learnt_limits(names={workload}).at_power_limit(workload, gpu_type, model[:2])
 
 
 def limit_observation_from(job: Job, allocations: list[Allocation], limit_w: float | None,

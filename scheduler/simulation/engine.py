@@ -456,20 +456,22 @@ class Simulation(ServiceRounds):
                 if seconds >= MIN_OBSERVED_S and len(partners) <= 1:  # a group is no catalog cell
                     rate = self._true_rate(state.job.workload, gpu_type, k, consolidated, partners, gpus, limit)
                     measured = self.truth.observe(rate, self.rng)
-                    limit_speed = self._planned_limit_speed(state.job.workload, gpu_type, limit)
-                    # P2 learns the type's rate at its default limit: what telemetry saw, over the
-                    # limit's predicted speed and (boards differing) the boards' learnt speed.
+                    planned_speed = self._planned_limit_speed(state.job.workload, gpu_type, limit)
                     board = self.watch.learnt_slowest(gpus) if self.boards.varies else 1.0
-                    seen = measured / (limit_speed * board)
+                    moved |= self._read_limit(state.job.workload, (gpu_type, k, consolidated), partners, limit,
+                                              measured / board)
+                    # P2 learns the type's rate at its default limit: what telemetry saw, over the
+                    # limit's speed as learnt with this very observation (over the speed planned
+                    # before it, P2 and the curve would both take its error) and (boards differing)
+                    # the boards' learnt speed.
+                    seen = measured / (self._planned_limit_speed(state.job.workload, gpu_type, limit) * board)
                     if self.explorer is not None:
                         self.explorer.observed(state.job.workload, gpu_type, k, consolidated, partners, seen)
                     partner = partners[0] if partners else None
                     predicted = self.predictions.throughput(state.job.workload, gpu_type, k, consolidated, partners)
                     moved |= self.predictions.observe(state.job.workload, gpu_type, k, consolidated, seen, partner)
-                    moved |= self._read_limit(state.job.workload, (gpu_type, k, consolidated), partners, limit,
-                                              measured / board)
                     if predicted:
-                        self.watch.observe(gpus, state.job.workload, gpu_type, predicted * limit_speed, measured,
+                        self.watch.observe(gpus, state.job.workload, gpu_type, predicted * planned_speed, measured,
                                            self.now)
         state.held.clear()
         return moved
