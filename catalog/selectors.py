@@ -3,7 +3,7 @@ from collections.abc import Iterable
 
 from django.db.models import OuterRef, QuerySet, Subquery
 
-from .models import GpuType, Measurement, PredictionRecord, Workload
+from .models import GpuType, LimitObservation, Measurement, MeasurementSource, PredictionRecord, Workload
 
 
 def gpu_type_list() -> QuerySet[GpuType]:
@@ -41,3 +41,50 @@ def latest_estimates_by_workload(*, names: Iterable[str], include_shadow: bool =
     )
     return dict(PredictionRecord.objects.filter(pk__in=newest).values_list("workload__name", "estimates"))
 
+
+
+#: Readings per (workload, GPU type) a learnt limit curve rests on: the newest, so that a curve
+#: follows the workload as it changes (as the catalog's window does for its measurements).
+LIMIT_WINDOW = 200
+
+
+def learnt_limits(*, names: Iterable[str]):
+    """The workloads' limit observations, the newest LIMIT_WINDOW per GPU type, as the learnt
+    corrections of the power-limit model (catalog.predictors.learnt_limits.LearntLimits)."""
+    # Imported here: catalog.predictors loads the predictor networks' libraries.
+    from .predictors.learnt_limits import LearntLimits, LimitReading
+
+    rows = (LimitObservation.objects.filter(workload__name__in=set(names))
+            .order_by("-observed_at", "-id")
+            .values_list("workload__name", "gpu_type__name", "model_speed", "speed_ratio", "model_power",
+                         "power_ratio"))
+    kept: dict[tuple[str, str], int] = {}
+    readings = []
+    for workload, gpu_type, model_speed, speed, model_power, power in rows:
+        if kept.get((workload, gpu_type), 0) < LIMIT_WINDOW:
+            kept[(workload, gpu_type)] = kept.get((workload, gpu_type), 0) + 1
+            readings.append((workload, gpu_type, LimitReading(model_speed, speed, model_power, power)))
+    return LearntLimits(reversed(readings))
+
+
+def reference_rate(*, workload: Workload, gpu_type: GpuType, num_gpus: int, consolidated: bool) -> float | None:
+    """The workload's throughput alone in a configuration at the default limit as known without
+    telemetry: the mean of the catalog's reference and profiling measurements there, else its
+    newest P1 estimate (a prediction record that folded in no observation); None where neither
+    speaks. What a limit observation is read against (docs/power_limits.md)."""
+    measured = (Measurement.objects.filter(workload=workload, gpu_type=gpu_type, num_gpus=num_gpus,
+                                           consolidated=consolidated, partner__isnull=True,
+                                           source__in=(MeasurementSource.REFERENCE, MeasurementSource.PROFILING),
+                                           throughput__gt=0)
+                .values_list("throughput", flat=True))
+    if measured:
+        return sum(measured) / len(measured)
+    for record in PredictionRecord.objects.filter(workload=workload, shadow=False).order_by("-id")[:20]:
+        if record.observations:
+            continue
+        estimates = record.estimates
+        for (name, k, together), tau in zip(estimates.get("configs", ()), estimates.get("tau", ())):
+            if (name, int(k), bool(together)) == (gpu_type.name, num_gpus, consolidated or num_gpus == 1) and tau > 0:
+                return float(tau)
+        return None
+    return None

@@ -9,7 +9,8 @@ wherever they speak: they hold the observed cells' values and carry what was lea
 cluster's workload runs 12% slower than the reference said) to the GPU types and partners not
 yet observed, which the catalog's reference means cannot. Cells P2 says nothing about fall back
 to the measurements. Speed and power at a power limit: the Zeus-based model
-(catalog/predictors/power_limits.py), with the measured power as the job's draw.
+(catalog/predictors/power_limits.py), with the measured power as the job's draw, corrected per
+(workload, type) by what telemetry read at limits (catalog/predictors/learnt_limits.py).
 """
 from dataclasses import dataclass, field
 
@@ -62,10 +63,13 @@ class WorkloadEstimates:
 class LearnedPredictions:
     """The optimiser's Predictions protocol over measured numbers with estimates as fallback."""
 
-    def __init__(self, measured, estimates: dict[str, WorkloadEstimates], memory_gb: dict[str, float] | None = None):
+    def __init__(self, measured, estimates: dict[str, WorkloadEstimates], memory_gb: dict[str, float] | None = None,
+                 limits=None):
+        """`limits`: a catalog.predictors.learnt_limits.LearntLimits (None: the model alone)."""
         self._measured = measured
         self._estimates = estimates
         self._memory_gb = memory_gb or {}
+        self._limits = limits
 
     def tau(self, workload, gpu_type, num_gpus, consolidated):
         key = (gpu_type, num_gpus, consolidated or num_gpus == 1)
@@ -103,6 +107,12 @@ class LearnedPredictions:
         return self._measured.power_w(workload, gpu_type)
 
     def at_power_limit(self, workload, gpu_type, limit_w):
+        model = self.model_at_power_limit(workload, gpu_type, limit_w)
+        return self._limits.at_power_limit(workload, gpu_type, model) if self._limits is not None else model
+
+    def model_at_power_limit(self, workload, gpu_type, limit_w):
+        """The power-limit model's answer alone, before telemetry's correction (what a reading at
+        the limit is compared with)."""
         # Imported here: catalog.predictors loads the predictor networks' libraries, which a
         # round that offers no power limit never needs.
         from catalog.predictors.power_limits import default_model

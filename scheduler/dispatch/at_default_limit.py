@@ -7,13 +7,14 @@ measurement taken at a limit and stored as it is would teach a workload as slowe
 and the next rounds would price every limit from that lower base, round after round. So it is
 divided by the same fractions the optimiser applies: the power-limit model
 (catalog.predictors.power_limits) at the same limit, with the same draw at the default (the
-catalog's power of the workload alone on the type), so that planning the job again at that
-limit predicts what was measured. The limit is the one the round set (the agent applies it within
-a poll of its assignments, and the job slows at once), except where the board refused it or none
-was set: then the one it reports in force (a refusing board ran at its default; a limit set
-outside GOGH slows the job as well). The lowest of the job's GPUs counts: a multi-GPU job moves
-at its slowest GPU's pace. The limit in force as last reported lags by up to a heartbeat: a board
-reports a new limit an interval after its job slowed under it."""
+catalog's power of the workload alone on the type), corrected by the workload's limit readings
+(limit_observations.py), so that planning the job again at that limit predicts what was
+measured. The limit is the one the round set (the agent applies it within a poll of its
+assignments, and the job slows at once), except where the board refused it or none was set: then
+the one it reports in force (a refusing board ran at its default; a limit set outside GOGH slows
+the job as well). The lowest of the job's GPUs counts: a multi-GPU job moves at its slowest
+GPU's pace. The limit in force as last reported lags by up to a heartbeat: a board reports a new
+limit an interval after its job slowed under it."""
 from collections.abc import Iterable
 
 #: A limit within this fraction of the default counts as the default (NVML rounds to whole W).
@@ -33,9 +34,11 @@ def limit_of(allocations: Iterable) -> float | None:
     return min(limits) if limits else None
 
 
-def fractions_at(workload: str, gpu_type: str, limit_w: float) -> tuple[float, float] | None:
-    """(speed, power) at `limit_w` as fractions of the default limit's, as the optimiser would
-    plan them; None when the model knows nothing there (such a measurement is not recorded)."""
+def fractions_at(workload: str, gpu_type: str, limit_w: float | None) -> tuple[float, float, float | None] | None:
+    """(speed, power) at `limit_w` (None: the default, (1, 1)) as fractions of the default limit's,
+    as the power-limit model answers before telemetry's correction, and the workload's draw at the
+    default (W, None when unknown); None when the model knows nothing there (such a measurement is
+    not recorded)."""
     # Imported here: the model loads numpy and the Zeus data, which a round at default limits
     # never needs, and problem_source imports the dispatch's neighbours.
     from catalog.predictors.power_limits import default_model
@@ -43,7 +46,9 @@ def fractions_at(workload: str, gpu_type: str, limit_w: float) -> tuple[float, f
     from ..problem_source import catalog_predictions
 
     draw_w = catalog_predictions().power_w(workload, gpu_type)
+    if limit_w is None:
+        return 1.0, 1.0, draw_w
     answer = default_model().at_power_limit(workload, gpu_type, limit_w, draw_w=draw_w)
     if answer is None or answer[0] <= 0 or answer[1] <= 0:
         return None
-    return answer
+    return answer[0], answer[1], draw_w

@@ -37,6 +37,7 @@ from ..services import job_transition, scheduling_round_request
 from ..serving.traffic import service_traffic_record
 from . import stops
 from .at_default_limit import fractions_at, limit_of
+from .limit_observations import learnt_fractions, limit_observation_from
 from .report_rules import NotAssigned, Report, check_report, record_progress
 
 RUNNING, SUCCEEDED, FAILED, PREEMPTED = "running", "succeeded", "failed", "preempted"
@@ -258,7 +259,9 @@ def _record_measurement(job: Job, allocations: list[Allocation], steps_per_s: fl
     it trains. Durations come from the server's clock and sample windows are anchored on the
     newest sample, so an agent whose clock is off does not shift them. Measured below the
     default power limit, throughput and power are recorded as at the default
-    (at_default_limit.py), or not at all where the power-limit model knows nothing there."""
+    (at_default_limit.py, by the model's fractions corrected by the workload's limit readings,
+    limit_observations.py), or not at all where the power-limit model knows nothing there. A job
+    alone on one GPU is also a reading of its workload's limit curve on the type."""
     gpu_types = {allocation.gpu.gpu_type for allocation in allocations}
     if len(gpu_types) != 1 or steps_per_s < 0:
         return
@@ -288,13 +291,18 @@ def _record_measurement(job: Job, allocations: list[Allocation], steps_per_s: fl
     gpu_type = gpu_types.pop()
     readings = {"power_w": recent["power_w"], "utilization": recent["utilization"],
                 "memory_gb": recent["memory_mb"] / 1024 if recent["memory_mb"] is not None else None}
-    if (limit_w := limit_of(allocations)) is not None:
-        fractions = fractions_at(job.workload.name, gpu_type.name, limit_w)
-        if fractions is None:
-            return
-        steps_per_s /= fractions[0]
+    limit_w = limit_of(allocations)
+    fractions = fractions_at(job.workload.name, gpu_type.name, limit_w)
+    if fractions is None:
+        return
+    if steps_per_s > 0:
+        limit_observation_from(job, allocations, limit_w, fractions, steps_per_s, readings["power_w"],
+                               reference=measurement_reference(job.pk), now=now)
+    if limit_w is not None:
+        speed, power = learnt_fractions(job.workload.name, gpu_type.name, fractions)
+        steps_per_s /= speed
         if readings["power_w"] is not None:
-            readings["power_w"] /= fractions[1]
+            readings["power_w"] /= power
     # Readings beyond what the GPU type can draw or hold (samples take up to 10 kW and 10 TB)
     # are left out rather than taught to the catalog: a workload would never fit again.
     for field in limit_problems(now=now, num_gpus=len(allocations), gpu_memory_gb=gpu_type.memory_gb,

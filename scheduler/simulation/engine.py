@@ -38,7 +38,7 @@ throughput is reported like any job's (a learning policy learns their speed from
 import random
 import time
 from collections import Counter, defaultdict, deque
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from scheduler.optimizer.keep_work import RunningWork, keep_work
 from scheduler.optimizer.problem import CurrentPlacement, JobSpec, Placement, Problem
@@ -81,6 +81,9 @@ class PolicyRun:
     tenants: TenantLedger | None = None  # what each tenant received, used, spent and was denied (tenants.py)
     boards: BoardWatch | None = None  # power-limit time, learnt board speeds and their errors (board_watch.py)
     services: ServiceWatch | None = None  # what the services truly gave (service_watch.py); None: none served
+    # (virtual time, |planned - true| / true) of each placed job's speed fraction at a limit that
+    # slows it, truly or as planned, every round (a learning policy's; metrics.limit_metrics)
+    limit_speed_errors: list[tuple[float, float]] = field(default_factory=list)
 
 
 class Simulation(ServiceRounds):
@@ -112,6 +115,7 @@ class Simulation(ServiceRounds):
         self.overheads_seen: dict[str, float] = {}  # workload -> a restart's overhead, once one was paid in full
         self.curve: dict[int, list[float]] = defaultdict(list)
         self.stranded_curve: dict[int, list[float | None]] = defaultdict(list)
+        self.limit_speed_errors: list[tuple[float, float]] = []
         self.settings = replace(scenario.settings, solver=policy.solver, adaptive_weight=policy.adaptive_weight,
                                 power_limits=scenario.settings.power_limits and policy.power_limits)
         self.boards = scenario.boards
@@ -168,6 +172,7 @@ class Simulation(ServiceRounds):
                 self._solve(t, changed)
             if self.learns:
                 self._score_predictions()
+                self._score_limits()
             changed = self._advance(t, min(t + round_s, end), failures)
             t += round_s
         if self.gavel is not None:
@@ -179,7 +184,7 @@ class Simulation(ServiceRounds):
                          dict(self.lost_gpu_s), self.busy_gpu_s,
                          self.explorer.started if self.explorer else 0,
                          len(self.explorer.probed_jobs) if self.explorer else 0, self.ledger, self.watch,
-                         self.serving.watch if self.serving else None)
+                         self.serving.watch if self.serving else None, limit_speed_errors=self.limit_speed_errors)
 
     def _may_probe(self) -> bool:
         """A round with nothing changed can start or end a probe only with a job pending or probing."""
@@ -451,18 +456,22 @@ class Simulation(ServiceRounds):
                 if seconds >= MIN_OBSERVED_S and len(partners) <= 1:  # a group is no catalog cell
                     rate = self._true_rate(state.job.workload, gpu_type, k, consolidated, partners, gpus, limit)
                     measured = self.truth.observe(rate, self.rng)
-                    limit_speed = self._planned_limit_speed(state.job.workload, gpu_type, limit)
-                    # P2 learns the type's rate at its default limit: what telemetry saw, over the
-                    # limit's predicted speed and (boards differing) the boards' learnt speed.
+                    planned_speed = self._planned_limit_speed(state.job.workload, gpu_type, limit)
                     board = self.watch.learnt_slowest(gpus) if self.boards.varies else 1.0
-                    seen = measured / (limit_speed * board)
+                    moved |= self._read_limit(state.job.workload, (gpu_type, k, consolidated), partners, limit,
+                                              measured / board)
+                    # P2 learns the type's rate at its default limit: what telemetry saw, over the
+                    # limit's speed as learnt with this very observation (over the speed planned
+                    # before it, P2 and the curve would both take its error) and (boards differing)
+                    # the boards' learnt speed.
+                    seen = measured / (self._planned_limit_speed(state.job.workload, gpu_type, limit) * board)
                     if self.explorer is not None:
                         self.explorer.observed(state.job.workload, gpu_type, k, consolidated, partners, seen)
                     partner = partners[0] if partners else None
                     predicted = self.predictions.throughput(state.job.workload, gpu_type, k, consolidated, partners)
                     moved |= self.predictions.observe(state.job.workload, gpu_type, k, consolidated, seen, partner)
                     if predicted:
-                        self.watch.observe(gpus, state.job.workload, gpu_type, predicted * limit_speed, measured,
+                        self.watch.observe(gpus, state.job.workload, gpu_type, predicted * planned_speed, measured,
                                            self.now)
         state.held.clear()
         return moved
@@ -476,6 +485,15 @@ class Simulation(ServiceRounds):
         if limit_w is not None:
             rate *= self.truth.at_power_limit(self.sc.gpu_types[gpu_type], workload, limit_w)[0]
         return rate * self.boards.slowest(gpus, self.now) if gpus else rate
+
+    def _read_limit(self, workload, config, partners, limit_w, measured) -> bool:
+        """A job alone on one GPU is a reading of its workload's limit curve on the type (at
+        `limit_w`, the default when None): its rate over the policy's reference rate there
+        (learnt_limits; one GPU: the reference's error is one factor per workload and type)."""
+        if partners or config[1] != 1 or not hasattr(self.predictions, "observe_limit"):
+            return False
+        reference = self.predictions.reference(workload, *config)
+        return bool(reference) and self.predictions.observe_limit(workload, config[0], limit_w, measured / reference)
 
     def _planned_limit_speed(self, workload, gpu_type, limit_w) -> float:
         """The policy's own prediction of the speed fraction at `limit_w` (1 at the default)."""
@@ -509,6 +527,18 @@ class Simulation(ServiceRounds):
                 estimate *= self.watch.learnt_slowest(p.gpu_ids)
             if true > 0 and estimate:
                 self.curve[n].append(abs(estimate - true) / true)
+
+    def _score_limits(self) -> None:
+        """The error of the speed fraction each placed job was planned at under its limit, where
+        the limit slows it (truly or as planned)."""
+        for state in self.active.values():
+            p = state.placement
+            if state.job.service is not None or p is None or p.power_limit_w is None:
+                continue
+            true = self.truth.at_power_limit(self.sc.gpu_types[p.gpu_type], state.job.workload, p.power_limit_w)[0]
+            planned = self._planned_limit_speed(state.job.workload, p.gpu_type, p.power_limit_w)
+            if min(true, planned) < 1.0:
+                self.limit_speed_errors.append((self.now, abs(planned - true) / true))
 
     def _cells(self, state: JobState):
         """The alone configurations a job may take: every type, 1..D_j GPUs (powers of two), in one

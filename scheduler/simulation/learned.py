@@ -26,11 +26,18 @@ of a partner the predictor's catalog lacks is counted and ignored.
 each cell's log-space spread and whether a measurement backs it (the catalog's, or the
 workload's own observation there). `refit` takes a new predictor and catalog (after a
 profiling campaign) and replays every observation so far, as production's next P2 would.
+
+Power limits: every observation of a job alone on one GPU is also a reading of its workload's limit curve
+on the type (`observe_limit`, catalog.predictors.learnt_limits): its rate over a reference that
+telemetry never changes (the catalog's measured mean of the configuration, else P1's first
+estimate), at the limit it ran at (the default included), as the control plane's telemetry does
+(docs/power_limits.md, "Limit curves learnt from telemetry"); the curves survive a refit.
 """
 import statistics
 
 from catalog.predictors import Observation, PerformancePredictor, UnknownGpuType, UnknownWorkload
 from catalog.predictors.gpu_specs import UNMEASURED_LOG_SD, estimate_unmeasured
+from catalog.predictors.learnt_limits import LearntLimits, LimitReading
 from scheduler.optimizer.catalog_predictions import CatalogPredictions
 from scheduler.predictions import LearnedPredictions, WorkloadEstimates
 from telemetry.agent.colocation import group_fraction
@@ -48,13 +55,15 @@ class SimulatedLearning:
         self._counts: dict[str, int] = {}
         self._log: dict[str, list[Observation]] = {}  # every observation, replayed by refit
         self._estimates: dict[str, WorkloadEstimates] = {}
+        self.limits = LearntLimits()
+        self._prior: dict[str, dict[tuple, float]] = {}  # workload -> P1's first estimates, a reading's reference
         self.refit(model, catalog)
 
     def refit(self, model: PerformancePredictor, catalog: CatalogPredictions) -> None:
         self.model, self.catalog = model, catalog
         self._jobs = {}  # workload -> JobEstimate (P2 state)
         self._own: dict[str, dict[tuple, list[float]]] = {}  # observations of cells the model lacks
-        self._planning = LearnedPredictions(catalog, self._estimates)
+        self._planning = LearnedPredictions(catalog, self._estimates, limits=self.limits)
         for workload in list(self._estimates):
             self._job(workload)
             for observation in self._log.get(workload, ()):
@@ -66,6 +75,7 @@ class SimulatedLearning:
             self._jobs[workload] = self.model.job(self.features[workload])
             self._own[workload] = {}
             self._update(workload)
+            self._prior.setdefault(workload, dict(self._estimates[workload].tau))
         return self._jobs[workload]
 
     def _fold(self, workload: str, observation: Observation) -> None:
@@ -158,6 +168,29 @@ class SimulatedLearning:
             return True
         return abs(after - before) > self.tolerance * before
 
+    def reference(self, workload, gpu_type, num_gpus, consolidated) -> float | None:
+        """The rate at the default limit a limit reading is read against: the catalog's measured
+        mean of the configuration, else P1's first estimate (neither moves with telemetry)."""
+        self._job(workload)
+        measured = self.catalog.tau(workload, gpu_type, num_gpus, consolidated)
+        return measured or self._prior[workload].get((gpu_type, num_gpus, consolidated or num_gpus == 1)) or None
+
+    def observe_limit(self, workload, gpu_type, limit_w, ratio) -> bool:
+        """One reading of the job alone at `limit_w` (None: the default), at `ratio` x its
+        reference rate; True when the learnt speed at that limit moved by more than the tolerance.
+        A ratio no rate could give against its reference is left out."""
+        model = self.model_at_power_limit(workload, gpu_type, limit_w) if limit_w is not None else (1.0, 1.0)
+        if model is None:
+            return False
+        try:
+            reading = LimitReading(model_speed=model[0], speed=ratio)
+        except ValueError:
+            return False
+        before = self.limits.at_power_limit(workload, gpu_type, model)
+        self.limits.add(workload, gpu_type, reading)
+        after = self.limits.at_power_limit(workload, gpu_type, model)
+        return abs(after[0] - before[0]) > self.tolerance * before[0]
+
     def uncertainty(self, workload, gpu_type, num_gpus, consolidated) -> tuple[float, bool]:
         self._job(workload)
         return self._planning.uncertainty(workload, gpu_type, num_gpus, consolidated)
@@ -179,6 +212,9 @@ class SimulatedLearning:
 
     def at_power_limit(self, workload, gpu_type, limit_w):
         return self._planning.at_power_limit(workload, gpu_type, limit_w)
+
+    def model_at_power_limit(self, workload, gpu_type, limit_w):
+        return self._planning.model_at_power_limit(workload, gpu_type, limit_w)
 
     def memory_gb(self, workload):
         return self._planning.memory_gb(workload)

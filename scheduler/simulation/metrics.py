@@ -24,6 +24,8 @@
 - tenant_jain, max_finish_time_fairness, quota_violations, energy_kwh_by_tenant: see
   tenant_metrics (and tenants.py).
 - power_limit_share, prediction_mape_by_gpu_age, slow_gpu_flagged_after_h: see board_watch.py.
+- power_limit_speed_mape (a learning policy's; None for the others, or without a limit that
+  slows a job): see limit_metrics.
 - services (None: the run served none): service_watch.py's figures, and training_energy_per_step_j:
   the energy of the GPUs' training jobs (all of it less the replicas' share) over the training
   steps. The replicas are no job of the figures above, but their GPUs' energy is in energy_kwh
@@ -61,8 +63,24 @@ def policy_metrics(run: PolicyRun) -> dict:
         **work_metrics(run),
         **tenant_metrics(run),
         **(run.boards.metrics() if run.boards else {}),
+        "power_limit_speed_mape": limit_metrics(run),
         "services": service_metrics(run, steps),
     }
+
+
+def limit_metrics(run: PolicyRun) -> dict | None:
+    """{"all", "late": mean absolute percentage error, "rounds": job-rounds scored}: the speed
+    fraction each placed job was planned at under its power limit against the true one, every
+    round, where the limit slows the job (truly or as planned); "late": the rounds after the
+    middle of the arrivals, when most workloads have run at limits before."""
+    errors = run.limit_speed_errors
+    if not errors:
+        return None
+    arrivals = [s.job.arrival_s for s in run.jobs]
+    middle = (min(arrivals) + max(arrivals)) / 2
+    late = [e for t, e in errors if t >= middle]
+    return {"all": round(statistics.fmean(e for _, e in errors), 4),
+            "late": round(statistics.fmean(late), 4) if late else None, "rounds": len(errors)}
 
 
 def service_metrics(run: PolicyRun, steps: float) -> dict | None:

@@ -283,6 +283,10 @@ def format_table(report: dict) -> str:
             ages = ", ".join(f"{b}: {e:.1%}" for b, e in m["prediction_mape_by_gpu_age"].items()) or "-"
             lines.append(f"{name}: power-limit share {m['power_limit_share']:.1%}; per-board MAPE by board age: "
                          f"{ages}; slow board flagged after {m['slow_gpu_flagged_after_h']} h")
+    lines += [f"{name}: power-limit speed MAPE {m['power_limit_speed_mape']['all']:.1%} over the run, "
+              f"{m['power_limit_speed_mape']['late'] or 0:.1%} after the middle of the arrivals "
+              f"({m['power_limit_speed_mape']['rounds']} job-rounds)"
+              for name, m in report["policies"].items() if m.get("power_limit_speed_mape")]
     if report.get("scenario", {}).get("health_signals"):
         lines += [f"{name}: work lost on failed boards {m['failed_gpu_work_lost_gpu_h']} GPU-h; at risk flagged "
                   f"{m['at_risk_flagged_before_failure_h']} h before failure" for name, m in report["policies"].items()]

@@ -142,9 +142,10 @@ def test_telemetry_measurement_is_sent_to_p2(unmeasured, alice, agent, broker, d
         job_progress_report(agent_user=agent, job_id=job.pk, status="running", steps=10, steps_per_s=2.9,
                             now=timezone.now())
     measurement = Measurement.objects.get(source="telemetry")
-    # placed below its default limit: recorded at the default, by the speed its round planned there
-    planned = Allocation.objects.get(job=job).power_limit_speed
-    assert planned < 1 and measurement.throughput == pytest.approx(2.9 / planned)
+    # placed below its default limit: recorded at the default, by the speed learnt there with it
+    allocation = Allocation.objects.get(job=job)
+    speed = _learnt_with(allocation.gpu.gpu_type, allocation.power_limit_w, 2.9)
+    assert speed < 1 and measurement.throughput == pytest.approx(2.9 / speed)
     assert broker.of("catalog.tasks.prediction_refine") == [([measurement.pk, job.pk], {}, None)]
 
 
@@ -338,15 +339,26 @@ def _report_at_limit(job, agent, gpu_limit_w, allocation_limit_w, steps_per_s=2.
     return gpu.gpu_type
 
 
+def _learnt_with(gpu_type, limit, steps_per_s=2.0):
+    """The model's speed at `limit` corrected by the job's own reading there (its steps/s against
+    P1's estimate on the type; test_limit_observations.py)."""
+    from catalog.predictors.learnt_limits import correction
+
+    model = default_model().at_power_limit("New", gpu_type.name, limit)[0]
+    p1 = ESTIMATES["tau"][ESTIMATES["configs"].index([gpu_type.name, 1, True])]
+    return correction([(model, steps_per_s / p1)]).at(model)
+
+
 def test_a_measurement_below_the_default_limit_is_recorded_as_at_the_default(unmeasured, alice, agent):
-    """Divided by the speed fraction the optimiser would plan at that limit: planning the job at
-    the same limit again predicts what was measured (docs/power_limits.md)."""
+    """Divided by the speed fraction the optimiser would plan at that limit (the model corrected
+    by the readings, this one's included): planning the job at the same limit again predicts
+    what was measured (docs/power_limits.md)."""
     job = services.job_submit(owner=alice, workload=unmeasured, min_throughput=1, max_gpus=1).job
     services.scheduling_round_run(trigger="manual")
     gpu_type = Allocation.objects.get(job=job).gpu.gpu_type
     limit = 0.7 * gpu_type.tdp_w
     _report_at_limit(job, agent, gpu_limit_w=limit, allocation_limit_w=limit)
-    speed = default_model().at_power_limit("New", gpu_type.name, limit)[0]
+    speed = _learnt_with(gpu_type, limit)
     assert speed < 1 and Measurement.objects.get(source="telemetry").throughput == pytest.approx(2.0 / speed)
 
 
@@ -368,7 +380,7 @@ def test_the_limit_asked_for_counts_before_a_heartbeat_reports_it(unmeasured, al
     gpu_type = Allocation.objects.get(job=job).gpu.gpu_type
     limit = 0.7 * gpu_type.tdp_w
     _report_at_limit(job, agent, gpu_limit_w=gpu_type.tdp_w, allocation_limit_w=limit)
-    speed = default_model().at_power_limit("New", gpu_type.name, limit)[0]
+    speed = _learnt_with(gpu_type, limit)
     assert speed < 1 and Measurement.objects.get(source="telemetry").throughput == pytest.approx(2.0 / speed)
 
 
