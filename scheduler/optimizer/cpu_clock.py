@@ -68,7 +68,8 @@ def interrupt_after(callback_type, message, data_out, data_in, limit: Limit) -> 
 
 def stop_at(highs: highspy.Highs, deadline: float) -> None:
     """Make a highspy model stop at the CPU-clock `deadline` (see the module's text)."""
-    highs.setCallback(interrupt_after, Limit(deadline))
+    highs.stop_limit = Limit(deadline)  # highspy keeps no reference to a callback's data: this one does
+    highs.setCallback(interrupt_after, highs.stop_limit)
     for callback_type in INTERRUPTS:
         highs.startCallback(callback_type)
 
