@@ -220,6 +220,13 @@ def test_a_node_limit_stops_highs_by_work_whatever_the_clock_says(monkeypatch):
     assert status == highspy.HighsModelStatus.kInterrupt and 20 <= nodes < 40 and value > 0
 
 
+def test_cbc_gets_the_node_limit_and_no_time_limit_under_a_work_limit():
+    by_work = ilp.backend("cbc", limit=cpu_clock.Limit.of(0.0, 0.0, nodes=5), gap=0.0)
+    assert by_work.optionsDict["maxNodes"] == 5 and by_work.timeLimit is None
+    by_time = ilp.backend("cbc", limit=cpu_clock.Limit.of(cpu_clock.cpu_now(), 3.0, nodes=0), gap=0.0)
+    assert "maxNodes" not in by_time.optionsDict and 0 < by_time.timeLimit <= 3.0
+
+
 def test_the_ilp_names_the_work_limit_it_stopped_at():
     settings = SolverSettings(node_limit=7)
     assert ilp.limit_words(settings) == "its work limit (7 branch-and-bound nodes)"
