@@ -16,7 +16,8 @@ start.py), which then plays that part. On a solver error, or a time
 limit without an incumbent, that known decision stands (the greedy one, or the admission start
 where it admits more: a solve that stops never admits less than the decision it started from)
 and the outcome says why; the cluster is never left without a decision. The time limit counts
-CPU seconds (cpu_clock.py).
+CPU seconds (cpu_clock.py); with SolverSettings.node_limit (simulate's) each program stops at
+that many branch-and-bound nodes instead, the same work on any machine.
 """
 import highspy
 import numpy as np
@@ -26,7 +27,7 @@ from .admission import has_tie_breaks
 from .base import Outcome, Solver
 from .capacity import is_feasible
 from .choices import Choice
-from .cpu_clock import INTERRUPTS, cpu_now, has_solution, interrupt_after
+from .cpu_clock import INTERRUPTS, Limit, cpu_now, has_solution, interrupt_after
 from .greedy import cheapest, greedy_choices
 from .ilp_model import (
     admitted_by_level,
@@ -75,20 +76,20 @@ class StartedHiGHS(pulp.HiGHS):
         super().callSolver(lp)
 
 
-def backend(name: str, *, deadline: float, gap: float, abs_gap: float | None = None,
+def backend(name: str, *, limit: Limit, gap: float, abs_gap: float | None = None,
             start: dict[str, float] | None = None):
-    """The PuLP solver stopping at the CPU-clock `deadline` (cpu_clock.py): HiGHS through the
-    interrupt callback, CBC through its own limit counted in CPU time. `start`: a solution for
-    HiGHS to start from (CBC starts from nothing)."""
+    """The PuLP solver stopping at the `limit` (cpu_clock.py: a CPU-clock deadline, or a number
+    of branch-and-bound nodes): HiGHS through the interrupt callback, CBC through its own limits
+    (time counted in CPU time). `start`: a solution for HiGHS to start from (CBC starts from
+    nothing)."""
     extra = {} if abs_gap is None else {"mip_abs_gap": abs_gap}
     if name == "highs":
-        kwargs = {"msg": False, "gapRel": gap, "threads": 1, "callbackTuple": (interrupt_after, deadline),
+        kwargs = {"msg": False, "gapRel": gap, "threads": 1, "callbackTuple": (interrupt_after, limit),
                   "callbacksToActivate": list(INTERRUPTS), **extra}
         return pulp.HiGHS(**kwargs) if start is None else StartedHiGHS(start, **kwargs)
     if name == "cbc":
-        return pulp.PULP_CBC_CMD(
-            msg=False, timeLimit=max(deadline - cpu_now(), 0.0), timeMode="cpu", gapRel=gap, gapAbs=abs_gap, threads=1,
-        )
+        by_time = {"timeLimit": max(limit.deadline - cpu_now(), 0.0)} if limit.nodes == 0 else {"maxNodes": limit.nodes}
+        return pulp.PULP_CBC_CMD(msg=False, timeMode="cpu", gapRel=gap, gapAbs=abs_gap, threads=1, **by_time)
     raise SolveFailed("is not an ILP backend (use 'highs' or 'cbc')")
 
 
@@ -100,7 +101,7 @@ class IlpSolver(Solver):
         settings = inst.problem.settings
         greedy = greedy_choices(inst, inst.within_quota_first(inst.admission_order()), cheapest)
         started = cpu_now()
-        deadline = started + settings.time_limit_s
+        limit = Limit.of(started, settings.time_limit_s, settings.node_limit)
         if not any(inst.job_options) and not inst.groups:
             return Outcome(greedy, status="optimal", gap=0.0)  # nothing can be placed: nothing to decide
         known = known_decision(inst, greedy)
@@ -109,12 +110,13 @@ class IlpSolver(Solver):
         latest: list[list[Choice]] = []  # with quotas, the admission stages' answers
         try:
             floors, quota_floors = self._admission(
-                inst, known, started + ADMISSION_SHARE * settings.time_limit_s, notes, latest,
+                inst, known, Limit.of(started, ADMISSION_SHARE * settings.time_limit_s, settings.node_limit), notes,
+                latest,
             )
             model = build(inst, phase="power", admit_floors=floors, quota_floors=quota_floors)
-            status, gap, bound = self._run(model, settings.backend, deadline, settings.gap, "power")
+            status, gap, bound = self._run(model, settings.backend, limit, settings.gap, "power")
             if status != "optimal":
-                notes.append(f"Power phase stopped at its time limit ({settings.time_limit_s:g} s of CPU time).")
+                notes.append(f"Power phase stopped at {limit_words(settings)}.")
             if notes:
                 status = "feasible"
             choices = model.choices(inst)
@@ -142,7 +144,7 @@ class IlpSolver(Solver):
         )
 
     def _admission(
-        self, inst: Instance, known: list[Choice], deadline: float, notes: list[str], latest: list[list[Choice]],
+        self, inst: Instance, known: list[Choice], limit: Limit, notes: list[str], latest: list[list[Choice]],
     ) -> tuple[dict[int, float], dict[int, float]]:
         """(admit floors, in-quota floors): per priority level, the most admitted (in units of
         the level's plain job), highest level first, each level's program holding the higher
@@ -170,7 +172,7 @@ class IlpSolver(Solver):
                           **({"quota_level": level} if kind == "quota" else {"level": level}))
             ties = has_tie_breaks(tuple(job for job in inst.jobs if job.priority == level))
             status, _, bound = self._run(
-                model, settings.backend, deadline, 0.0,
+                model, settings.backend, limit, 0.0,
                 f"admission (level {level}" + (", within quotas)" if kind == "quota" else ")"),
                 abs_gap=ADMISSION_ABS_GAP_RISK if ties else abs_gap, start=start,
             )
@@ -185,7 +187,7 @@ class IlpSolver(Solver):
             known_ok = known_ok and found is known
             if status != "optimal":
                 notes.append(
-                    f"Admission phase stopped at its time share at {_stage_name(kind, level)}: admitted "
+                    f"Admission phase stopped at {share_words(settings)} at {_stage_name(kind, level)}: admitted "
                     f"{floors[(kind, level)]:g}" + (f", bound {bound:g}." if bound is not None else ".")
                 )
                 for lower in stages[n + 1:]:  # the incumbent's counts: feasible with the floors above
@@ -194,16 +196,17 @@ class IlpSolver(Solver):
         return _of(floors, "admit"), _of(floors, "quota")
 
     @staticmethod
-    def _run(model, backend_name: str, deadline: float, gap: float, phase: str, abs_gap: float | None = None,
+    def _run(model, backend_name: str, limit: Limit, gap: float, phase: str, abs_gap: float | None = None,
              start: dict[str, float] | None = None):
-        """Solve one phase before the (CPU-clock) deadline: (status, relative gap, bound) or SolveFailed."""
-        if deadline <= cpu_now():
+        """Solve one phase within the limit: (status, relative gap, bound) or SolveFailed."""
+        if not limit.nodes and limit.deadline <= cpu_now():
             raise SolveFailed(f"had no time left for the {phase} phase (time limit)")
-        model.lp.solve(backend(backend_name, deadline=deadline, gap=gap, abs_gap=abs_gap, start=start))
+        model.lp.solve(backend(backend_name, limit=limit, gap=gap, abs_gap=abs_gap, start=start))
         highs = getattr(model.lp, "solverModel", None)
         if backend_name == "highs" and highs is not None and not has_solution(highs):
             stopped = highs.getModelStatus() == highspy.HighsModelStatus.kInterrupt
-            why = "stopped at its time limit" if stopped else highs.modelStatusToString(highs.getModelStatus())
+            what = "work" if limit.nodes else "time"
+            why = f"stopped at its {what} limit" if stopped else highs.modelStatusToString(highs.getModelStatus())
             raise SolveFailed(f"found no solution in the {phase} phase ({why})")
         if model.lp.sol_status not in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
             raise SolveFailed(f"found no solution in the {phase} phase ({pulp.LpStatus[model.lp.status]})")
@@ -233,6 +236,18 @@ def within_quota_as_much(inst: Instance, known: list[Choice], choices: list[Choi
         return True
     mine, theirs = in_quota_value(inst, known), in_quota_value(inst, choices)
     return all(mine.get(level, 0.0) >= value - 1e-9 for level, value in theirs.items())
+
+
+def limit_words(settings) -> str:
+    """The limit a program stopped at, in words (a plan's notes)."""
+    if settings.node_limit:
+        return f"its work limit ({settings.node_limit} branch-and-bound nodes)"
+    return f"its time limit ({settings.time_limit_s:g} s of CPU time)"
+
+
+def share_words(settings) -> str:
+    """The admission phase's share of the limit, in words."""
+    return f"its work limit ({settings.node_limit} nodes a program)" if settings.node_limit else "its time share"
 
 
 def _of(floors: dict[tuple[str, int], float], kind: str) -> dict[int, float]:

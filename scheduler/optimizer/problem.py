@@ -143,6 +143,9 @@ class SolverSettings:
     solver: str = "ilp"
     backend: str = "highs"  # "highs" (highspy) or "cbc" (bundled with PuLP)
     time_limit_s: float = 10.0  # CPU seconds of the solving thread, not wall-clock ones (cpu_clock.py)
+    # > 0: each integer program of `ilp` stops at this many branch-and-bound nodes instead of the
+    # time limit, the same work on any machine (simulate's: its figures must not depend on the load).
+    node_limit: int = 0
     gap: float = 0.01
     base_energy_weight: float = 1.0
     adaptive_weight: bool = True

@@ -2,17 +2,21 @@
 decision it started from, and says so; and time limits count CPU time, so a busy machine (wall
 time passing while the solver waits for a core) does not change a decision. Limits are forced
 (a limit of 0, or a clock that has run out), never timed."""
+import random
 import time
 from collections import Counter
 from dataclasses import replace
 
+import highspy
+import pulp
 import pytest
 
-from scheduler.optimizer import cpu_clock, get_solver
+from scheduler.optimizer import cpu_clock, get_solver, ilp
 from scheduler.optimizer.cell_routing import GUIDE_GREEDY, GUIDE_ROUNDED
 from scheduler.optimizer.cells import GUIDE_SOLVED, CellsSolver
 from scheduler.optimizer.genetic import NO_RELAXATION
 from scheduler.optimizer.ilp import IlpSolver
+from scheduler.optimizer.problem import SolverSettings
 
 from .factory import TablePredictions, gpu_type, job, node, problem
 
@@ -183,3 +187,68 @@ def test_wall_clock_time_passing_spends_no_time_limit(monkeypatch, solver):
     assert admitted(result, p) == [4]
     assert result.fallback_reason == ""
     assert not any("time" in note for note in result.notes), result.notes
+
+
+def knapsacks(seed=1, items=60, rows=40):
+    """A multi-knapsack integer program HiGHS needs hundreds of branch-and-bound nodes for."""
+    rng = random.Random(seed)
+    lp = pulp.LpProblem("knapsacks", pulp.LpMaximize)
+    x = [pulp.LpVariable(f"x{i}", cat="Binary") for i in range(items)]
+    lp += pulp.lpSum(rng.randint(1, 100) * v for v in x)
+    for r in range(rows):
+        lp += pulp.lpSum(rng.randint(1, 50) * x[i] for i in rng.sample(range(items), 20)) <= 200, f"r{r}"
+    return lp
+
+
+def test_a_node_limit_stops_highs_by_work_whatever_the_clock_says(monkeypatch):
+    """simulate's work limit (SolverSettings.node_limit): HiGHS stops after that many nodes
+    with its incumbent, and the CPU clock is not consulted (one that has run out changes
+    nothing): the same answer on any machine."""
+    def solve():
+        lp = knapsacks()
+        lp.solve(ilp.backend("highs", limit=cpu_clock.Limit.of(0.0, 0.0, nodes=20), gap=0.0))
+        highs = lp.solverModel
+        return highs.getModelStatus(), highs.getInfo().mip_node_count, pulp.value(lp.objective)
+
+    lp = knapsacks()
+    lp.solve(ilp.backend("highs", limit=cpu_clock.Limit.of(cpu_clock.cpu_now(), 60.0, nodes=0), gap=0.0))
+    assert lp.solverModel.getInfo().mip_node_count > 40  # unlimited, it needs more: the limit binds
+    fresh = solve()
+    clock_run_out(monkeypatch)
+    assert solve() == fresh
+    status, nodes, value = fresh
+    assert status == highspy.HighsModelStatus.kInterrupt and 20 <= nodes < 40 and value > 0
+
+
+def test_cbc_gets_the_node_limit_and_no_time_limit_under_a_work_limit():
+    by_work = ilp.backend("cbc", limit=cpu_clock.Limit.of(0.0, 0.0, nodes=5), gap=0.0)
+    assert by_work.optionsDict["maxNodes"] == 5 and by_work.timeLimit is None
+    by_time = ilp.backend("cbc", limit=cpu_clock.Limit.of(cpu_clock.cpu_now(), 3.0, nodes=0), gap=0.0)
+    assert "maxNodes" not in by_time.optionsDict and 0 < by_time.timeLimit <= 3.0
+
+
+def test_the_ilp_names_the_work_limit_it_stopped_at():
+    settings = SolverSettings(node_limit=7)
+    assert ilp.limit_words(settings) == "its work limit (7 branch-and-bound nodes)"
+    assert ilp.limit_words(SolverSettings(time_limit_s=2.5)) == "its time limit (2.5 s of CPU time)"
+
+
+def test_the_node_limit_callback_counts_nodes_of_the_mip_only():
+    """The interrupt fires on a MIP callback at the limit's node count, not below it, and not on
+    a simplex callback (whose node count means nothing); a CPU deadline is not read under it."""
+    class Flag:
+        user_interrupt = False
+
+    class Out:
+        mip_node_count = 0
+
+    limit = cpu_clock.Limit.of(0.0, 0.0, nodes=5)
+    for kind, nodes, stops in ((cpu_clock.MIP_INTERRUPT, 4, False), (cpu_clock.MIP_INTERRUPT, 5, True),
+                               (cpu_clock.INTERRUPTS[0], 9, False)):
+        flag, out = Flag(), Out()
+        out.mip_node_count = nodes
+        cpu_clock.interrupt_after(kind, "", out, flag, limit)
+        assert flag.user_interrupt is stops
+    flag = Flag()
+    cpu_clock.interrupt_after(cpu_clock.MIP_INTERRUPT, "", Out(), flag, cpu_clock.Limit.of(0.0, 0.0, nodes=0))
+    assert flag.user_interrupt is True  # by the clock: a deadline of 0 s has passed

@@ -32,3 +32,17 @@ def test_the_same_seed_gives_the_same_results_and_another_seed_others(reference_
     assert first == run_once(0, reference_records, quick_model)
     assert first != run_once(1, reference_records, quick_model)
     assert first["gogh"][0]["completed"] == 6
+
+
+def test_the_ilps_decisions_do_not_depend_on_the_clock(reference_records, quick_model, monkeypatch):
+    """simulate stops its integer programs by work (run.NODE_LIMIT branch-and-bound nodes), not by
+    CPU time: with a clock that has run out before every solve (what a very loaded machine looks
+    like to a time limit) the report is the same."""
+    from scheduler.optimizer import cpu_clock, ilp
+
+    truth = Truth(without_memory(reference_records), seed=0)
+    assert build_scenario(truth, jobs=6, jobs_per_hour=4.0, seed=0).settings.node_limit > 0
+    calm = run_once(0, reference_records, quick_model)
+    monkeypatch.setattr(cpu_clock, "cpu_now", lambda: float("inf"))
+    monkeypatch.setattr(ilp, "cpu_now", lambda: float("inf"))
+    assert run_once(0, reference_records, quick_model) == calm
