@@ -20,6 +20,7 @@ a fault. Temperature at or above HOT_C is noted; corrected ECC errors are shown 
 with ECC sees some).
 """
 from datetime import datetime
+from typing import NamedTuple
 
 HOT_C = 85.0
 #: Seconds of brake reasons in a row before the plan follows them.
@@ -92,3 +93,17 @@ def plans_slower(health: dict) -> tuple[float, str]:
     if "throttled_speed" in health:
         reasons.append(f"throttled: {', '.join(n for n in health['throttle_reasons'] if n in BRAKES)}")
     return speed, "; ".join(reasons)
+
+
+class BoardPlan(NamedTuple):
+    speed: float  # what the round plans the board at (GpuSpec.speed)
+    slow: bool  # planned like a board flagged slow (GpuSpec.slow): used last, only where T_min holds
+
+
+def board_plan(learnt: float, flagged: bool, health: dict) -> BoardPlan:
+    """How a round plans a board: its learnt speed lowered to what its health allows, and flagged
+    slow where the speed tracker flags it (`flagged`) or its health does. One rule for the control
+    plane's round (scheduler/boards.py) and simulate's (scheduler/simulation/board_watch.py), so
+    that what simulate measures is what the round does."""
+    allowed, reason = plans_slower(health)
+    return BoardPlan(min(learnt, allowed), bool(flagged or reason))

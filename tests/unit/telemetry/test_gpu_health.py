@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from telemetry.gpu_health import BRAKED_SPEED, SUSTAINED_S, clock_speed, health_of, plans_slower
+from telemetry.gpu_health import BRAKED_SPEED, SUSTAINED_S, board_plan, clock_speed, health_of, plans_slower
 from telemetry.models import Gpu
 
 from .test_samples_api import URL, sample
@@ -70,6 +70,17 @@ def test_rising_error_counts_put_a_board_at_risk_with_the_reason():
     later = health_of({"ecc_uncorrected": 0, "retired_pages": 1, "remapped_rows": 5}, seen)
     assert later["at_risk"] == "remapped rows rose from 2 to 5"
     assert plans_slower(later) == (1.0, "at risk: remapped rows rose from 2 to 5")  # its speed untouched
+
+
+def test_a_board_is_planned_at_the_lower_speed_and_flagged_by_either_the_tracker_or_its_health():
+    """One rule for the round and simulate: min(learnt, what health allows); slow if either flags."""
+    braked = {"throttled_speed": 0.6, "throttle_reasons": ["hardware slowdown"]}
+    assert board_plan(0.95, False, {}) == (0.95, False)
+    assert board_plan(0.88, True, {}) == (0.88, True)
+    assert board_plan(0.95, False, braked) == (0.6, True)
+    assert board_plan(0.5, False, braked) == (0.5, True)  # the learnt speed is lower still
+    assert board_plan(0.97, False, {"at_risk": "remapped rows rose from 0 to 1"}) == (0.97, True)
+    assert board_plan(1.02, False, {}) == (1.0, False)  # a board faster than its type is planned at 1
 
 
 def test_one_braked_sample_changes_nothing_a_sustained_brake_plans_the_clock_ratio():
