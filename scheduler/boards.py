@@ -1,7 +1,7 @@
 """Each board as the optimiser sees it: its own speed and power curve (docs/gpu_health.md).
 
 telemetry learns a board's speed (Gpu.speed_*) and fits its power curve (GpuPowerCurve); here
-they become GpuSpec.speed, GpuSpec.slow and GpuSpec.power_curve. The aggregated model prices a
+they become GpuSpec.speed, GpuSpec.slow, GpuSpec.at_risk and GpuSpec.power_curve. The aggregated model prices a
 GPU type with one curve, so the type's curve becomes the pointwise mean of its boards' curves
 (each board's fitted curve where it has one, the datasheet's otherwise). Only curves fitted at
 the board's default power limit are used: the power at a lower limit is the predictions' part
@@ -40,8 +40,8 @@ def with_boards(
 
 
 def board_speed(gpu: Gpu) -> dict:
-    """{speed, slow} of a board by telemetry.gpu_health.board_plan, from its learnt speed (1.0
-    below MIN_SPEED_OBSERVATIONS), the tracker's flag and its health."""
+    """{speed, slow, at_risk} of a board by telemetry.gpu_health.board_plan, from its learnt speed
+    (1.0 below MIN_SPEED_OBSERVATIONS), the tracker's flag and its health."""
     learnt = gpu.speed_factor if gpu.speed_observations >= MIN_SPEED_OBSERVATIONS else 1.0
     return board_plan(learnt, bool(gpu.speed_flag), gpu.health)._asdict()
 

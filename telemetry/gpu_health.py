@@ -98,12 +98,13 @@ def plans_slower(health: dict) -> tuple[float, str]:
 class BoardPlan(NamedTuple):
     speed: float  # what the round plans the board at (GpuSpec.speed)
     slow: bool  # planned like a board flagged slow (GpuSpec.slow): used last, only where T_min holds
+    at_risk: bool  # expected to fail (GpuSpec.at_risk): its running jobs leave it at their next checkpoint
 
 
 def board_plan(learnt: float, flagged: bool, health: dict) -> BoardPlan:
-    """How a round plans a board: its learnt speed lowered to what its health allows, and flagged
-    slow where the speed tracker flags it (`flagged`) or its health does. One rule for the control
-    plane's round (scheduler/boards.py) and simulate's (scheduler/simulation/board_watch.py), so
-    that what simulate measures is what the round does."""
+    """How a round plans a board: its learnt speed lowered to what its health allows, flagged
+    slow where the speed tracker flags it (`flagged`) or its health does, and at risk where its
+    health says so. One rule for the control plane's round (scheduler/boards.py) and simulate's
+    (scheduler/simulation/board_watch.py), so that what simulate measures is what the round does."""
     allowed, reason = plans_slower(health)
-    return BoardPlan(min(learnt, allowed), bool(flagged or reason))
+    return BoardPlan(min(learnt, allowed), bool(flagged or reason), bool(health.get("at_risk")))

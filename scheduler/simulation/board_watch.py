@@ -16,7 +16,8 @@
 - Health (`simulate --health`, health_signals.py): a policy that uses the health rule reads
   each signalled board as the agent would, every round, through telemetry.gpu_health.health_of,
   and plans it as the control plane does (telemetry.gpu_health.board_plan: at risk or braked,
-  flagged; braked, at its clock ratio). `failed_gpu_work_lost_gpu_h`: GPU-hours of work lost on
+  flagged; braked, at its clock ratio; at risk, its running jobs leave it at their next
+  checkpoint, optimizer/keep_work.py). `failed_gpu_work_lost_gpu_h`: GPU-hours of work lost on
   boards that failed (any policy); `at_risk_flagged_before_failure_h`: for the warned boards that
   failed, hours from the board's first at-risk flag to its failure, the least of them (null
   where the policy does not use the rule, a board failed unflagged, or none failed).
@@ -60,6 +61,10 @@ class BoardWatch:
         policies' tracker or the board's health flags it; policies that know the truth plan its
         speed and need no flag."""
         return self.tracker is not None and self.plan(gpu).slow
+
+    def planned_at_risk(self, gpu: str) -> bool:
+        """Whether the round plans the board at risk (GpuSpec.at_risk: its jobs leave it)."""
+        return self.tracker is not None and self.plan(gpu).at_risk
 
     def plan(self, gpu: str) -> BoardPlan:
         """A learning policy's plan of the board, by the control plane's rule (board_plan)."""

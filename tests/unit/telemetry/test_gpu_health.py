@@ -73,14 +73,15 @@ def test_rising_error_counts_put_a_board_at_risk_with_the_reason():
 
 
 def test_a_board_is_planned_at_the_lower_speed_and_flagged_by_either_the_tracker_or_its_health():
-    """One rule for the round and simulate: min(learnt, what health allows); slow if either flags."""
+    """One rule for the round and simulate: min(learnt, what health allows); slow if either flags;
+    at risk only on the health's rising error counts (a slow or braked board is not expected to fail)."""
     braked = {"throttled_speed": 0.6, "throttle_reasons": ["hardware slowdown"]}
-    assert board_plan(0.95, False, {}) == (0.95, False)
-    assert board_plan(0.88, True, {}) == (0.88, True)
-    assert board_plan(0.95, False, braked) == (0.6, True)
-    assert board_plan(0.5, False, braked) == (0.5, True)  # the learnt speed is lower still
-    assert board_plan(0.97, False, {"at_risk": "remapped rows rose from 0 to 1"}) == (0.97, True)
-    assert board_plan(1.02, False, {}) == (1.0, False)  # a board faster than its type is planned at 1
+    assert board_plan(0.95, False, {}) == (0.95, False, False)
+    assert board_plan(0.88, True, {}) == (0.88, True, False)
+    assert board_plan(0.95, False, braked) == (0.6, True, False)
+    assert board_plan(0.5, False, braked) == (0.5, True, False)  # the learnt speed is lower still
+    assert board_plan(0.97, False, {"at_risk": "remapped rows rose from 0 to 1"}) == (0.97, True, True)
+    assert board_plan(1.02, False, {}) == (1.0, False, False)  # a board faster than its type is planned at 1
 
 
 def test_one_braked_sample_changes_nothing_a_sustained_brake_plans_the_clock_ratio():
