@@ -154,3 +154,57 @@ def test_the_api_shows_an_uploaded_rise_as_at_risk_with_its_reason(client_for, a
     assert health["at_risk"] == "remapped rows rose from 2 to 5" and "throttled_speed" not in health
     quiet = client_for(alice).get(f"/api/gpus/{Gpu.objects.get(uuid='GPU-node1-1').pk}/").json()["health"]
     assert "at_risk" not in quiet
+
+
+def test_a_failing_hardware_xid_puts_a_board_at_risk_for_good():
+    quiet = health_of({"xid_count": 0}, {})
+    assert "at_risk" not in quiet and quiet["xid_count"] == 0 and quiet["notes"] == []
+    fell = health_of({"xid_count": 1, "xid_last": 79}, quiet)
+    assert fell["at_risk"] == "XID 79 (GPU has fallen off the bus)"
+    assert board_plan(1.0, False, fell) == (1.0, True, True)
+    later = health_of({"xid_count": 2, "xid_last": 13}, fell)  # an application's XID after it
+    assert later["at_risk"] == "XID 79 (GPU has fallen off the bus)" and later["xid_last"] == 13
+    assert "last XID 13 (graphics engine exception)" in later["notes"]
+    unread = health_of({"xid_count": None}, later)  # a sample that could not read them keeps what was known
+    assert (unread["xid_count"], unread["xid_failing"], unread["at_risk"]) == (2, 79, later["at_risk"])
+
+
+@pytest.mark.parametrize("code", [13, 31, 43, 119])
+def test_an_applications_xid_is_shown_not_held_against_the_board(code):
+    health = health_of({"xid_count": 3, "xid_last": code}, {"xid_count": 2})
+    assert "at_risk" not in health and health["xid_last"] == code
+    assert board_plan(1.0, False, health) == (1.0, False, False)
+
+
+@pytest.mark.parametrize("code", [48, 63, 64, 74, 79, 92, 93, 94, 95])
+def test_each_xid_the_catalogue_puts_on_the_hardware_puts_a_board_at_risk(code):
+    assert health_of({"xid_count": 1, "xid_last": code}, {})["at_risk"].startswith(f"XID {code} (")
+
+
+def test_a_count_that_did_not_move_brings_no_new_xid_and_one_that_fell_means_the_agent_restarted():
+    seen = health_of({"xid_count": 4, "xid_last": 13}, {})
+    assert "at_risk" not in health_of({"xid_count": 4, "xid_last": 79}, seen)  # no new event: not read
+    assert health_of({"xid_count": 1, "xid_last": 48}, seen)["xid_failing"] == 48  # restarted, one new event
+    assert "xid_last" not in health_of({"xid_count": 0, "xid_last": None}, {"xid_count": 4})
+
+
+def test_an_uploaded_hardware_xid_shows_the_board_at_risk(client_for, agent, node1, alice):
+    body = sample(xid_count=1, xid_last=48)
+    assert client_for(agent).post(URL, {"samples": [body]}, format="json").status_code == 201
+    gpu = Gpu.objects.get(uuid="GPU-node1-0")
+    health = client_for(alice).get(f"/api/gpus/{gpu.pk}/").json()["health"]
+    assert health["at_risk"] == "XID 48 (double bit ECC error)" and health["xid_count"] == 1
+
+
+@pytest.mark.parametrize(("fields", "path"), [
+    ({"xid_count": 0, "xid_last": 79}, "samples[0].xid_last"),
+    ({"xid_last": 79}, "samples[0].xid_last"),
+    ({"xid_count": 1, "xid_last": 1000}, "samples[0].xid_last"),
+    ({"xid_count": 1, "xid_last": 0}, "samples[0].xid_last"),
+    ({"xid_count": -1}, "samples[0].xid_count"),
+    ({"xid_count": "many"}, "samples[0].xid_count"),
+])
+def test_an_impossible_xid_is_refused_by_field_and_keeps_no_health(client_for, agent, node1, fields, path):
+    response = client_for(agent).post(URL, {"samples": [sample(**fields)]}, format="json")
+    assert response.status_code == 400 and list(response.json()) == [path]
+    assert not Gpu.objects.exclude(health={}).exists()
