@@ -83,6 +83,8 @@ def health_of(sample: dict, previous: dict) -> dict:
         notes.append(f"last XID {_xid_name(xids['xid_last'])}")
     failing = [f"XID {_xid_name(xids['xid_failing'])}"] if "xid_failing" in xids else []
     health = {**latest, **xids, "throttle_reasons": throttled, "first": first, "notes": notes + risen + failing}
+    if "cleared" in previous:
+        health["cleared"] = previous["cleared"]
     if risen or failing:
         health["at_risk"] = "; ".join(risen + failing)
     if any(name in BRAKES for name in throttled) and sample.get("ts") is not None:
@@ -93,6 +95,18 @@ def health_of(sample: dict, previous: dict) -> dict:
             health["throttled_speed"] = speed
             health["notes"].append(refused or f"planned at {speed:.2f} of its speed: braked {braked_s:.0f} s")
     return health
+
+
+def cleared(health: dict, *, by: str, at: datetime) -> dict:
+    """The health after an operator cleared its at-risk flag (the board was serviced, or the
+    rise was understood): the counts it has now become its baseline, a failing XID is
+    forgotten, and `cleared` says who, when and what was cleared. A later rise, or a failing
+    XID reported after it, puts the board at risk again."""
+    out = {key: value for key, value in health.items() if key not in ("at_risk", "xid_failing")}
+    out["first"] = {**health.get("first", {}), **{key: health[key] for key in COUNTS if key in health}}
+    out["notes"] = [n for n in health.get("notes", []) if " rose from " not in n and not n.startswith("XID ")]
+    out["cleared"] = {"by": by, "at": at.isoformat(), "was": health.get("at_risk", "")}
+    return out
 
 
 def _xids(sample: dict, previous: dict) -> dict:

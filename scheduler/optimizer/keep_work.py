@@ -30,10 +30,12 @@ replica misses its T_min.)
 A job running on a board at risk (GpuSpec.at_risk: its error counts rose, telemetry/gpu_health.py)
 leaves it at its next checkpoint, before the failure the rule expects throws away its work since
 that checkpoint: at the first round where a move loses at most LEAVE_AT_RISK_S of its work
-(`leaves_at_risk`), its current configuration is withdrawn, as a failed GPU's is, so neither the
-cool-down nor the move budget holds it, it keeps its protected level and placement takes the
-board last. A job that never checkpointed would throw away all its progress, now or at the
-failure; it stays (it may end first), unless it has run no longer than that.
+(`leaves_at_risk`), it is `leaving`: neither the cool-down nor the move budget holds it, and
+placement does not keep it on its GPUs. Its configuration stays offered as its current one, so
+it keeps it on other boards (taking the board at risk last) unless another pays for the move as
+any move must; it keeps its protected level. A job that never checkpointed would throw away all
+its progress, now or at the failure; it stays (it may end first), unless it has run no longer
+than that.
 
 A probe (exploration.py) is a measurement on the GPUs it was given: it is pinned (moving it to
 save energy would measure another configuration), and it never climbs above other jobs after
@@ -102,7 +104,7 @@ def _kept(spec: JobSpec, work: RunningWork | None, settings: SolverSettings, top
             spec.probe or work.placed_s_ago < settings.move_cooldown_s or work.moves >= settings.max_moves_per_job
         ),
         work_at_risk=work_at_risk(work),
-        current=None if leaves else spec.current,
+        leaving=leaves,
     )
 
 

@@ -8,7 +8,8 @@ whole nodes stay whole for the next large job); single GPUs, groups and spread-o
 topology-aware isolation a PCIe switch serves one tenant only, and a tenant's jobs take GPUs on
 its own switches before they open another (so switches are not split among tenants
 needlessly). Boards flagged slow are taken last, and only by jobs whose T_min holds at their
-own speed (board_speeds.serves). A job that cannot be placed stays pending with the reason.
+own speed (board_speeds.serves). A job leaving a board at risk (JobSpec.leaving) is not kept on
+its GPUs: its unit is packed like a new one. A job that cannot be placed stays pending with the reason.
 """
 from collections import defaultdict
 
@@ -147,9 +148,10 @@ class _Packer:
         )
 
     def keep(self, unit: dict) -> bool:
-        """A unit that keeps its configuration stays on its GPUs, where they are still free."""
+        """A unit that keeps its configuration stays on its GPUs, where they are still free, unless
+        one of its jobs leaves the board at risk it runs on (keep_work.py): then it is packed anew."""
         job = self.inst.jobs[unit["jobs"][0]]
-        if not unit["current"]:
+        if not unit["current"] or any(self.inst.jobs[j].leaving for j in unit["jobs"]):
             return False
         gpus = [self.gpu_by_id[g] for g in job.current.gpu_ids]
         if not all(g in self.free[g.gpu_type].get(g.node, ()) and self.allowed(g, job.tenant) for g in gpus):
@@ -165,7 +167,7 @@ class _Packer:
         keeps running there (only its partners change), where any free GPU would restart it.
         Service replicas' units go first (a training partner moves away, not the replica:
         docs/services.md), then pinned jobs'."""
-        if unit["k"] != 1:
+        if unit["k"] != 1 or any(self.inst.jobs[j].leaving for j in unit["jobs"]):
             return False
         for j in unit["jobs"]:
             current = self.inst.jobs[j].current

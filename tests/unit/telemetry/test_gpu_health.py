@@ -1,11 +1,11 @@
 """Each GPU's health signals kept as its latest on ingest, with notes on those that warn
 (telemetry/gpu_health.py, docs/gpu_health.md)."""
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.utils import timezone
 
-from telemetry.gpu_health import BRAKED_SPEED, SUSTAINED_S, board_plan, clock_speed, health_of, plans_slower
+from telemetry.gpu_health import BRAKED_SPEED, SUSTAINED_S, board_plan, cleared, clock_speed, health_of, plans_slower
 from telemetry.models import Gpu
 
 from .test_samples_api import URL, sample
@@ -208,3 +208,39 @@ def test_an_impossible_xid_is_refused_by_field_and_keeps_no_health(client_for, a
     response = client_for(agent).post(URL, {"samples": [sample(**fields)]}, format="json")
     assert response.status_code == 400 and list(response.json()) == [path]
     assert not Gpu.objects.exclude(health={}).exists()
+
+
+def test_clearing_makes_the_counts_now_the_baseline_and_forgets_a_failing_xid():
+    risky = health_of({"remapped_rows": 5, "xid_count": 1, "xid_last": 79}, {"first": {"remapped_rows": 2}})
+    assert risky["at_risk"] == "remapped rows rose from 2 to 5; XID 79 (GPU has fallen off the bus)"
+    at = datetime(2026, 12, 3, tzinfo=UTC)
+    fresh = cleared(risky, by="operator", at=at)
+    assert "at_risk" not in fresh and "xid_failing" not in fresh and fresh["first"] == {"remapped_rows": 5}
+    assert fresh["cleared"] == {"by": "operator", "at": at.isoformat(), "was": risky["at_risk"]}
+    assert fresh["notes"] == ["last XID 79 (GPU has fallen off the bus)"]
+    again = health_of({"remapped_rows": 5, "xid_count": 1, "xid_last": 79}, fresh)  # the same readings
+    assert "at_risk" not in again and again["cleared"] == fresh["cleared"]
+    assert health_of({"remapped_rows": 6, "xid_count": 1}, again)["at_risk"] == "remapped rows rose from 5 to 6"
+    assert health_of({"xid_count": 2, "xid_last": 94}, again)["at_risk"] == "XID 94 (contained ECC error)"
+
+
+def test_staff_clear_an_at_risk_flag_through_the_api_others_may_not(client_for, agent, node1, staff, alice):
+    for seconds_ago, rows in ((60, 2), (0, 5)):
+        body = sample(seconds_ago=seconds_ago, remapped_rows=rows)
+        assert client_for(agent).post(URL, {"samples": [body]}, format="json").status_code == 201
+    gpu = Gpu.objects.get(uuid="GPU-node1-0")
+    url = f"/api/gpus/{gpu.pk}/clear-at-risk/"
+    before = Gpu.objects.get(pk=gpu.pk).health
+    assert client_for(alice).post(url, {}, format="json").status_code == 403
+    assert client_for(staff).post(url, {"why": "serviced"}, format="json").status_code == 400  # no fields taken
+    assert Gpu.objects.get(pk=gpu.pk).health == before  # refusals wrote nothing
+    response = client_for(staff).post(url, {}, format="json")
+    assert response.status_code == 200
+    health = response.json()["health"]
+    assert "at_risk" not in health and health["first"]["remapped_rows"] == 5 and health["cleared"]["by"] == "operator"
+    again = client_for(staff).post(url, {}, format="json")
+    assert again.status_code == 409 and "not at risk" in str(again.json())
+    assert Gpu.objects.get(pk=gpu.pk).health == health  # the refusal wrote nothing
+    upload = sample(remapped_rows=6)
+    assert client_for(agent).post(URL, {"samples": [upload]}, format="json").status_code == 201
+    assert Gpu.objects.get(pk=gpu.pk).health["at_risk"] == "remapped rows rose from 5 to 6"

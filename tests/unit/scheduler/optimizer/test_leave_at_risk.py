@@ -32,7 +32,7 @@ def test_a_job_that_never_checkpointed_stays_once_it_ran_longer_than_the_window(
     assert not leaves_at_risk(work(steps_since_checkpoint=10_000.0))
 
 
-def test_leaving_withdraws_the_current_configuration_despite_the_cool_down_and_the_move_budget():
+def test_a_leaving_job_is_neither_held_by_its_cool_down_nor_its_move_budget():
     current = (["v-0"], [])
     pinned = work(placed_s_ago=60.0, moves=3)
     leaving, staying, elsewhere = keep_work([
@@ -40,10 +40,11 @@ def test_leaving_withdraws_the_current_configuration_despite_the_cool_down_and_t
         (job(2, current=current), replace(pinned, steps_since_checkpoint=5000.0)),  # 2500 s of work
         (job(3, current=(["v-1"], [])), pinned),  # on a healthy board
     ], SETTINGS, frozenset({"v-0"}))
-    assert (leaving.current, leaving.pinned, leaving.priority) == (None, False, 1)  # still protected
-    assert staying.current.gpu_ids == ("v-0",) and staying.pinned
-    assert elsewhere.current.gpu_ids == ("v-1",) and elsewhere.pinned
-    assert keep_work([(job(1, current=current), pinned)], SETTINGS)[0].current.gpu_ids == ("v-0",)  # none at risk
+    assert (leaving.leaving, leaving.pinned, leaving.priority) == (True, False, 1)  # still protected
+    assert leaving.current.gpu_ids == ("v-0",)  # its configuration stays its current one
+    assert not staying.leaving and staying.pinned
+    assert not elsewhere.leaving and elsewhere.pinned
+    assert not keep_work([(job(1, current=current), pinned)], SETTINGS)[0].leaving  # none at risk
 
 
 def on_a_board_at_risk(since_checkpoint: float, solver: str):
@@ -70,10 +71,29 @@ def test_far_from_its_checkpoint_the_job_stays_on_the_board_at_risk(solver):
 
 
 def test_with_no_other_board_free_the_leaving_job_takes_the_board_at_risk_again():
-    """Withdrawn, its configuration is offered again like a new job's: the board at risk is taken
-    last, and here it is the only one (same GPUs: it keeps running, nothing is lost)."""
+    """Its unit is packed like a new one's: the board at risk is taken last, and here it is the
+    only one (same GPUs: it keeps running, nothing is lost)."""
     p = on_a_board_at_risk(100.0, "ilp")
     crowded = replace(p, jobs=(*p.jobs, replace(job(2, "a", tmin=1.0, current=(["v-1"], [])), priority=1,
                                                 pinned=True)))
     plan = solve("ilp", crowded)
     assert plan.placements["1"].gpu_ids == ("v-0",) and plan.placements["2"].gpu_ids == ("v-1",)
+
+
+def test_a_leaving_job_keeps_its_configuration_on_another_board_where_a_cheaper_one_does_not_pay():
+    """Job 1 runs on v-0 (at risk) near its end: a k80 would draw 100 W less, but with 400 steps
+    left the move's price (the rule of keep_work) is above that; it keeps its v100 configuration
+    on v-1 rather than taking the cheaper type (its current option carries no move price)."""
+    k80 = gpu_type("k80", tdp=150)
+    taus = {("a", "v100", 1, True): 2.0, ("a", "k80", 1, True): 2.0}
+    gpus = [replace(g, slow=g.id == "v-0", at_risk=g.id == "v-0") for g in node("v100", "v", 2)]
+    p = problem([job(1, "a", tmin=1.0, current=(["v-0"], []))], gpus + node("k80", "k", 1), [V100, k80],
+                PowerTable(taus, {}, powers={("a", "v100"): 300.0, ("a", "k80"): 200.0}), migration_cost_w=50.0,
+                move_hysteresis=0.2)
+    placement = solve("ilp", replace(p, jobs=tuple(replace(j, current=None) for j in p.jobs))).placements["1"]
+    assert placement.gpu_type == "k80"  # from scratch, the k80 is the cheaper one
+    on_v0 = replace(placement, gpu_type="v100", gpu_ids=("v-0",), predicted_power_w=300.0)
+    works = {"1": work_of(on_v0, since_checkpoint=100.0, remaining=400.0)}
+    leaving = replace(p, jobs=keep_work([(j, works.get(j.id)) for j in p.jobs], p.settings, frozenset({"v-0"})))
+    assert leaving.jobs[0].leaving
+    assert solve("ilp", leaving).placements["1"].gpu_ids == ("v-1",)
