@@ -4,7 +4,7 @@ from dataclasses import replace
 
 import pytest
 
-from scheduler.optimizer import SolverSettings, keep_work
+from scheduler.optimizer import Placement, SolverSettings, keep_work
 from scheduler.optimizer.keep_work import LEAVE_AT_RISK_S, leaves_at_risk
 
 from .factory import gpu_type, job, node, problem
@@ -70,9 +70,9 @@ def test_far_from_its_checkpoint_the_job_stays_on_the_board_at_risk(solver):
     assert solve(solver, on_a_board_at_risk(4000.0, solver)).placements["1"].gpu_ids == ("v-0",)  # 2000 s
 
 
-def test_with_no_other_board_free_the_leaving_job_takes_the_board_at_risk_again():
-    """Its unit is packed like a new one's: the board at risk is taken last, and here it is the
-    only one (same GPUs: it keeps running, nothing is lost)."""
+def test_with_no_other_board_free_the_leaving_job_stays_on_the_board_at_risk():
+    """Its unit finds no board not at risk and no other configuration: it stays where it is, as the
+    last resort (same GPUs: it keeps running, nothing is lost)."""
     p = on_a_board_at_risk(100.0, "ilp")
     crowded = replace(p, jobs=(*p.jobs, replace(job(2, "a", tmin=1.0, current=(["v-1"], [])), priority=1,
                                                 pinned=True)))
@@ -97,3 +97,19 @@ def test_a_leaving_job_keeps_its_configuration_on_another_board_where_a_cheaper_
     leaving = replace(p, jobs=keep_work([(j, works.get(j.id)) for j in p.jobs], p.settings, frozenset({"v-0"})))
     assert leaving.jobs[0].leaving
     assert solve("ilp", leaving).placements["1"].gpu_ids == ("v-1",)
+
+
+def test_a_leaving_job_with_no_healthy_board_of_its_type_free_takes_another_type_with_room():
+    """v-1 is held by a pinned job of a higher level; job 1 keeps its v100 configuration in the
+    plan, finds no v100 but its own at-risk one, and takes the free k80 (it meets T_min there)
+    rather than stay on a board expected to fail."""
+    k80 = gpu_type("k80", tdp=150)
+    taus = {("a", "v100", 1, True): 2.0, ("a", "k80", 1, True): 1.5}
+    gpus = [replace(g, slow=g.id == "v-0", at_risk=g.id == "v-0") for g in node("v100", "v", 2)]
+    p = problem([job(1, "a", tmin=1.0, current=(["v-0"], []))], gpus + node("k80", "k", 1), [V100, k80],
+                PowerTable(taus, {}, powers={("a", "v100"): 250.0, ("a", "k80"): 250.0}))
+    works = {"1": work_of(Placement("1", "v100", ("v-0",), True, (), 2.0, 250.0), since_checkpoint=100.0)}
+    leaving = replace(p, jobs=keep_work([(j, works.get(j.id)) for j in p.jobs], p.settings, frozenset({"v-0"})))
+    holder = replace(job(2, "a", tmin=1.0, current=(["v-1"], [])), priority=3, pinned=True)
+    plan = solve("ilp", replace(leaving, jobs=(*leaving.jobs, holder)))
+    assert plan.placements["1"].gpu_ids == ("k-0",) and plan.placements["2"].gpu_ids == ("v-1",)
