@@ -32,8 +32,9 @@ leaves it at its next checkpoint, before the failure the rule expects throws awa
 that checkpoint: at the first round where a move loses at most LEAVE_AT_RISK_S of its work
 (`leaves_at_risk`), it is `leaving`: neither the cool-down nor the move budget holds it, and
 placement does not keep it on its GPUs. Its configuration stays offered as its current one, so
-it keeps it on other boards (taking the board at risk last) unless another pays for the move as
-any move must; it keeps its protected level. A job that never checkpointed would throw away all
+it keeps it on other boards unless another pays for the move as any move must; placement gives
+it no board at risk, tries its other configurations where its own finds no room, and leaves it
+where it is only where none has room (placement.py). It keeps its protected level. A job that never checkpointed would throw away all
 its progress, now or at the failure; it stays (it may end first), unless it has run no longer
 than that.
 
