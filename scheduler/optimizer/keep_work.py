@@ -34,9 +34,9 @@ that checkpoint: at the first round where a move loses at most LEAVE_AT_RISK_S o
 placement does not keep it on its GPUs. Its configuration stays offered as its current one, so
 it keeps it on other boards unless another pays for the move as any move must; placement gives
 it no board at risk, tries its other configurations where its own finds no room, and leaves it
-where it is only where none has room (placement.py). It keeps its protected level. A job that never checkpointed would throw away all
-its progress, now or at the failure; it stays (it may end first), unless it has run no longer
-than that.
+where it is only where none has room (placement.py). It keeps its protected level. A job that
+never checkpointed would throw away all its progress, now or at the failure; it stays (it may
+end first), unless it has run no longer than that.
 
 A probe (exploration.py) is a measurement on the GPUs it was given: it is pinned (moving it to
 save energy would measure another configuration), and it never climbs above other jobs after
