@@ -27,7 +27,7 @@ a half times what would move a training job. (Where a replica and its training p
 placement.py keeps the replica on its GPU; candidates.py stops keeping a shared GPU where the
 replica misses its T_min.)
 
-A job running on a board at risk (GpuSpec.at_risk: its error counts rose, telemetry/gpu_health.py)
+A job running on a board at risk (GpuSpec.at_risk, telemetry/gpu_health.py: error counts rose, a failing XID)
 leaves it at its next checkpoint, before the failure the rule expects throws away its work since
 that checkpoint: at the first round where a move loses at most LEAVE_AT_RISK_S of its work
 (`leaves_at_risk`), it is `leaving`: neither the cool-down nor the move budget holds it, and

@@ -86,7 +86,7 @@ class GpuSpec:
     # Flagged as drifting slower (Gpu.speed_flag): left out of its type's planning speed, used
     # last and only for jobs whose T_min holds at its own speed (optimizer/board_speeds.py).
     slow: bool = False
-    # Expected to fail (telemetry/gpu_health.py: its error counts rose): planned slow as well, and
+    # Expected to fail (telemetry/gpu_health.py: error counts rose, a failing XID): planned slow too, and
     # its running jobs leave it at their next checkpoint (keep_work.py).
     at_risk: bool = False
 
