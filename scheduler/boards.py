@@ -1,19 +1,19 @@
 """Each board as the optimiser sees it: its own speed and power curve (docs/gpu_health.md).
 
 telemetry learns a board's speed (Gpu.speed_*) and fits its power curve (GpuPowerCurve); here
-they become GpuSpec.speed, GpuSpec.slow and GpuSpec.power_curve. The aggregated model prices a
+they become GpuSpec.speed, GpuSpec.slow, GpuSpec.at_risk and GpuSpec.power_curve. The aggregated model prices a
 GPU type with one curve, so the type's curve becomes the pointwise mean of its boards' curves
 (each board's fitted curve where it has one, the datasheet's otherwise). Only curves fitted at
 the board's default power limit are used: the power at a lower limit is the predictions' part
 (Predictions.at_power_limit, docs/power_limits.md), as a fraction of the default-limit power.
 A speed learnt from fewer than MIN_SPEED_OBSERVATIONS measurements is too noisy to plan with:
-such a board is planned at 1.0. A board's health (telemetry.gpu_health.plans_slower) lowers its
+such a board is planned at 1.0. A board's health (telemetry.gpu_health.board_plan) lowers its
 speed at once while it is braked, and plans it like a flagged board while it is at risk or braked,
 before its jobs' measurements could show it.
 """
 from dataclasses import replace
 
-from telemetry.gpu_health import plans_slower
+from telemetry.gpu_health import board_plan
 from telemetry.gpu_speed import SpeedTracker
 from telemetry.models import Gpu, GpuPowerCurve
 
@@ -40,11 +40,10 @@ def with_boards(
 
 
 def board_speed(gpu: Gpu) -> dict:
-    """{speed, slow} of a board: its learnt speed (1.0 below MIN_SPEED_OBSERVATIONS), lowered to
-    what its health allows, and flagged where the tracker or its health flags it."""
+    """{speed, slow, at_risk} of a board by telemetry.gpu_health.board_plan, from its learnt speed
+    (1.0 below MIN_SPEED_OBSERVATIONS), the tracker's flag and its health."""
     learnt = gpu.speed_factor if gpu.speed_observations >= MIN_SPEED_OBSERVATIONS else 1.0
-    allowed, reason = plans_slower(gpu.health)
-    return {"speed": min(learnt, allowed), "slow": bool(gpu.speed_flag or reason)}
+    return board_plan(learnt, bool(gpu.speed_flag), gpu.health)._asdict()
 
 
 def mean_curve(gpu_type: GpuTypeSpec, specs) -> PowerCurve:

@@ -159,7 +159,8 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
         )
     )
     works = running_work([job for job in jobs if job.pk in current])
-    job_specs = keep_work([(spec, works.get(int(spec.id))) for spec in job_specs], settings)
+    at_risk = frozenset(g.id for g in gpu_specs if g.at_risk)  # their jobs leave them (keep_work)
+    job_specs = keep_work([(spec, works.get(int(spec.id))) for spec in job_specs], settings, at_risk)
     return release_outgrown(Problem(
         jobs=job_specs, gpus=gpu_specs, gpu_types=types,
         predictions=planning_predictions({j.workload for j in job_specs}, include_shadow=config.shadow_mode),

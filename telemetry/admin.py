@@ -137,7 +137,7 @@ class GpuAdmin(admin.ModelAdmin):
         "node", *_GPU_REPORTED, "state", "state_reason", "external_holder", *_GPU_POWER_LIMIT, "speed_factor",
         "speed_factor_std", "speed_observations", "speed_flag", "speed_flagged_at", "health", "power_curve_fit",
     ]
-    actions = ["disable", "enable"]
+    actions = ["disable", "enable", "clear_at_risk"]
 
     def has_add_permission(self, request):
         return False  # GPUs come from their agents' registrations
@@ -164,6 +164,18 @@ class GpuAdmin(admin.ModelAdmin):
     @admin.action(description="Enable the selected GPUs (healthy again)")
     def enable(self, request, queryset):
         _set_states(self, request, queryset, _gpu_set_state, GpuState.HEALTHY, "", "enabled")
+
+    @admin.action(description="Clear the at-risk flag of the selected GPUs (their counts now are the baseline)")
+    def clear_at_risk(self, request, queryset):
+        done = 0
+        for gpu in queryset:
+            try:
+                services.gpu_at_risk_clear(gpu=gpu, by=request.user)
+                done += 1
+            except services.NotAtRisk as exc:
+                self.message_user(request, str(exc), messages.WARNING)
+        if done:
+            self.message_user(request, f"{done} cleared.", messages.SUCCESS)
 
 
 class _ReadOnlyAdmin(admin.ModelAdmin):

@@ -27,6 +27,17 @@ a half times what would move a training job. (Where a replica and its training p
 placement.py keeps the replica on its GPU; candidates.py stops keeping a shared GPU where the
 replica misses its T_min.)
 
+A job running on a board at risk (GpuSpec.at_risk, telemetry/gpu_health.py: error counts rose, a failing XID)
+leaves it at its next checkpoint, before the failure the rule expects throws away its work since
+that checkpoint: at the first round where a move loses at most LEAVE_AT_RISK_S of its work
+(`leaves_at_risk`), it is `leaving`: neither the cool-down nor the move budget holds it, and
+placement does not keep it on its GPUs. Its configuration stays offered as its current one, so
+it keeps it on other boards unless another pays for the move as any move must; placement gives
+it no board at risk, tries its other configurations where its own finds no room, and leaves it
+where it is only where none has room (placement.py). It keeps its protected level. A job that
+never checkpointed would throw away all its progress, now or at the failure; it stays (it may
+end first), unless it has run no longer than that.
+
 A probe (exploration.py) is a measurement on the GPUs it was given: it is pinned (moving it to
 save energy would measure another configuration), and it never climbs above other jobs after
 preemptions (admission.probes_last keeps every probe below every other job, so any of them may
@@ -48,6 +59,10 @@ MOVE_HORIZON_S = 3600.0
 #: the serving GPUs' utilisation 1.76 x dedicated's on seed 0); at 1 and 2 the 3x spike took three
 #: rounds to absorb; at 1.5 it took two on seeds 0-2 (docs/simulation.md, issue 21's figures).
 SERVICE_MOVE_FACTOR = 1.5
+#: A job on a board at risk leaves it once a move throws away at most this much of its work: within
+#: a round of its checkpoint in simulate (rounds of 6 min), and in the control plane (rounds of
+#: 30 s) about what a failure costs, on average, a job checkpointing every 20 minutes.
+LEAVE_AT_RISK_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -66,24 +81,43 @@ class RunningWork:
     moves: int = 0  # times a round has moved it so far
 
 
-def keep_work(jobs: Sequence[tuple[JobSpec, RunningWork | None]], settings: SolverSettings) -> tuple[JobSpec, ...]:
+def keep_work(
+    jobs: Sequence[tuple[JobSpec, RunningWork | None]], settings: SolverSettings, at_risk: frozenset[str] = frozenset()
+) -> tuple[JobSpec, ...]:
     """The jobs rewritten (see the module's text); a job without RunningWork (waiting) only
-    moves to its level 2 p, so a problem where nothing is placed decides as before."""
+    moves to its level 2 p, so a problem where nothing is placed decides as before. `at_risk`:
+    the ids of the boards at risk (GpuSpec.at_risk)."""
     top = 2 * max((spec.priority for spec, _ in jobs), default=0) + 2
-    return tuple(_kept(spec, work, settings, top) for spec, work in jobs)
+    return tuple(_kept(spec, work, settings, top, at_risk) for spec, work in jobs)
 
 
-def _kept(spec: JobSpec, work: RunningWork | None, settings: SolverSettings, top: int) -> JobSpec:
+def _kept(spec: JobSpec, work: RunningWork | None, settings: SolverSettings, top: int,
+          at_risk: frozenset[str]) -> JobSpec:
     if work is None:
         return replace(spec, priority=2 * spec.priority)
     at_limit = work.preemptions_last_hour >= settings.max_preemptions_per_hour and not spec.probe
+    leaves = spec.current is not None and not at_risk.isdisjoint(spec.current.gpu_ids) and leaves_at_risk(work)
     return replace(
         spec,
         priority=top if at_limit else 2 * spec.priority + 1,
         move_penalty_w=service_move_penalty_w(work, settings) if spec.service else move_penalty_w(work, settings),
-        pinned=spec.probe or work.placed_s_ago < settings.move_cooldown_s or work.moves >= settings.max_moves_per_job,
+        pinned=not leaves and (
+            spec.probe or work.placed_s_ago < settings.move_cooldown_s or work.moves >= settings.max_moves_per_job
+        ),
         work_at_risk=work_at_risk(work),
+        leaving=leaves,
     )
+
+
+def leaves_at_risk(work: RunningWork) -> bool:
+    """Whether a job on a board at risk leaves it this round: it has not started, or the work a
+    move throws away (its steps since its checkpoint at its rate; unknown rate: all its time since
+    it was placed) is at most LEAVE_AT_RISK_S. The restart overhead is not counted: a failure
+    costs it too."""
+    if not work.running:
+        return True
+    since = work.steps_since_checkpoint / work.steps_per_s if work.steps_per_s else work.placed_s_ago
+    return since <= LEAVE_AT_RISK_S
 
 
 def redo_s(work: RunningWork) -> float:

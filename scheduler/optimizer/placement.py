@@ -8,7 +8,10 @@ whole nodes stay whole for the next large job); single GPUs, groups and spread-o
 topology-aware isolation a PCIe switch serves one tenant only, and a tenant's jobs take GPUs on
 its own switches before they open another (so switches are not split among tenants
 needlessly). Boards flagged slow are taken last, and only by jobs whose T_min holds at their
-own speed (board_speeds.serves). A job that cannot be placed stays pending with the reason.
+own speed (board_speeds.serves). A job leaving a board at risk (JobSpec.leaving) is not kept on
+its GPUs: its unit is packed on boards not at risk, then (with retry) its other configurations
+are tried, and only where none found room does it stay where it is. A job that cannot be placed
+stays pending with the reason.
 """
 from collections import defaultdict
 
@@ -40,6 +43,10 @@ def place(
     # 4. with retry, jobs that got no GPUs try their other configurations, by priority
     for j in [j for j in inst.admission_order() if j in packer.failed] if retry else ():
         packer.retry(j)
+    # 5. a job leaving a board at risk that found room nowhere else stays where it is
+    for unit in _units(inst, packer.choices):
+        if any(inst.jobs[j].leaving for j in unit["jobs"]) and all(j in packer.failed for j in unit["jobs"]):
+            packer.keep(unit, last_resort=True)
     return packer.placements, packer.failed, packer.choices
 
 
@@ -95,14 +102,17 @@ class _Packer:
                 ]
         return gpus if len(gpus) == k else []
 
-    def fits(self, gpu_type: str, planned: list[tuple[float, float]]):
-        """Which boards of the type may take a unit whose jobs were planned at (throughput, T_min)."""
-        return lambda gpu: serves(gpu, planned, self.type_speed.get(gpu_type, 1.0))
+    def fits(self, gpu_type: str, planned: list[tuple[float, float]], leaving: bool = False):
+        """Which boards of the type may take a unit whose jobs were planned at (throughput, T_min);
+        `leaving`: one of them leaves a board at risk, so none at risk may take it."""
+        speed = self.type_speed.get(gpu_type, 1.0)
+        return lambda gpu: not (leaving and gpu.at_risk) and serves(gpu, planned, speed)
 
-    def find(self, gpu_type: str, k: int, consolidated: bool, tenant: str, planned) -> tuple[list, str]:
+    def find(self, gpu_type: str, k: int, consolidated: bool, tenant: str, planned,
+             leaving: bool = False) -> tuple[list, str]:
         """GPUs for one unit ([] if none) and why not; `planned`: its jobs' (throughput, T_min),
-        which decide whether a board flagged slow may take it."""
-        nodes, fits = self.free[gpu_type], self.fits(gpu_type, planned)
+        which decide whether a board flagged slow may take it; `leaving`: see `fits`."""
+        nodes, fits = self.free[gpu_type], self.fits(gpu_type, planned, leaving)
         if consolidated and k > 1:
             fitting = []
             for node, gs in nodes.items():
@@ -146,10 +156,12 @@ class _Packer:
             job.id, gpus[0].gpu_type, tuple(g.id for g in gpus), consolidated, partners, tau, power, limit
         )
 
-    def keep(self, unit: dict) -> bool:
-        """A unit that keeps its configuration stays on its GPUs, where they are still free."""
+    def keep(self, unit: dict, last_resort: bool = False) -> bool:
+        """A unit that keeps its configuration stays on its GPUs, where they are still free, unless
+        one of its jobs leaves the board at risk it runs on (keep_work.py): then it is packed anew
+        on other boards, and stays only as the `last_resort`, where it found room nowhere else."""
         job = self.inst.jobs[unit["jobs"][0]]
-        if not unit["current"]:
+        if not unit["current"] or (not last_resort and any(self.inst.jobs[j].leaving for j in unit["jobs"])):
             return False
         gpus = [self.gpu_by_id[g] for g in job.current.gpu_ids]
         if not all(g in self.free[g.gpu_type].get(g.node, ()) and self.allowed(g, job.tenant) for g in gpus):
@@ -157,6 +169,7 @@ class _Packer:
         self.claim(gpus, job.tenant)
         for j in unit["jobs"]:
             self.record(j, gpus)
+            self.failed.pop(j, None)
         return True
 
     def stay(self, unit: dict) -> bool:
@@ -165,7 +178,7 @@ class _Packer:
         keeps running there (only its partners change), where any free GPU would restart it.
         Service replicas' units go first (a training partner moves away, not the replica:
         docs/services.md), then pinned jobs'."""
-        if unit["k"] != 1:
+        if unit["k"] != 1 or any(self.inst.jobs[j].leaving for j in unit["jobs"]):
             return False
         for j in unit["jobs"]:
             current = self.inst.jobs[j].current
@@ -183,7 +196,8 @@ class _Packer:
     def pack(self, unit: dict) -> None:
         tenant = self.inst.jobs[unit["jobs"][0]].tenant
         planned = [(self.tau(j), self.inst.jobs[j].min_throughput) for j in unit["jobs"]]
-        gpus, why = self.find(unit["type"], unit["k"], unit["consolidated"], tenant, planned)
+        leaving = any(self.inst.jobs[j].leaving for j in unit["jobs"])
+        gpus, why = self.find(unit["type"], unit["k"], unit["consolidated"], tenant, planned, leaving)
         if not gpus:
             for j in unit["jobs"]:
                 self.failed[j] = UNPLACEABLE.format(why=why)
@@ -198,7 +212,7 @@ class _Packer:
         for i in sorted(inst.job_options[j], key=lambda i: (inst.all_options[i].cost, i)):
             opt = inst.all_options[i]
             planned = [(opt.tau, inst.jobs[j].min_throughput)]
-            gpus, _ = self.find(opt.gpu_type, opt.num_gpus, opt.consolidated, tenant, planned)
+            gpus, _ = self.find(opt.gpu_type, opt.num_gpus, opt.consolidated, tenant, planned, inst.jobs[j].leaving)
             if gpus:
                 self.choices[j] = ("o", i)
                 self.claim(gpus, tenant)

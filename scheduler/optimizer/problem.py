@@ -86,6 +86,9 @@ class GpuSpec:
     # Flagged as drifting slower (Gpu.speed_flag): left out of its type's planning speed, used
     # last and only for jobs whose T_min holds at its own speed (optimizer/board_speeds.py).
     slow: bool = False
+    # Expected to fail (telemetry/gpu_health.py: error counts rose, a failing XID): planned slow too, and
+    # its running jobs leave it at their next checkpoint (keep_work.py).
+    at_risk: bool = False
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,7 @@ class JobSpec:
     move_penalty_w: float | None = None  # W-equivalent of a move; None: SolverSettings.migration_cost_w
     pinned: bool = False  # in its move cool-down: only its current configuration, on its GPUs
     work_at_risk: float = 0.0  # GPU-seconds lost if it stopped now (victims losing least go first)
+    leaving: bool = False  # leaves the board at risk it runs on this round: not kept on its GPUs
     # Exploration (exploration.py): a bounded probe on one GPU type the predictions call too slow.
     # A probe runs alone on exactly D_j GPUs (the largest block within it) of only_gpu_type, at any
     # predicted throughput (even unknown), and is admitted after every non-probe job.

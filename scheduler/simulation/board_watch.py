@@ -15,8 +15,9 @@
   then counts 0), the worst of them; null if one never was, or none fell that far).
 - Health (`simulate --health`, health_signals.py): a policy that uses the health rule reads
   each signalled board as the agent would, every round, through telemetry.gpu_health.health_of,
-  and plans it as the control plane does (telemetry.gpu_health.plans_slower: at risk or braked,
-  flagged; braked, at its clock ratio). `failed_gpu_work_lost_gpu_h`: GPU-hours of work lost on
+  and plans it as the control plane does (telemetry.gpu_health.board_plan: at risk or braked,
+  flagged; braked, at its clock ratio; at risk, its running jobs leave it at their next
+  checkpoint, optimizer/keep_work.py). `failed_gpu_work_lost_gpu_h`: GPU-hours of work lost on
   boards that failed (any policy); `at_risk_flagged_before_failure_h`: for the warned boards that
   failed, hours from the board's first at-risk flag to its failure, the least of them (null
   where the policy does not use the rule, a board failed unflagged, or none failed).
@@ -24,7 +25,7 @@
 import statistics
 from collections import defaultdict
 
-from telemetry.gpu_health import health_of, plans_slower
+from telemetry.gpu_health import BoardPlan, board_plan, health_of
 from telemetry.gpu_speed import SpeedTracker
 
 from .boards import Boards, age_bucket
@@ -52,14 +53,23 @@ class BoardWatch:
 
     def planned_speed(self, gpu: str, t: float) -> float:
         if self.tracker is not None:
-            return min(self.tracker.speed(gpu).factor, self._health_plan(gpu)[0])
+            return self.plan(gpu).speed
         return self.boards.speed(gpu, t) if self.truth_speeds else 1.0
 
     def planned_slow(self, gpu: str) -> bool:
         """Whether the round plans the board as flagged slow (GpuSpec.slow): the learning
         policies' tracker or the board's health flags it; policies that know the truth plan its
         speed and need no flag."""
-        return self.tracker is not None and (self.tracker.flag(gpu) is not None or self._health_plan(gpu)[1])
+        return self.tracker is not None and self.plan(gpu).slow
+
+    def planned_at_risk(self, gpu: str) -> bool:
+        """Whether the round plans the board at risk (GpuSpec.at_risk: its jobs leave it)."""
+        return self.tracker is not None and self.plan(gpu).at_risk
+
+    def plan(self, gpu: str) -> BoardPlan:
+        """A learning policy's plan of the board, by the control plane's rule (board_plan)."""
+        return board_plan(self.tracker.speed(gpu).factor, self.tracker.flag(gpu) is not None,
+                          self.health.get(gpu, {}))
 
     def read_health(self, alive, t: float) -> bool:
         """Read each live signalled board's health at `t`; whether any board's plan (its speed, its
@@ -75,9 +85,9 @@ class BoardWatch:
             changed |= self._health_plan(gpu) != before
         return changed
 
-    def _health_plan(self, gpu: str) -> tuple[float, bool]:
-        speed, reason = plans_slower(self.health.get(gpu, {}))
-        return speed, bool(reason)
+    def _health_plan(self, gpu: str) -> BoardPlan:
+        """What the board's health alone makes of its plan (a board of speed 1, not flagged)."""
+        return board_plan(1.0, False, self.health.get(gpu, {}))
 
     def failed(self, gpu: str, t: float, lost_gpu_s: float) -> None:
         """A board failed at `t`, losing `lost_gpu_s` of its jobs' work."""

@@ -40,7 +40,7 @@ import time
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field, replace
 
-from scheduler.optimizer.keep_work import RunningWork, keep_work
+from scheduler.optimizer.keep_work import RunningWork, keep_work, leaves_at_risk
 from scheduler.optimizer.problem import CurrentPlacement, JobSpec, Placement, Problem
 from scheduler.optimizer.registry import get_solver
 from scheduler.optimizer.service_partners import release_outgrown
@@ -165,7 +165,7 @@ class Simulation(ServiceRounds):
                     t + round_s, (arrivals[0].arrival_s // round_s + (arrivals[0].arrival_s % round_s > 0)) * round_s
                 )
                 continue
-            changed |= self.watch.read_health(self.alive, t)
+            changed |= self.watch.read_health(self.alive, t) or self._leaves_at_risk(t)
             if self.gavel is not None:
                 self._gavel_round(t)
             elif changed or (self.explorer is not None and self._may_probe()):
@@ -213,6 +213,9 @@ class Simulation(ServiceRounds):
         Each job carries its tenant's fair-share factor; the problem, the scenario's quotas."""
         fair = self.ledger.factors()
         solved = [s for s in self.active.values() if not (s.placement and s.placement.gpu_ids[0] in self.reserved)]
+        gpus = tuple(replace(g, speed=self.watch.planned_speed(g.id, t), slow=self.watch.planned_slow(g.id),
+                             at_risk=self.watch.planned_at_risk(g.id))
+                     for g in self.sc.gpus if g.id in self.alive and g.id not in self.reserved)
         jobs = keep_work(tuple(
             (JobSpec(s.job.id, s.job.workload, s.job.tenant, s.job.min_throughput, s.job.max_gpus,
                      priority=int(SERVICES_FIRST and s.job.service is not None), service=s.job.service is not None,
@@ -221,9 +224,7 @@ class Simulation(ServiceRounds):
                      fair_share=fair.get(s.job.tenant, 1.0)),
              self._running_work(s, t))
             for s in solved
-        ), self.settings)
-        gpus = tuple(replace(g, speed=self.watch.planned_speed(g.id, t), slow=self.watch.planned_slow(g.id))
-                     for g in self.sc.gpus if g.id in self.alive and g.id not in self.reserved)
+        ), self.settings, frozenset(g.id for g in gpus if g.at_risk))
         problem = release_outgrown(Problem(jobs=jobs, gpus=gpus,
                                            gpu_types=self.sc.gpu_types, predictions=self.predictions,
                                            settings=self.settings, load_history=tuple(self.load_history),
@@ -241,6 +242,13 @@ class Simulation(ServiceRounds):
         self.load_history.append(allocation.load)
         for state in solved:
             self._place(state, allocation.placements.get(state.job.id), t)
+
+    def _leaves_at_risk(self, t: float) -> bool:
+        """Whether a job on a board at risk reached the point where it leaves it (keep_work): the
+        round then solves, as the control plane's rounds do every time."""
+        at_risk = {g for g in self.watch.health if g in self.alive and self.watch.planned_at_risk(g)}
+        return bool(at_risk) and any(s.placement and at_risk.intersection(s.placement.gpu_ids)
+                                     and leaves_at_risk(self._running_work(s, t)) for s in self.active.values())
 
     def _running_work(self, state: JobState, t: float) -> RunningWork | None:
         """What a placed job would lose, as a control plane knows it: its rate observed once it

@@ -48,7 +48,7 @@ class GpuInfo:
 
 #: GpuSample's health signals (docs/gpu_health.md): a control plane from before them refuses
 #: them, and the agent then sends its samples without them.
-HEALTH_FIELDS = ("throttle_reasons", "remapped_rows", "sm_clock_max_mhz")
+HEALTH_FIELDS = ("throttle_reasons", "remapped_rows", "sm_clock_max_mhz", "xid_count", "xid_last")
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,10 @@ class GpuSample:
     throttle_reasons: int | None = None
     remapped_rows: int | None = None
     sm_clock_max_mhz: float | None = None
+    # Critical XID events (NVML's event set): how many since the agent started, and the last one's
+    # code; None where NVML cannot register them for the device.
+    xid_count: int | None = None
+    xid_last: int | None = None
 
     def payload(self) -> dict:
         """The wire form of POST /api/telemetry/samples/: non-finite readings become null."""

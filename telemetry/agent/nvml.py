@@ -11,12 +11,21 @@ Power limits: NVML reports each board's allowed range and default
 the limit in force (nvmlDeviceGetEnforcedPowerLimit), all in mW; setting one
 (nvmlDeviceSetPowerManagementLimit) needs root. Every refusal becomes PowerLimitRefused with a
 reason a person can act on.
+
+XID errors: NVML reports them only as events. Each device gets its own event set
+(nvmlEventSetCreate, nvmlDeviceRegisterEvents with nvmlEventTypeXidCriticalError), so an event
+needs no matching of handles; every sample drains it without waiting (nvmlEventSetWait with a
+timeout of 0; NVML_ERROR_TIMEOUT: none left) and reports the XID events counted since the agent
+started and the last one's code. A device, driver or binding that cannot register XID events
+reports both as None (unknown), never 0.
 """
 from pathlib import Path
 
 from .gpus import GpuInfo, GpuSample, NoGpuDriver, PowerLimitRefused
 
 _MIB = 1024 * 1024
+#: At most this many XID events are drained from one device per sample (the rest wait for the next).
+_MAX_XIDS_PER_SAMPLE = 64
 _GIB = 1024 * 1024 * 1024
 
 
@@ -39,6 +48,8 @@ class NvmlBackend:
         self._sysfs = sysfs
         self._handles: list[tuple[str, object]] = []
         self._failed: dict[int, str] = {}
+        self._xid_sets: dict[int, object] = {}  # device index -> its XID event set, where it registered
+        self._xids: dict[int, tuple[int, int | None]] = {}  # device index -> (XID events since open, last code)
 
     def open(self) -> None:
         try:
@@ -52,6 +63,7 @@ class NvmlBackend:
     def devices(self) -> list[GpuInfo]:
         nvml = self._nvml
         found, self._handles = [], []
+        self._free_xid_sets()  # listed again: each device registers anew, its count goes on
         for index in range(nvml.nvmlDeviceGetCount()):
             handle = nvml.nvmlDeviceGetHandleByIndex(index)
             uuid = _text(nvml.nvmlDeviceGetUUID(handle))
@@ -75,7 +87,40 @@ class NvmlBackend:
                 )
             )
             self._handles.append((uuid, handle))
+            self._watch_xids(index, handle)
         return found
+
+    def _watch_xids(self, index: int, handle) -> None:
+        """Register the device's critical XID events in an event set of its own; nothing where
+        NVML cannot (its XIDs are then reported as unknown)."""
+        nvml = self._nvml
+        events = self._optional(nvml.nvmlEventSetCreate)
+        if events is None:
+            return
+        registered = self._optional(
+            lambda: nvml.nvmlDeviceRegisterEvents(handle, nvml.nvmlEventTypeXidCriticalError, events) or True
+        )
+        if registered is None:
+            self._optional(lambda: nvml.nvmlEventSetFree(events))
+            return
+        self._xid_sets[index] = events
+        self._xids.setdefault(index, (0, None))
+
+    def _drain_xids(self, index: int) -> tuple[int | None, int | None]:
+        """(XID events since open, the last one's code) after taking what the device's set holds
+        now, without waiting; (None, None) where its XIDs cannot be read."""
+        events = self._xid_sets.get(index)
+        if events is None:
+            return None, None
+        count, last = self._xids[index]
+        for _ in range(_MAX_XIDS_PER_SAMPLE):
+            try:
+                data = self._nvml.nvmlEventSetWait(events, 0)
+            except self._nvml.NVMLError:  # NVML_ERROR_TIMEOUT: none left (any other error: try again next sample)
+                break
+            count, last = count + 1, int(data.eventData)
+        self._xids[index] = (count, last)
+        return count, last
 
     def power_limit(self, index: int) -> float | None:
         if index in self._failed:
@@ -121,6 +166,7 @@ class NvmlBackend:
             power_mw = read(lambda: nvml.nvmlDeviceGetPowerUsage(h))
             util = read(lambda: nvml.nvmlDeviceGetUtilizationRates(h).gpu)
             used = read(lambda: nvml.nvmlDeviceGetMemoryInfo(h).used)
+            xid_count, xid_last = self._drain_xids(index)
             samples.append(
                 GpuSample(
                     uuid=uuid,
@@ -136,6 +182,8 @@ class NvmlBackend:
                     retired_pages=read(lambda: self._retired_pages(h)),
                     throttle_reasons=read(lambda: self._throttle_reasons(h)),
                     remapped_rows=read(lambda: self._remapped_rows(h)),
+                    xid_count=xid_count,
+                    xid_last=xid_last,
                 )
             )
         return samples
@@ -158,7 +206,13 @@ class NvmlBackend:
         return False
 
     def close(self) -> None:
+        self._free_xid_sets()
         self._optional(self._nvml.nvmlShutdown)
+
+    def _free_xid_sets(self) -> None:
+        for events in self._xid_sets.values():
+            self._optional(lambda e=events: self._nvml.nvmlEventSetFree(e))
+        self._xid_sets = {}
 
     def _ecc(self, handle, error_type) -> int:
         """Lifetime (aggregate) ECC errors: what hardware-ageing analysis needs, unlike the

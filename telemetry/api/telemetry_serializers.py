@@ -6,6 +6,7 @@ from rest_framework.settings import api_settings
 from gogh_web.api.fields import AwareDateTimeField, FiniteFloatField, column_max
 from gogh_web.api.strict import StrictFieldsMixin
 
+from ..gpu_health import MAX_XID
 from ..models import Gpu, GpuSample, Node
 from ..services.samples import MAX_CLOCK_AHEAD_S, MAX_SAMPLE_AGE_S
 
@@ -46,6 +47,14 @@ class GpuSampleSerializer(StrictFieldsMixin, serializers.Serializer):
         help_text="Rows remapped (correctable + uncorrectable), lifetime.",
     )
     sm_clock_max_mhz = _reading(min_value=1, max_value=100_000, help_text="The board's maximum SM clock, MHz.")
+    xid_count = serializers.IntegerField(
+        required=False, default=None, allow_null=True, min_value=0, max_value=2**31 - 1,
+        help_text="Critical XID events since the agent started (null: NVML cannot report them for this GPU).",
+    )
+    xid_last = serializers.IntegerField(
+        required=False, default=None, allow_null=True, min_value=1, max_value=MAX_XID,
+        help_text="The last XID event's code (NVIDIA's XID catalogue).",
+    )
 
     def validate(self, attrs):
         """An SM clock above the board's maximum is impossible: the sample, and so its batch, is refused."""
@@ -54,6 +63,8 @@ class GpuSampleSerializer(StrictFieldsMixin, serializers.Serializer):
             raise serializers.ValidationError(
                 {"sm_clock_mhz": [f"{clock:g} MHz is above the board's maximum SM clock, {top:g} MHz."]}
             )
+        if attrs.get("xid_last") is not None and not attrs.get("xid_count"):
+            raise serializers.ValidationError({"xid_last": ["An XID code needs an xid_count of at least 1."]})
         return attrs
 
 

@@ -151,3 +151,15 @@ class GpuViewSet(viewsets.ReadOnlyModelViewSet):
     filterset_class = GpuFilter
     ordering_fields = ["node__hostname", "index", "state"]
     lookup_value_regex = r"\d+"
+
+    @extend_schema(request=None, responses={200: GpuSerializer})
+    @action(detail=True, methods=["post"], permission_classes=[IsAdminUser], url_path="clear-at-risk")
+    def clear_at_risk(self, request, pk=None):
+        """Clear the GPU's at-risk flag (staff): its current error counts become its baseline
+        (docs/gpu_health.md). 409 where it is not at risk."""
+        EmptyBodySerializer(data=request.data).is_valid(raise_exception=True)
+        try:
+            gpu = services.gpu_at_risk_clear(gpu=self.get_object(), by=request.user)
+        except services.NotAtRisk as exc:
+            raise Conflict(str(exc)) from exc
+        return Response(GpuSerializer(selectors.gpus().get(pk=gpu.pk), context={"request": request}).data)

@@ -48,9 +48,9 @@ def test_a_boards_health_turns_it_slow_before_any_job_measured_it(cluster):
     Gpu.objects.filter(pk=v2.pk).update(health={"throttle_reasons": ["hardware slowdown"],
                                                 "braked_since": timezone.now().isoformat()})  # not yet sustained
     by_id = {g.id: g for g in problem_from_database(SolverConfig.load()).gpus}
-    assert (by_id[str(v0.pk)].speed, by_id[str(v0.pk)].slow) == (1.0, True)
-    assert (by_id[str(v1.pk)].speed, by_id[str(v1.pk)].slow) == (0.6, True)
-    assert (by_id[str(v2.pk)].speed, by_id[str(v2.pk)].slow) == (1.0, False)
+    assert (by_id[str(v0.pk)].speed, by_id[str(v0.pk)].slow, by_id[str(v0.pk)].at_risk) == (1.0, True, True)
+    assert (by_id[str(v1.pk)].speed, by_id[str(v1.pk)].slow, by_id[str(v1.pk)].at_risk) == (0.6, True, False)
+    assert (by_id[str(v2.pk)].speed, by_id[str(v2.pk)].slow, by_id[str(v2.pk)].at_risk) == (1.0, False, False)
 
 
 def test_a_throttled_board_is_planned_at_the_lower_of_its_learnt_and_clock_speeds(cluster):

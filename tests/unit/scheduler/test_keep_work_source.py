@@ -112,3 +112,24 @@ def test_moves_are_counted_per_job_over_its_life(measured, alice, resnet50):
     interrupt(one, InterruptionKind.PREEMPTED, now)
     interrupt(other, InterruptionKind.GPU_FAILED, now)
     assert moves_so_far([one.pk, other.pk]) == {one.pk: 3, other.pk: 0}
+
+
+@pytest.mark.usefixtures("default_power_limits")
+def test_a_running_job_on_a_board_at_risk_leaves_it_at_its_checkpoint_in_its_cool_down(measured, alice, resnet50):
+    """10 steps/s (the allocation's prediction): 100 steps since the checkpoint are 10 s of work, a
+    move throws little away, so it leaves though it was placed a minute ago;
+    7000 steps (700 s, above LEAVE_AT_RISK_S) and it stays, pinned. On a healthy board it stays."""
+    job = submit(alice, resnet50, total_steps=20000)
+    services.scheduling_round_run(trigger="manual")
+    gpu = Allocation.objects.get(job=job).gpu
+    running(job, step=500, checkpoint=400, placed_ago_s=60)
+    healthy = spec_of(problem_from_database(SolverConfig.load()), job)
+    assert healthy.current.gpu_ids == (str(gpu.pk),) and healthy.pinned
+    type(gpu).objects.filter(pk=gpu.pk).update(health={"at_risk": "remapped rows rose from 0 to 1"})
+    problem = problem_from_database(SolverConfig.load())
+    assert next(g for g in problem.gpus if g.id == str(gpu.pk)).at_risk
+    leaving = spec_of(problem, job)
+    assert (leaving.leaving, leaving.pinned, leaving.priority) == (True, False, 1)
+    running(job, step=7400, checkpoint=400, placed_ago_s=60)
+    staying = spec_of(problem_from_database(SolverConfig.load()), job)
+    assert not staying.leaving and staying.pinned

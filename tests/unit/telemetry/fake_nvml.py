@@ -14,16 +14,24 @@ def fake_nvml(*, count=2, name="Tesla V100-SXM2-16GB", unsupported=(), init_erro
     Power limits: every device allows `limit_range_mw` and defaults to its top; `fake.limits_mw`
     holds each device's limit in force; `fake.refuse[index] = code` makes setting a limit on it
     raise that NVML error (e.g. NVML_ERROR_NO_PERMISSION, as without root); a limit outside the
-    range raises NVML_ERROR_INVALID_ARGUMENT, as NVML does."""
+    range raises NVML_ERROR_INVALID_ARGUMENT, as NVML does.
+    XID errors: `fake.xids[index]` is the list of XID codes the device's critical-XID events will
+    deliver, oldest first; nvmlEventSetWait hands them out one per call and raises
+    NVML_ERROR_TIMEOUT when none is left, as NVML does with a timeout of 0. `fake.event_sets`
+    maps each live event set to the device registered in it (freed sets leave)."""
     fake = types.ModuleType("fake_pynvml")
     for constant in dir(pynvml):
         if constant.startswith("NVML_"):
             setattr(fake, constant, getattr(pynvml, constant))
     fake.NVMLError = pynvml.NVMLError
+    fake.nvmlEventTypeXidCriticalError = pynvml.nvmlEventTypeXidCriticalError
     fake.calls = []
     fake.lost = set()
     fake.limits_mw = dict.fromkeys(range(count), limit_range_mw[1])
     fake.refuse = {}
+    fake.xids = {index: [] for index in range(count)}
+    fake.event_sets = {}
+    made = []
 
     def nvml(function):
         def call(*args):
@@ -139,6 +147,31 @@ def fake_nvml(*, count=2, name="Tesla V100-SXM2-16GB", unsupported=(), init_erro
     def nvmlDeviceGetRemappedRows(handle):
         return (2, 1, False, False)
 
+    @nvml
+    def nvmlEventSetCreate():
+        made.append(len(made))
+        events = ("event set", 1000 + made[-1])  # never a device index (fake.lost)
+        fake.event_sets[events] = None
+        return events
+
+    @nvml
+    def nvmlDeviceRegisterEvents(handle, event_types, events):
+        assert event_types == pynvml.nvmlEventTypeXidCriticalError and events in fake.event_sets
+        fake.event_sets[events] = handle[1]
+
+    @nvml
+    def nvmlEventSetWait(events, timeout_ms):
+        assert timeout_ms == 0
+        pending = fake.xids[fake.event_sets[events]]
+        if not pending:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_TIMEOUT)
+        return types.SimpleNamespace(device=("handle", fake.event_sets[events]),
+                                     eventType=pynvml.nvmlEventTypeXidCriticalError, eventData=pending.pop(0))
+
+    @nvml
+    def nvmlEventSetFree(events):
+        del fake.event_sets[events]
+
     return fake
 
 
@@ -151,4 +184,5 @@ FAKED_FUNCTIONS = [
     "nvmlDeviceGetPowerManagementLimitConstraints", "nvmlDeviceGetPowerManagementDefaultLimit",
     "nvmlDeviceGetEnforcedPowerLimit", "nvmlDeviceSetPowerManagementLimit",
     "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetRemappedRows",
+    "nvmlEventSetCreate", "nvmlDeviceRegisterEvents", "nvmlEventSetWait", "nvmlEventSetFree",
 ]

@@ -41,3 +41,15 @@ def test_gpu_actions(admin_client, node1):
     admin_client.post("/admin/telemetry/gpu/", {"action": "enable", "_selected_action": [gpu.pk]})
     gpu.refresh_from_db()
     assert gpu.state == GpuState.HEALTHY
+
+
+def test_clearing_the_at_risk_flag_of_gpus_reports_those_not_at_risk(admin_client, node1):
+    risky, quiet = Gpu.objects.get(index=0), Gpu.objects.get(index=1)
+    Gpu.objects.filter(pk=risky.pk).update(health={"remapped_rows": 3, "first": {"remapped_rows": 1},
+                                                   "at_risk": "remapped rows rose from 1 to 3", "notes": []})
+    response = admin_client.post("/admin/telemetry/gpu/", {"action": "clear_at_risk",
+                                                           "_selected_action": [risky.pk, quiet.pk]}, follow=True)
+    assert b"1 cleared." in response.content and b"is not at risk" in response.content
+    health = Gpu.objects.get(pk=risky.pk).health
+    assert "at_risk" not in health and health["first"] == {"remapped_rows": 3} and health["cleared"]["by"] == "root"
+    assert Gpu.objects.get(pk=quiet.pk).health == {}

@@ -60,8 +60,50 @@ def test_unsupported_readings_are_null_not_a_crash(tmp_path):
     sample = backend.sample(now=0.0)[0]
     assert sample.power_w is None and sample.ecc_corrected is None and sample.retired_pages is None
     assert sample.throttle_reasons is None and sample.remapped_rows is None and sample.sm_clock_max_mhz is None
+    assert sample.xid_count == 0  # XID events are still read
     assert sample.utilization == pytest.approx(0.5)
     assert "numa_node" not in devices[0].report()
+
+
+def test_xid_events_are_drained_each_sample_counted_and_the_last_code_sent():
+    fake = fake_nvml(count=2)
+    backend = NvmlBackend(nvml=fake)
+    backend.open()
+    backend.devices()
+    first = backend.sample(now=0.0)
+    assert [(s.xid_count, s.xid_last) for s in first] == [(0, None), (0, None)]  # registered, none yet
+    fake.xids[1] += [13, 79]
+    second = backend.sample(now=1.0)
+    assert [(s.xid_count, s.xid_last) for s in second] == [(0, None), (2, 79)]
+    assert second[1].payload()["xid_count"] == 2 and second[1].payload()["xid_last"] == 79
+    fake.xids[1].append(31)
+    assert (backend.sample(now=2.0)[1].xid_count, backend.sample(now=3.0)[1].xid_last) == (3, 31)
+    backend.close()
+    assert fake.event_sets == {}  # every set freed
+
+
+def test_a_device_that_cannot_register_xid_events_reports_them_unknown_not_zero():
+    for unsupported in ({"nvmlDeviceRegisterEvents"}, {"nvmlEventSetCreate"}):
+        fake = fake_nvml(count=1, unsupported=unsupported)
+        backend = NvmlBackend(nvml=fake)
+        backend.open()
+        backend.devices()
+        (sample,) = backend.sample(now=0.0)
+        assert (sample.xid_count, sample.xid_last) == (None, None)
+        assert "nvmlEventSetWait" not in fake.calls and fake.event_sets == {}  # the refused set freed
+
+
+def test_listing_the_devices_again_registers_them_anew_and_keeps_their_counts():
+    fake = fake_nvml(count=1)
+    backend = NvmlBackend(nvml=fake)
+    backend.open()
+    backend.devices()
+    fake.xids[0].append(48)
+    backend.sample(now=0.0)
+    backend.devices()
+    assert len(fake.event_sets) == 1
+    fake.xids[0].append(13)
+    assert (backend.sample(now=1.0)[0].xid_count, backend.sample(now=2.0)[0].xid_last) == (2, 13)
 
 
 @pytest.mark.parametrize("code", [pynvml.NVML_ERROR_LIBRARY_NOT_FOUND, pynvml.NVML_ERROR_DRIVER_NOT_LOADED])

@@ -140,3 +140,30 @@ def test_simulate_health_adds_the_failures_and_the_ablation_policy(reference_rec
     assert plain.boards.signals is None and not plain.failures
     assert [j.arrival_s for j in plain.jobs] == [j.arrival_s for j in scenario.jobs]  # the same arrivals
     assert NO_HEALTH not in POLICIES and NO_HEALTH.name == "gogh_no_health" and not NO_HEALTH.health
+
+
+def _leaving(policy):
+    """Two V100s; job a (10 steps/s, 5 h, a checkpoint every 900 s of training) starts on g0 at 0,
+    whose rows rise from 1.05 h (first read at the 3960 s round, 360 s after its checkpoint at
+    3600 s) and which fails at 3.2 h (720 s after its checkpoint at 10800 s)."""
+    rows = _rows("A")
+    signals = _signals([Warned("v100-s0-g0", fails_s=3.2 * HOUR_S, warns_s=1.05 * HOUR_S)])
+    boards = Boards(["v100-s0-g0", "v100-s0-g1"], signals=signals)
+    jobs = (SimJob("a", "A", 0.0, 1, 5 * HOUR_S * 10.0, 1.0, checkpoint_interval_s=900.0),)
+    sc = Scenario(jobs=jobs, gpus=build_gpus((("v100", 2),)), gpu_types=gpu_types(["v100"]), boards=boards,
+                  failures=(Failure(3.2 * HOUR_S, "v100-s0-g0"),))
+    return Simulation(sc, Truth(rows, deviation=0.0, noise=0.0), policy, ObservedCatalog(rows)).run()
+
+
+def test_a_running_job_leaves_an_at_risk_board_at_its_next_checkpoint():
+    """With the rule job a moves to g1 at the round the board turns at risk (its move throws away
+    the 360 s since its checkpoint, at most LEAVE_AT_RISK_S), and the failure costs it nothing;
+    without it the failure throws away the 720 s since its checkpoint."""
+    with_rule, without = _leaving(Policy("g", "ilp", "catalog")), _leaving(Policy("g", "ilp", "catalog", health=False))
+    assert with_rule.jobs[0].last_gpus == ("v100-s0-g1",) and without.jobs[0].last_gpus == ("v100-s0-g1",)
+    assert with_rule.interruptions == {"moved": 1}
+    assert with_rule.lost_gpu_s["moved"] == pytest.approx(360.0)
+    assert with_rule.boards.metrics()["failed_gpu_work_lost_gpu_h"] == 0.0
+    assert without.interruptions == {"failed": 1}
+    assert without.boards.metrics()["failed_gpu_work_lost_gpu_h"] == pytest.approx(0.2)
+    assert with_rule.jobs[0].done_at is not None and without.jobs[0].done_at is not None
