@@ -155,6 +155,13 @@ def plans_slower(health: dict) -> tuple[float, str]:
     return speed, "; ".join(reasons)
 
 
+def braked_now(health: dict) -> bool:
+    """Whether the board's newest sample says a brake holds its clocks back (thermal, hardware
+    slowdown, power brake; GOGH's own power cap is no brake): a job's rate there tells how hard
+    the brake bites, not how its workload runs, so it is no reading of a power-limit curve."""
+    return any(name in BRAKES for name in health.get("throttle_reasons") or ())
+
+
 class BoardPlan(NamedTuple):
     speed: float  # what the round plans the board at (GpuSpec.speed)
     slow: bool  # planned like a board flagged slow (GpuSpec.slow): used last, only where T_min holds

@@ -13,6 +13,7 @@ rule learns beside the curve, pinned by the readings at the default.
 """
 from catalog.selectors import learnt_limits, reference_rate
 from catalog.services.limit_observations import limit_observation_record
+from telemetry.gpu_health import braked_now
 
 from ..models import Allocation, Job
 
@@ -32,10 +33,13 @@ def limit_observation_from(job: Job, allocations: list[Allocation], limit_w: flo
     model's speed and power fractions there and the workload's draw at the default, W), where a
     reference rate is known. One GPU: the rule learns one error of the reference per (workload,
     type), and a multi-GPU configuration's reference errs apart (P1's scaling, not a measurement).
-    A ratio no limit could give (a stalled job, a wrong reference) is left out."""
+    A ratio no limit could give (a stalled job, a wrong reference) is left out, and so is a board
+    a brake holds back (its health: the brake, not the limit, sets the rate)."""
     if len(allocations) != 1 or allocations[0].partners.exists():
         return
     gpu = allocations[0].gpu
+    if braked_now(gpu.health):
+        return
     rate = reference_rate(workload=job.workload, gpu_type=gpu.gpu_type, num_gpus=1, consolidated=True)
     if not rate:
         return

@@ -44,6 +44,7 @@ from scheduler.optimizer.keep_work import RunningWork, keep_work, leaves_at_risk
 from scheduler.optimizer.problem import CurrentPlacement, JobSpec, Placement, Problem
 from scheduler.optimizer.registry import get_solver
 from scheduler.optimizer.service_partners import release_outgrown
+from telemetry.gpu_health import braked_now
 
 from .board_watch import BoardWatch
 from .checkpoints import DEFAULT_RESTART_OVERHEAD_S
@@ -466,8 +467,9 @@ class Simulation(ServiceRounds):
                     measured = self.truth.observe(rate, self.rng)
                     planned_speed = self._planned_limit_speed(state.job.workload, gpu_type, limit)
                     board = self.watch.learnt_slowest(gpus) if self.boards.varies else 1.0
-                    moved |= self._read_limit(state.job.workload, (gpu_type, k, consolidated), partners, limit,
-                                              measured / board)
+                    if not any(braked_now(self.watch.health.get(g, {})) for g in gpus):
+                        moved |= self._read_limit(state.job.workload, (gpu_type, k, consolidated), partners, limit,
+                                                  measured / board)
                     # P2 learns the type's rate at its default limit: what telemetry saw, over the
                     # limit's speed as learnt with this very observation (over the speed planned
                     # before it, P2 and the curve would both take its error) and (boards differing)

@@ -77,6 +77,15 @@ def test_a_rate_no_limit_could_give_against_the_reference_is_left_out(unmeasured
     assert not LimitObservation.objects.exists() and job.steps_done == 10  # the report itself stands
 
 
+def test_a_board_a_brake_holds_back_gives_no_reading(unmeasured, alice, agent):
+    """Its rate says how hard the brake bites, not how the workload runs at the limit."""
+    job, allocation = _placed(alice, agent, unmeasured)
+    allocation.gpu.health = {"throttle_reasons": ["hardware thermal slowdown"]}
+    allocation.gpu.save()
+    _report(agent, job, 2.2)
+    assert not LimitObservation.objects.exists() and Measurement.objects.filter(source="telemetry").exists()
+
+
 def test_without_a_reference_no_reading_is_taken(unmeasured, alice, agent):
     job, _ = _placed(alice, agent, unmeasured)
     unmeasured.limit_observations.all().delete()

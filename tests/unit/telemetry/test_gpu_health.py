@@ -5,7 +5,16 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from telemetry.gpu_health import BRAKED_SPEED, SUSTAINED_S, board_plan, cleared, clock_speed, health_of, plans_slower
+from telemetry.gpu_health import (
+    BRAKED_SPEED,
+    SUSTAINED_S,
+    board_plan,
+    braked_now,
+    cleared,
+    clock_speed,
+    health_of,
+    plans_slower,
+)
 from telemetry.models import Gpu
 
 from .test_samples_api import URL, sample
@@ -244,3 +253,10 @@ def test_staff_clear_an_at_risk_flag_through_the_api_others_may_not(client_for, 
     upload = sample(remapped_rows=6)
     assert client_for(agent).post(URL, {"samples": [upload]}, format="json").status_code == 201
     assert Gpu.objects.get(pk=gpu.pk).health["at_risk"] == "remapped rows rose from 5 to 6"
+
+
+def test_braked_now_reads_the_newest_samples_brakes_and_not_gogh_s_own_power_cap():
+    assert braked_now({"throttle_reasons": ["power brake"]})
+    assert braked_now({"throttle_reasons": ["idle", "hardware thermal slowdown"]})
+    assert not braked_now({"throttle_reasons": ["software power cap"]})
+    assert not braked_now({}) and not braked_now({"throttle_reasons": None})

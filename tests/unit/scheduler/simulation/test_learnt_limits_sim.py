@@ -86,3 +86,18 @@ def test_a_job_run_at_a_limit_teaches_its_curve_toward_the_truth(monkeypatch, re
     assert errors and errors[-1][1] < errors[0][1]  # planned later with the learnt fraction
     report = limit_metrics(run)
     assert report["rounds"] == len(errors) and 0 <= report["late"] <= report["all"]
+
+
+def test_a_board_a_brake_holds_back_gives_no_reading(monkeypatch, reference_records, learning):
+    """Its rate tells how hard the brake bites, not the workload's curve (telemetry.gpu_health.braked_now)."""
+    monkeypatch.setattr(engine_module, "get_solver", lambda name: LimitingSolver(LIMIT_W))
+    truth = Truth(without_memory(reference_records), deviation=0.0, noise=0.0, seed=0)
+    scenario = Scenario(jobs=(SimJob("a", LM, 0.0, 1, 1_000_000.0, 0.1),), gpus=build_gpus((("v100", 1),)),
+                        gpu_types=gpu_types(["v100"]), boards=Boards(()))
+    policy = next(p for p in POLICIES if p.name == "gogh")
+    simulation = Simulation(scenario, truth, policy, learning, seed=0)
+    [gpu] = [g.id for g in scenario.gpus]
+    simulation.watch.health[gpu] = {"throttle_reasons": ["hardware thermal slowdown"]}
+    simulation.run()
+    assert learning.limits.corrections(LM, "v100")[0].readings == 0
+    assert learning.at_power_limit(LM, "v100", LIMIT_W) == learning.model_at_power_limit(LM, "v100", LIMIT_W)
