@@ -87,13 +87,7 @@ def calibrated(calibration: float, steps_per_s: float, arrival_rps: float, batch
                observed_ms: float) -> float:
     """The calibration after a replica at `steps_per_s` (predicted) receiving `arrival_rps`
     reported `observed_ms`: smoothed towards the calibration at which the model gives that P99
-    (observed_calibration), kept within CALIBRATION_BOUNDS; unchanged without a speed or a P99.
-    An unbounded P99 (the queue never drains) only says the replica's capacity is at most its
-    load, c at least steps_per_s x batch / arrival_rps: unchanged where c already says so (a
-    spike beyond the capacity the plan gave is no news about the replica's speed)."""
-    if steps_per_s > 0 and observed_ms == math.inf and p99_ms(steps_per_s, arrival_rps, batch_size,
-                                                                calibration) == math.inf:
-        return calibration
+    (observed_calibration), kept within CALIBRATION_BOUNDS; unchanged without a speed or a P99."""
     seen = observed_calibration(steps_per_s, arrival_rps, batch_size, observed_ms)
     if seen is None:
         return calibration
@@ -104,8 +98,9 @@ def calibrated(calibration: float, steps_per_s: float, arrival_rps: float, batch
 
 def observed_calibration(steps_per_s: float, arrival_rps: float, batch_size: int, observed_ms: float) -> float | None:
     """The calibration at which p99_ms gives `observed_ms` (a bisection: the P99 rises with c),
-    within CALIBRATION_BOUNDS; for an unbounded P99, the least such calibration (the replica's
-    capacity at its load: steps_per_s x batch / arrival_rps). None without a speed or a P99."""
+    within CALIBRATION_BOUNDS. An unbounded P99 (the queue never drains) says the replica's
+    capacity is at most its load: c at least steps_per_s x batch / arrival_rps. None without a
+    speed or a P99."""
     if steps_per_s <= 0 or math.isnan(observed_ms) or observed_ms <= 0:
         return None
     low, high = CALIBRATION_BOUNDS

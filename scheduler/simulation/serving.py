@@ -101,13 +101,11 @@ class ServiceLoop:
 
 
 def dedicated_plan(service: SimService, true_best_speed: float) -> ReplicaPlan:
-    """The replicas an operator provisions for the service's peak, knowing its true speed and
-    latency: the truth's calibration is an overhead on the whole P99 (services.py), so the
-    uncalibrated model at its true speed must keep the P99 under the bound over that overhead."""
+    """The replicas an operator provisions for the service's peak, knowing its true speed and latency."""
     return plan_replicas(
-        rate_rps=service.peak_rps, bound_ms=service.bound_ms / service.calibration, batch_size=service.batch_size,
+        rate_rps=service.peak_rps, bound_ms=service.bound_ms, batch_size=service.batch_size,
         min_replicas=service.min_replicas, max_replicas=service.max_replicas, best_steps_per_s=true_best_speed,
-        margin=DEFAULT_MARGIN,
+        calibration=service.calibration, margin=DEFAULT_MARGIN,
     )
 
 

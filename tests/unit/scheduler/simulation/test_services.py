@@ -17,7 +17,7 @@ from scheduler.simulation.metrics import policy_metrics
 from scheduler.simulation.policies import CATALOG, DEDICATED, NO_SERVICES, Policy
 from scheduler.simulation.run import comparison
 from scheduler.simulation.scenario import Scenario
-from scheduler.simulation.service_watch import ReplicaNow, ServiceWatch
+from scheduler.simulation.service_watch import ServiceWatch
 from scheduler.simulation.services import (
     DAY_S,
     SPIKED,
@@ -26,7 +26,7 @@ from scheduler.simulation.services import (
     request_trace,
     scenario_services,
 )
-from scheduler.simulation.serving import dedicated_plan, forecast_samples
+from scheduler.simulation.serving import forecast_samples
 from scheduler.simulation.truth import Truth
 
 # S: the service's workload, T: training's; both 10 steps/s alone on a V100. Sharing a GPU, S keeps
@@ -112,27 +112,6 @@ def test_a_minute_without_a_running_replica_is_violated():
     watch.segment(0.0, 120.0, [])
     assert watch.violated["svc"] == {0: True, 1: True}
     assert watch.metrics()["p99_violation_minutes_pct"] == 100.0
-
-
-def test_a_minute_without_a_running_replica_is_not_what_the_service_reports():
-    svc = service(spike_at_s=None)
-    watch = ServiceWatch((svc,), {"svc": (40.0, 40.0)}, round_s=360.0)
-    watch.segment(0.0, 60.0, [ReplicaNow("svc", 10.0, 0.0, 0.0, 100.0)])
-    assert watch.latest["svc"] == (40.0, pytest.approx(p99_ms(10.0, 40.0, 8)))
-    watch.segment(60.0, 120.0, [ReplicaNow("svc", 10.0, 600.0, 0.0, 100.0)])  # restarting: none serves
-    assert watch.violated["svc"][1] and watch.latest["svc"][1] == pytest.approx(p99_ms(10.0, 40.0, 8))
-
-
-def test_dedicated_provisions_by_the_truths_latency():
-    # 400 requests/s x 1.2 on replicas of 10 steps/s of 8, P99 <= 400 ms / 1.2 = 333.3 ms with the
-    # truth's overhead 1.25 on the whole P99 (not on the capacity): the fewest replicas whose
-    # T_min is at most 0.85 x 10 = 8.5. 12 (40 requests/s each): at 8.5 steps/s, 1.25 x (117.6 +
-    # 4605 / 28) = 352.6 ms, too slow; 13 (36.9 each) need 8.48.
-    svc = service(peak_rps=400.0, calibration=1.25, max_replicas=16)
-    plan = dedicated_plan(svc, 10.0)
-    assert plan.replicas == 13 and plan.steps_per_s == pytest.approx(8.484, abs=1e-3)
-    assert svc.true_p99_ms(plan.steps_per_s, 480.0 / 13) == pytest.approx(400.0 / 1.2)
-    assert svc.true_p99_ms(8.5, 40.0) == pytest.approx(352.6, abs=0.1)
 
 
 # ---- the policies ------------------------------------------------------------------------------
