@@ -149,7 +149,8 @@ def _calibration(service: Service, speeds: Speeds) -> float:
     if not placed or service.p99_ms is None:
         return service.calibration
     per_replica = service.request_rate_rps / len(placed)
-    return latency.calibrated(service.calibration, min(placed), per_replica, service.batch_size, service.p99_ms)
+    predicted = latency.p99_ms(min(placed), per_replica, service.batch_size, service.calibration)
+    return latency.calibrated(service.calibration, predicted, service.p99_ms)
 
 
 def _planned(service: Service, speeds: Speeds, margin: float, rate: float) -> ReplicaPlan:

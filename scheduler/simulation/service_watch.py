@@ -37,7 +37,7 @@ class ServiceWatch:
         self.services = {s.id: s for s in services}
         self.traces, self.round_s = traces, round_s
         self.violated: dict[str, dict[int, bool]] = defaultdict(dict)  # service -> minute -> violated
-        self.latest: dict[str, tuple[float, float]] = {}  # service -> (rate, worst P99) of its latest minute served
+        self.latest: dict[str, tuple[float, float]] = {}  # service -> (rate, worst P99) of its latest minute
         self.energy_j: dict[str, float] = defaultdict(float)
         self.replica_s: dict[str, float] = defaultdict(float)
         self.busy_gpu_min = 0.0  # sum of utilisation x minutes
@@ -66,8 +66,7 @@ class ServiceWatch:
         per = rate / len(running) if running else rate
         worst = max((service.true_p99_ms(r.steps_per_s, per) for r in running), default=math.inf)
         self.violated[service.id][minute] = worst > service.bound_ms
-        if running:  # what its replicas report: a replica still starting reports nothing
-            self.latest[service.id] = (rate, worst)
+        self.latest[service.id] = (rate, worst)
         for r in placed:
             busy = min(1.0, per / (r.steps_per_s * service.batch_size)) if r in running else 0.0
             self.busy_gpu_min += min(1.0, busy + r.partner_busy)

@@ -11,7 +11,7 @@ predicts.
 The truth (per service, drawn from the seed): its speed is the truth's speed of its workload
 (truth.py, which already departs from the catalog) x `speed_factor`, uniform in 1 +- SPEED_SPREAD,
 which no prediction knows; its P99 is the latency model's (scheduler/serving/latency.py) at its
-true speed times its own calibration `calibration`, uniform in CALIBRATION_RANGE (the serving
+true speed with its own calibration `calibration`, uniform in CALIBRATION_RANGE (the serving
 stack's overhead over the model), which the policies learn only from the P99s it reports.
 """
 import math
@@ -57,11 +57,8 @@ class SimService:
         return self.spike_at_s is not None and self.spike_at_s <= t < self.spike_at_s + self.spike_s
 
     def true_p99_ms(self, steps_per_s: float, arrival_rps: float) -> float:
-        """What a replica truly gives at its true speed and load (inf: it cannot keep up): the
-        uncalibrated model's P99 times the service's calibration, an overhead on the whole P99
-        that leaves its capacity as it is (the planning model reads c as a slowdown, capacity
-        included: it cannot tell this overhead from a slower speed; latency.py)."""
-        return self.calibration * p99_ms(steps_per_s, arrival_rps, self.batch_size)
+        """What a replica truly gives at its true speed and load (inf: it cannot keep up)."""
+        return p99_ms(steps_per_s, arrival_rps, self.batch_size, self.calibration)
 
 
 def request_trace(service: SimService, span_s: float, seed: int) -> tuple[float, ...]:

@@ -24,7 +24,7 @@ import random
 from dataclasses import dataclass, field
 
 from scheduler.serving.forecast import DAYS, NOW_WINDOW_S, WINDOW_S, forecast_rate
-from scheduler.serving.latency import DEFAULT_MARGIN, calibrated
+from scheduler.serving.latency import DEFAULT_MARGIN, calibrated, p99_ms
 from scheduler.serving.replicas import ReplicaPlan, plan_replicas
 
 from .jobs import SimJob
@@ -84,8 +84,8 @@ class ServiceLoop:
             speeds = predicted_speeds.get(sid) or []
             if latest is not None and speeds and all(v > 0 for v in speeds):
                 rate, worst = latest
-                s.calibration = calibrated(s.calibration, min(speeds), rate / len(speeds), service.batch_size,
-                                           self._noisy(worst))
+                predicted = max(p99_ms(v, rate / len(speeds), service.batch_size, s.calibration) for v in speeds)
+                s.calibration = calibrated(s.calibration, predicted, self._noisy(worst))
             rate = forecast_rate(forecast_samples(s.history, t, self.round_s), t, self.round_s)
             s.plan = plan_replicas(
                 rate_rps=rate, bound_ms=service.bound_ms, batch_size=service.batch_size,

@@ -93,7 +93,7 @@ def test_the_calibration_learns_from_each_new_p99_once(alice, measured, ranker_d
     service.save()
     services_plan(now=now + timedelta(seconds=1))
     service.refresh_from_db()
-    expected = latency.calibrated(1.0, 10.0, 100.0, 64, 2 * modelled)
+    expected = latency.calibrated(1.0, modelled, 2 * modelled)
     assert service.calibration == pytest.approx(expected) and expected > 1.0
     assert service.replica_min_throughput == pytest.approx(
         latency.required_steps_per_s(100.0, 500.0, 64, calibration=expected, margin=0.2)

@@ -87,9 +87,7 @@ def test_the_true_p99_is_the_latency_model_at_the_true_speed_with_the_services_c
     svc = service(calibration=1.25)
     # one batch (0.1 s) plus ln(100) / (80 - 40) s of queueing, x 1.25
     assert svc.true_p99_ms(10.0, 40.0) == pytest.approx(1250.0 * (0.1 + LN_100 / 40.0))
-    # an overhead on the whole P99: the replica's capacity stays 80 (the planning model's c would slow it)
-    assert svc.true_p99_ms(10.0, 40.0) == pytest.approx(1.25 * p99_ms(10.0, 40.0, 8))
-    assert svc.true_p99_ms(10.0, 70.0) < math.inf
+    assert svc.true_p99_ms(10.0, 40.0) == pytest.approx(p99_ms(10.0, 40.0, 8, 1.25))
     assert svc.true_p99_ms(5.0, 40.0) == math.inf  # 40 requests/s at capacity: the queue never drains
 
 
