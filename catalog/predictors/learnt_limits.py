@@ -17,14 +17,17 @@ Bayesian linear regression
     P = diag(1/REFERENCE_SD^2, 1/PRIOR_SD^2) + sum (1, -s)(1, -s)^T / OBS_SD^2
     (a, b) = P^-1 (1/REFERENCE_SD^2 + sum q / OBS_SD^2,  1/PRIOR_SD^2 - sum s q / OBS_SD^2)
 
-and c = b / a. Readings at one depth alone cannot tell the reference's error from the curve's,
-and the split follows the priors; readings at the default (s = 0) pin g, and readings at several
+and c = b / a. Readings at one depth alone cannot tell the reference's error from the curve's:
+split by the priors, a reference that is off bends a curve that was right, and every measurement
+brought back to the default by it is off too (docs/power_limits.md). So the curve stays the
+model's (c = 1, a fitted alone) until the pair's readings lie at two depths at least (the default
+counts as one; DEPTH_STEP apart); then readings at the default pin g, and readings at several
 depths separate the two. The correction never makes a limit bind that the model says does not
 (c multiplies s). Pure Python, no Django.
 """
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 #: The model's own error, as the spread of c: its shortfalls were off by about this much on the
 #: networks left out of its fit (docs/power_limits.md; the simulator's truth departs by as much).
@@ -36,6 +39,8 @@ REFERENCE_SD = 0.15
 OBS_SD = 0.05
 #: A model shortfall below this counts as none (NVML rounds limits to watts).
 MIN_SHORTFALL = 0.005
+#: Shortfalls closer than this are one depth (the curve moves once readings lie at two).
+DEPTH_STEP = 0.02
 #: A ratio above this is no reading of a rate against its reference (a wrong reference): refused.
 MAX_RATIO = 3.0
 #: The learnt fraction never falls below this (the model's own curves do not either).
@@ -73,15 +78,24 @@ class _Sums:
     r_b: float = 1.0 / PRIOR_SD ** 2
     count: int = 0
     readings: int = 0
+    depths: list[float] = field(default_factory=list)  # the shortfalls read, DEPTH_STEP apart at least
+    # a alone, the curve held at the model's (c = 1: q = a (1 - s)), until two depths are read
+    p_alone: float = 1.0 / REFERENCE_SD ** 2
+    r_alone: float = 1.0 / REFERENCE_SD ** 2
 
     def add(self, model: float, ratio: float) -> None:
         s, w = (1.0 - model if binds(model) else 0.0), 1.0 / OBS_SD ** 2
         self.p_aa, self.p_ab, self.p_bb = self.p_aa + w, self.p_ab - w * s, self.p_bb + w * s * s
         self.r_a, self.r_b = self.r_a + w * ratio, self.r_b - w * s * ratio
+        self.p_alone, self.r_alone = self.p_alone + w * (1.0 - s) ** 2, self.r_alone + w * (1.0 - s) * ratio
+        if all(abs(s - depth) >= DEPTH_STEP for depth in self.depths):
+            self.depths.append(s)
         self.readings += 1
         self.count += s > 0
 
     def correction(self) -> "Correction":
+        if len(self.depths) < 2:
+            return Correction(reference=self.r_alone / self.p_alone, count=self.count, readings=self.readings)
         det = self.p_aa * self.p_bb - self.p_ab * self.p_ab
         a = (self.p_bb * self.r_a - self.p_ab * self.r_b) / det
         b = (self.p_aa * self.r_b - self.p_ab * self.r_a) / det

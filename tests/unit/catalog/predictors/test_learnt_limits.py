@@ -27,18 +27,29 @@ def test_with_nothing_read_the_model_answers_as_it_is():
 
 
 def test_readings_at_the_default_move_only_the_reference():
-    # s = 0: P = diag(A0 + 2W, B0), r = (A0 + 2W 1.1, B0): a = (A0 + 880) / (A0 + 800), b = 1
+    # s = 0, one depth: the curve stays the model's, a = (A0 + 2W 1.1) / (A0 + 2W)
     learnt = correction([(1.0, 1.1), (1.0, 1.1)])
     assert learnt.reference == pytest.approx((A0 + 880) / (A0 + 800))
-    assert learnt.factor == pytest.approx(1 / learnt.reference) and learnt.count == 0 and learnt.readings == 2
+    assert learnt.factor == 1.0 and learnt.count == 0 and learnt.readings == 2
 
 
-def test_one_reading_at_a_limit_splits_its_error_between_the_reference_and_the_curve():
-    # s 0.2, q 0.7 (the model says 0.8): P = [[A0+400, -80], [-80, B0+16]], r = (A0+280, B0-56)
-    reference, factor = _solve(A0 + 400, -80, B0 + 16, A0 + 280, B0 - 56)
-    learnt = correction([(0.8, 0.7)])
+def test_readings_at_one_depth_leave_the_curve_as_the_model_has_it():
+    """s 0.2, q 0.7 (the model says 0.8): one depth cannot tell a reference 12.5 % high from a
+    curve 1.5 x steeper, so the reference alone takes it: a = (A0 + W 0.8 0.7) / (A0 + W 0.8^2)."""
+    learnt = correction([(0.8, 0.7)] * 3)
+    assert learnt.factor == 1.0 and learnt.count == 3
+    assert learnt.reference == pytest.approx((A0 + 3 * W * 0.56) / (A0 + 3 * W * 0.64))
+    assert learnt.at(0.8) == pytest.approx(0.8)
+    # depths within DEPTH_STEP of each other are one depth
+    assert correction([(0.8, 0.7), (0.81, 0.7)]).factor == 1.0
+
+
+def test_a_second_depth_splits_the_error_between_the_reference_and_the_curve():
+    # s 0.2, q 0.7 and s 0.4, q 0.4: P = [[A0+800, -240], [-240, B0+80]], r = (A0+440, B0-120)
+    reference, factor = _solve(A0 + 800, -240, B0 + 80, A0 + 440, B0 - 120)
+    learnt = correction([(0.8, 0.7), (0.6, 0.4)])
     assert (learnt.reference, learnt.factor) == pytest.approx((reference, factor))
-    assert reference < 1 and 1 < factor < 1.5  # both moved toward what was seen, neither all the way
+    assert 1 < factor < 1.5  # toward what was seen (1.5 x the model's shortfall), not all the way
     assert learnt.at(0.9) == pytest.approx(1 - factor * 0.1)  # the same factor at another limit
 
 

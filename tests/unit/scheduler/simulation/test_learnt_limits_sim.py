@@ -58,19 +58,23 @@ def test_the_reference_is_the_catalogs_measured_mean(learning):
 class LimitingSolver:
     """round_robin's placements, each at `limit_w`."""
 
-    def __init__(self, limit_w):
-        self.limit_w = limit_w
+    def __init__(self, *limits_w):
+        self.limits_w, self.rounds = limits_w, 0
 
     def solve(self, problem):
+        """Round robin's plan at the next of `limits_w` in turn (a change of limit alone is no move)."""
+        limit_w = self.limits_w[self.rounds % len(self.limits_w)]
+        self.rounds += 1
         allocation = get_solver("round_robin").solve(problem)
-        return replace(allocation, placements={j: replace(p, power_limit_w=self.limit_w)
+        return replace(allocation, placements={j: replace(p, power_limit_w=limit_w)
                                                for j, p in allocation.placements.items()})
 
 
 def test_a_job_run_at_a_limit_teaches_its_curve_toward_the_truth(monkeypatch, reference_records, learning):
-    """The truth is the catalog (no deviation, no noise): every reading is the true fraction, and
-    the learnt one moves from the model's toward it."""
-    monkeypatch.setattr(engine_module, "get_solver", lambda name: LimitingSolver(LIMIT_W))
+    """The truth is the catalog (no deviation, no noise): every reading is the true fraction; read
+    at two depths (the limit and the default), the learnt one moves from the model's toward it."""
+    solver = LimitingSolver(LIMIT_W, None)
+    monkeypatch.setattr(engine_module, "get_solver", lambda name: solver)
     truth = Truth(without_memory(reference_records), deviation=0.0, noise=0.0, seed=0)
     scenario = Scenario(jobs=(SimJob("a", LM, 0.0, 1, 1_000_000.0, 0.1),), gpus=build_gpus((("v100", 1),)),
                         gpu_types=gpu_types(["v100"]), boards=Boards(()))
@@ -90,7 +94,8 @@ def test_a_job_run_at_a_limit_teaches_its_curve_toward_the_truth(monkeypatch, re
 
 def test_a_board_a_brake_holds_back_gives_no_reading(monkeypatch, reference_records, learning):
     """Its rate tells how hard the brake bites, not the workload's curve (telemetry.gpu_health.braked_now)."""
-    monkeypatch.setattr(engine_module, "get_solver", lambda name: LimitingSolver(LIMIT_W))
+    solver = LimitingSolver(LIMIT_W, None)
+    monkeypatch.setattr(engine_module, "get_solver", lambda name: solver)
     truth = Truth(without_memory(reference_records), deviation=0.0, noise=0.0, seed=0)
     scenario = Scenario(jobs=(SimJob("a", LM, 0.0, 1, 1_000_000.0, 0.1),), gpus=build_gpus((("v100", 1),)),
                         gpu_types=gpu_types(["v100"]), boards=Boards(()))
