@@ -70,16 +70,23 @@ class LimitingSolver:
                                                for j, p in allocation.placements.items()})
 
 
-def test_a_job_run_at_a_limit_teaches_its_curve_toward_the_truth(monkeypatch, reference_records, learning):
-    """The truth is the catalog (no deviation, no noise): every reading is the true fraction; read
-    at two depths (the limit and the default), the learnt one moves from the model's toward it."""
+def one_v100(monkeypatch, reference_records, learning) -> tuple[Simulation, Truth, Scenario]:
+    """One LM job on one V100, `gogh` learning, run at LIMIT_W and at the default in turn, with the
+    catalog as the truth (no deviation, no noise): every reading is the true fraction."""
     solver = LimitingSolver(LIMIT_W, None)
     monkeypatch.setattr(engine_module, "get_solver", lambda name: solver)
     truth = Truth(without_memory(reference_records), deviation=0.0, noise=0.0, seed=0)
     scenario = Scenario(jobs=(SimJob("a", LM, 0.0, 1, 1_000_000.0, 0.1),), gpus=build_gpus((("v100", 1),)),
                         gpu_types=gpu_types(["v100"]), boards=Boards(()))
     policy = next(p for p in POLICIES if p.name == "gogh")
-    run = Simulation(scenario, truth, policy, learning, seed=0).run()
+    return Simulation(scenario, truth, policy, learning, seed=0), truth, scenario
+
+
+def test_a_job_run_at_a_limit_teaches_its_curve_toward_the_truth(monkeypatch, reference_records, learning):
+    """Read at two depths (the limit and the default), the learnt fraction moves from the model's
+    toward the truth's."""
+    simulation, truth, scenario = one_v100(monkeypatch, reference_records, learning)
+    run = simulation.run()
     true = truth.at_power_limit(scenario.gpu_types["v100"], LM, LIMIT_W)[0]
     model = learning.model_at_power_limit(LM, "v100", LIMIT_W)[0]
     learnt = learning.at_power_limit(LM, "v100", LIMIT_W)[0]
@@ -94,13 +101,7 @@ def test_a_job_run_at_a_limit_teaches_its_curve_toward_the_truth(monkeypatch, re
 
 def test_a_board_a_brake_holds_back_gives_no_reading(monkeypatch, reference_records, learning):
     """Its rate tells how hard the brake bites, not the workload's curve (telemetry.gpu_health.braked_now)."""
-    solver = LimitingSolver(LIMIT_W, None)
-    monkeypatch.setattr(engine_module, "get_solver", lambda name: solver)
-    truth = Truth(without_memory(reference_records), deviation=0.0, noise=0.0, seed=0)
-    scenario = Scenario(jobs=(SimJob("a", LM, 0.0, 1, 1_000_000.0, 0.1),), gpus=build_gpus((("v100", 1),)),
-                        gpu_types=gpu_types(["v100"]), boards=Boards(()))
-    policy = next(p for p in POLICIES if p.name == "gogh")
-    simulation = Simulation(scenario, truth, policy, learning, seed=0)
+    simulation, _, scenario = one_v100(monkeypatch, reference_records, learning)
     [gpu] = [g.id for g in scenario.gpus]
     simulation.watch.health[gpu] = {"throttle_reasons": ["hardware thermal slowdown"]}
     simulation.run()
