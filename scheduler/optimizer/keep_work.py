@@ -114,20 +114,21 @@ def leaves_at_risk(work: RunningWork) -> bool:
     move throws away (its steps since its checkpoint at its rate; unknown rate: all its time since
     it was placed) is at most LEAVE_AT_RISK_S. The restart overhead is not counted: a failure
     costs it too."""
-    if not work.running:
-        return True
+    return not work.running or thrown_away_s(work) <= LEAVE_AT_RISK_S
+
+
+def thrown_away_s(work: RunningWork) -> float:
+    """Seconds of a running job's work a stop throws away: its steps since its checkpoint at its
+    rate (unknown rate: all the time since it was placed, the most it can have run)."""
     since = work.steps_since_checkpoint / work.steps_per_s if work.steps_per_s else work.placed_s_ago
-    return since <= LEAVE_AT_RISK_S
+    return max(since, 0.0)
 
 
 def redo_s(work: RunningWork) -> float:
     """Seconds a restart costs before the job is back where it is: the steps since its checkpoint
     at its rate (unknown rate: all the time since it was placed, the most it can have run), plus
     the restart overhead. 0 for a job that has not started."""
-    if not work.running:
-        return 0.0
-    since = work.steps_since_checkpoint / work.steps_per_s if work.steps_per_s else work.placed_s_ago
-    return max(since, 0.0) + work.restart_overhead_s
+    return thrown_away_s(work) + work.restart_overhead_s if work.running else 0.0
 
 
 def remaining_s(work: RunningWork, settings: SolverSettings) -> float:
