@@ -7,10 +7,9 @@ batch's time plus the 99th percentile of an M/M/1 queue's wait on the request ra
 
     P99 = c * (1 / steps_per_s + ln(100) / (mu - lambda))        (mu > lambda; else unbounded)
 
-`c`, the calibration, starts at 1 and follows the ratio of the P99 the service reports to the
-one the model predicted for the same load (calibrated()), so a service whose batching or
-serving stack is slower or faster than the model learns it. The model is monotone in
-steps_per_s, which makes the inverse (required_steps_per_s) a bisection.
+`c`, the calibration (the serving stack's overhead over the model), and the replica's true
+speed over its predicted one are learnt from the P99s the service reports (Calibration). The
+model is monotone in steps_per_s, which makes the inverse (required_steps_per_s) a bisection.
 
 The SLO holds with a margin: a round plans for P99 <= L / (1 + margin), so that co-location is
 allowed only where the service's predicted P99, slowed by its partner (P1/P2's co-location
