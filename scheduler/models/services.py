@@ -37,7 +37,13 @@ class Service(models.Model):
     request_rate_rps = models.FloatField(default=0.0, help_text="Requests per second its replicas report now (sum).")
     p99_ms = models.FloatField(null=True, blank=True, help_text="The P99 its replicas last reported (the worst).")
     forecast_rps = models.FloatField(default=0.0, help_text="The rate the last round planned for.")
-    calibration = models.FloatField(default=1.0, help_text="Reported over modelled P99 (smoothed).")
+    calibration = models.FloatField(default=1.0, help_text="Latency factor on the modelled P99, learnt from reports.")
+    speed_factor = models.FloatField(
+        default=1.0, help_text="Replicas' true speed over their predicted one, learnt from reports (capacity).",
+    )
+    calibration_spread = models.JSONField(
+        default=list, blank=True, help_text="The learner's covariance of (ln(c/f), ln f); empty: not learnt yet.",
+    )
     replicas_target = models.PositiveSmallIntegerField(default=0, help_text="Replicas the last round planned.")
     replica_min_throughput = models.FloatField(
         null=True, blank=True, help_text="T_min of each replica (steps/s) the last round derived.",

@@ -13,8 +13,8 @@ from ..models import Service, ServiceTraffic
 from .live import services_changed
 
 DERIVED = [
-    "request_rate_rps", "p99_ms", "forecast_rps", "calibration", "replicas_target", "replica_min_throughput",
-    "slo_note", "planned_at",
+    "request_rate_rps", "p99_ms", "forecast_rps", "calibration", "speed_factor", "replicas_target",
+    "replica_min_throughput", "slo_note", "planned_at",
 ]
 
 

@@ -10,11 +10,15 @@ at most UTILIZATION_TARGET of the fastest single-GPU speed predicted for the ser
 on any GPU type: fewer replicas use fewer GPUs, and the headroom leaves room for the forecast
 to be wrong and for a training partner's slowdown. When even `max_replicas` cannot, the plan is
 `max_replicas` with a reason (the service runs, but its SLO is at risk, and says so), each
-replica's T_min capped at the fastest predicted speed: above every prediction no GPU would take
-the replicas, they would never report, and the calibration that made the plan impossible could
-never learn otherwise (`simulate` saw a calibration of 2.39 stuck for 38 hours).
+replica's T_min capped at UTILIZATION_TARGET x the fastest speed a GPU is counted on to give
+(surest_single_gpu): above it no GPU takes the replicas, they never report, and the calibration
+that made the plan impossible could never learn otherwise (`simulate` saw a calibration of 2.39
+stuck for 38 hours with the cap at the bare fastest prediction, and, seed 3, of 2.29 for 16 hours
+at the fastest prediction that a board's learnt speed had lowered in the optimiser's eyes).
 """
 from dataclasses import dataclass
+
+from scheduler.optimizer import feasibility
 
 from .latency import required_steps_per_s
 
@@ -33,6 +37,23 @@ def fastest_single_gpu(predictions, workload: str, gpu_types) -> tuple[str, floa
     return min(speeds, key=lambda item: (-item[1], item[0])) if speeds else None
 
 
+def surest_single_gpu(predictions, workload: str, gpu_types, settings) -> float | None:
+    """The fastest single-GPU speed of `workload` a replica may count on for its T_min on any of
+    `gpu_types`: the prediction times the optimiser's share for an unmeasured configuration
+    (feasibility.margin; `settings`: the round's SolverSettings); None when no type has one. A
+    plan that cannot meet its SLO caps its replicas' T_min here: at the bare fastest prediction,
+    on a type the workload never ran on, no GPU took them, no replica reported, and what the
+    calibration had learnt could never be unlearnt (`simulate`, seed 3: the recommendation
+    service unserved for 15 hours)."""
+    counted = []
+    for gpu_type in gpu_types:
+        tau = predictions.tau(workload, gpu_type, 1, True) or 0.0
+        if tau > 0:
+            doubt = feasibility.uncertainty(predictions, workload, gpu_type, 1, True)
+            counted.append(tau * feasibility.margin(*doubt, settings))
+    return max(counted) if counted else None
+
+
 @dataclass(frozen=True)
 class ReplicaPlan:
     replicas: int
@@ -43,13 +64,19 @@ class ReplicaPlan:
 
 def plan_replicas(
     *, rate_rps: float, bound_ms: float, batch_size: int, min_replicas: int, max_replicas: int,
-    best_steps_per_s: float | None, calibration: float = 1.0, margin: float = 0.0,
+    best_steps_per_s: float | None, calibration: float = 1.0, speed_factor: float = 1.0, margin: float = 0.0,
+    cap_steps_per_s: float | None = None,
 ) -> ReplicaPlan:
     """The plan for `rate_rps`; `best_steps_per_s`: the fastest predicted single-GPU speed of
-    the workload on any type (None: unknown, the minimum replicas are planned)."""
+    the workload on any type (None: unknown, the minimum replicas are planned); `calibration`
+    and `speed_factor`: latency.Calibration's latency and speed (a replica truly gives
+    speed_factor x its predicted speed, so its T_min in predicted steps/s is what it truly
+    needs over that); `cap_steps_per_s`: the fastest speed a GPU is counted on to give
+    (surest_single_gpu; None: `best_steps_per_s`), of which a plan that cannot meet the SLO even
+    with `max_replicas` asks UTILIZATION_TARGET at most."""
     def plan(n: int, reason: str = "") -> ReplicaPlan:
         per = max(rate_rps, 0.0) * (1.0 + RATE_HEADROOM) / n
-        need = required_steps_per_s(per, bound_ms, batch_size, calibration, margin)
+        need = required_steps_per_s(per, bound_ms, batch_size, calibration, margin) / speed_factor
         return ReplicaPlan(n, need, per, reason)
 
     if not best_steps_per_s or best_steps_per_s <= 0:
@@ -61,10 +88,13 @@ def plan_replicas(
         if candidate.steps_per_s <= UTILIZATION_TARGET * best_steps_per_s:
             return candidate
     last = plan(max_replicas)
-    capped = last.steps_per_s > best_steps_per_s
+    # Below the speed counted on by the headroom too: the optimiser plans a type at its slowest
+    # board's learnt speed (optimizer/board_speeds.py), which a T_min at the bare prediction misses.
+    cap = UTILIZATION_TARGET * min(cap_steps_per_s or best_steps_per_s, best_steps_per_s)
+    capped = last.steps_per_s > cap
     return ReplicaPlan(
-        last.replicas, best_steps_per_s if capped else last.steps_per_s, last.rate_per_replica_rps,
+        last.replicas, cap if capped else last.steps_per_s, last.rate_per_replica_rps,
         f"at {rate_rps:.1f} requests/s even {max_replicas} replicas need {last.steps_per_s:.2f} steps/s each "
         f"for P99 <= {bound_ms:g} ms; the fastest GPU type is predicted at {best_steps_per_s:.2f}"
-        + (", which they are planned at" if capped else ""),
+        + (f"; they are planned at {cap:.2f}, the most a GPU is counted on to give" if capped else ""),
     )

@@ -73,8 +73,8 @@ class ServiceSerializer(serializers.ModelSerializer):
         fields = [
             "id", "name", "workload", "tenant", "owner", "state", "latency_bound_ms", "min_replicas", "max_replicas",
             "batch_size", "expected_rate_rps", "priority", "command", "environment", "request_rate_rps", "p99_ms",
-            "forecast_rps", "calibration", "replicas_target", "replica_min_throughput", "slo_note", "planned_at",
-            "created_at", "stopped_at", "target_p99_ms", "slo_met", "replicas",
+            "forecast_rps", "calibration", "speed_factor", "replicas_target", "replica_min_throughput", "slo_note",
+            "planned_at", "created_at", "stopped_at", "target_p99_ms", "slo_met", "replicas",
         ]
         read_only_fields = fields
 

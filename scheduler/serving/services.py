@@ -18,12 +18,12 @@ from gogh_web.activity import announce
 from .. import live
 from ..lifecycle import JobState
 from ..models import Job, Service, ServiceState, SolverConfig
-from ..problem_source import planning_predictions
+from ..problem_source import planning_predictions, solver_settings
 from ..selectors import restart_overheads, tenant_of
 from ..services import executor_sync_request, job_cancel, job_submit, job_transition
 from . import forecast, latency, selectors
 from .live import services_changed
-from .replicas import ReplicaPlan, fastest_single_gpu, plan_replicas
+from .replicas import ReplicaPlan, fastest_single_gpu, plan_replicas, surest_single_gpu
 from .validation import service_problems
 
 logger = logging.getLogger(__name__)
@@ -35,13 +35,17 @@ class Speeds:
 
     predictions: object
     gpu_types: list[str]
+    settings: object  # the rounds' SolverSettings: what the optimiser counts on of an unmeasured type
 
     @classmethod
     def load(cls, workloads: set[str]) -> "Speeds":
-        return cls(planning_predictions(workloads), selectors.cluster_gpu_types())
+        return cls(planning_predictions(workloads), selectors.cluster_gpu_types(), solver_settings(SolverConfig.load()))
 
     def fastest(self, workload: str) -> tuple[str, float] | None:
         return fastest_single_gpu(self.predictions, workload, self.gpu_types)
+
+    def surest(self, workload: str) -> float | None:
+        return surest_single_gpu(self.predictions, workload, self.gpu_types, self.settings)
 
 
 def service_create(*, owner, data: dict) -> Service:
@@ -126,7 +130,7 @@ def _replan(service: Service, speeds: Speeds, margin: float, horizon_s: float, n
     samples = selectors.forecast_samples(service, now=now, horizon_s=horizon_s)
     rate = forecast.forecast_rate(samples, now.timestamp(), horizon_s) if samples else service.expected_rate_rps
     if selectors.newest_p99_report_since(service, service.planned_at):
-        service.calibration = _calibration(service, speeds)
+        _learn(service, speeds)
     plan = _planned(service, speeds, margin, rate)
     _write_plan(service, plan, rate, now)
     replicas = list(selectors.live_replicas(service))
@@ -141,16 +145,25 @@ def _replan(service: Service, speeds: Speeds, margin: float, horizon_s: float, n
     return service
 
 
-def _calibration(service: Service, speeds: Speeds) -> float:
-    """The calibration after the newest reported P99: against the model's P99 of the slowest
-    placed replica at its predicted speed where it runs (with its partner), on the rate it
-    reports shared evenly over the placed replicas. Unchanged without a placed replica."""
+def calibration_of(service: Service) -> latency.Calibration:
+    """What the service's reports taught the model so far (latency.Calibration)."""
+    spread = tuple(service.calibration_spread) if len(service.calibration_spread or ()) == 3 else None
+    return latency.Calibration(service.calibration, service.speed_factor, *((spread,) if spread else ()))
+
+
+def _learn(service: Service, speeds: Speeds) -> None:
+    """The calibration after the newest reported P99: that of the slowest placed replica at its
+    predicted speed where it runs (with its partner), on the rate reported shared evenly over the
+    placed replicas. Unchanged without a placed replica."""
     placed = selectors.replica_speeds(service, speeds.predictions)
     if not placed or service.p99_ms is None:
-        return service.calibration
-    per_replica = service.request_rate_rps / len(placed)
-    predicted = latency.p99_ms(min(placed), per_replica, service.batch_size, service.calibration)
-    return latency.calibrated(service.calibration, predicted, service.p99_ms)
+        return
+    learnt = calibration_of(service).learnt(
+        min(placed), service.request_rate_rps / len(placed), service.batch_size, service.p99_ms
+    )
+    service.calibration, service.speed_factor, service.calibration_spread = (
+        learnt.latency, learnt.speed, list(learnt.spread)
+    )
 
 
 def _planned(service: Service, speeds: Speeds, margin: float, rate: float) -> ReplicaPlan:
@@ -158,7 +171,8 @@ def _planned(service: Service, speeds: Speeds, margin: float, rate: float) -> Re
     return plan_replicas(
         rate_rps=rate, bound_ms=service.latency_bound_ms, batch_size=service.batch_size,
         min_replicas=service.min_replicas, max_replicas=service.max_replicas,
-        best_steps_per_s=fastest[1] if fastest else None, calibration=service.calibration, margin=margin,
+        best_steps_per_s=fastest[1] if fastest else None, calibration=service.calibration,
+        speed_factor=service.speed_factor, margin=margin, cap_steps_per_s=speeds.surest(service.workload.name),
     )
 
 
@@ -168,8 +182,8 @@ def _write_plan(service: Service, plan: ReplicaPlan, rate: float, now) -> None:
     service.replica_min_throughput = plan.steps_per_s
     service.slo_note = plan.reason[:300]
     service.planned_at = now
-    service.save(update_fields=["forecast_rps", "calibration", "replicas_target", "replica_min_throughput",
-                                "slo_note", "planned_at", "updated_at"])
+    service.save(update_fields=["forecast_rps", "calibration", "speed_factor", "calibration_spread",
+                                "replicas_target", "replica_min_throughput", "slo_note", "planned_at", "updated_at"])
 
 
 def _add_replica(service: Service, min_throughput: float) -> None:

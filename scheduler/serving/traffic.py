@@ -3,7 +3,7 @@
 Each report of a replica becomes a ServiceTraffic sample. The service's request rate is the sum
 over its replicas of each one's latest rate within RECENT_S, its P99 the worst of their latest
 P99s (a request routed to the slowest replica sees that one's latency). The rounds read the
-samples (forecast.py) and the P99 (latency.calibrated); the console shows both."""
+samples (forecast.py) and the P99 (latency.Calibration); the console shows both."""
 import math
 from datetime import timedelta
 

@@ -5,7 +5,7 @@ and the replicas as the service watch sees them."""
 from dataclasses import replace
 
 from scheduler.optimizer.problem import Placement
-from scheduler.serving.replicas import fastest_single_gpu
+from scheduler.serving.replicas import fastest_single_gpu, surest_single_gpu
 
 from .policies import DEDICATED
 from .service_watch import ReplicaNow
@@ -28,7 +28,7 @@ class ServiceRounds:
         for s in self.active.values():
             if s.job.service is not None and s.placement is not None and not s.overhead_left_s:
                 running.setdefault(s.job.service, []).append(s.placement.predicted_throughput)
-        plans = self.serving.plan(t, self._best_speed, running)
+        plans = self.serving.plan(t, self._best_speed, running, self._sure_speed)
         changed = False
         for sid, plan in plans.items():
             service = self.service_of[sid]
@@ -39,6 +39,10 @@ class ServiceRounds:
         """The fastest single-GPU speed the policy predicts for the workload on any type."""
         found = fastest_single_gpu(self.predictions, workload, self.sc.gpu_types)
         return found[1] if found else None
+
+    def _sure_speed(self, workload: str) -> float | None:
+        """The fastest single-GPU speed of the workload a replica may count on (its T_min's cap)."""
+        return surest_single_gpu(self.predictions, workload, self.sc.gpu_types, self.settings)
 
     def _set_replicas(self, service, count: int, t_min: float, t: float) -> bool:
         mine = [s for s in self.active.values() if s.job.service == service.id]

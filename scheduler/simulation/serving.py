@@ -3,8 +3,8 @@
 Shared (gogh and the baselines), as the control plane does (docs/services.md): every round, per
 service, the rates its replicas reported over the last round (the trace with measurement noise
 TELEMETRY_NOISE, one sample a minute) -> forecast.forecast_rate over the observed history ->
-latency.calibrated from the P99 the service reported (the truth's worst replica of the latest
-minute, with the same noise) against the P99 the model predicted at its replicas' predicted speeds
+latency.Calibration.learnt from the P99 the service reported (the truth's worst replica of the latest
+minute, with the same noise) at its slowest replica's predicted speed and its share of the rate
 -> replicas.plan_replicas for the forecast (times 1 + RATE_HEADROOM there; the fastest single-GPU
 speed the policy predicts for the workload, margin latency.DEFAULT_MARGIN, the setting's default)
 -> that many replica jobs, each with the plan's steps/s as its T_min (plan_replicas caps it at that
@@ -24,7 +24,7 @@ import random
 from dataclasses import dataclass, field
 
 from scheduler.serving.forecast import DAYS, NOW_WINDOW_S, WINDOW_S, forecast_rate
-from scheduler.serving.latency import DEFAULT_MARGIN, calibrated, p99_ms
+from scheduler.serving.latency import DEFAULT_MARGIN, Calibration
 from scheduler.serving.replicas import ReplicaPlan, plan_replicas
 
 from .jobs import SimJob
@@ -48,7 +48,7 @@ def replica_job(service: SimService, number: int, t_min: float, arrival_s: float
 class ServiceState:
     service: SimService
     history: list[tuple[float, float]] = field(default_factory=list)  # (t, observed rps), by time
-    calibration: float = 1.0
+    calibration: Calibration = field(default_factory=Calibration)
     plan: ReplicaPlan | None = None
 
 
@@ -73,10 +73,12 @@ class ServiceLoop:
                     s.history.append(((minute + 1) * MINUTE_S, self._noisy(trace[minute])))
         self.seen_minutes = max(self.seen_minutes, upto)
 
-    def plan(self, t: float, best_speed, predicted_speeds: dict[str, list[float]]) -> dict[str, ReplicaPlan]:
+    def plan(self, t: float, best_speed, predicted_speeds: dict[str, list[float]],
+             sure_speed) -> dict[str, ReplicaPlan]:
         """Each service's plan for the round at t. `best_speed(workload)`: the fastest single-GPU
         speed the policy predicts (None: unknown); `predicted_speeds`: service -> the predicted
-        steps/s of its running replicas where they run (for the calibration)."""
+        steps/s of its running replicas where they run (for the calibration); `sure_speed(workload)`:
+        the fastest a replica may count on (replicas.surest_single_gpu, the cap of its T_min)."""
         self.observe(t)
         for sid, s in self.state.items():
             service = s.service
@@ -84,13 +86,14 @@ class ServiceLoop:
             speeds = predicted_speeds.get(sid) or []
             if latest is not None and speeds and all(v > 0 for v in speeds):
                 rate, worst = latest
-                predicted = max(p99_ms(v, rate / len(speeds), service.batch_size, s.calibration) for v in speeds)
-                s.calibration = calibrated(s.calibration, predicted, self._noisy(worst))
+                s.calibration = s.calibration.learnt(min(speeds), rate / len(speeds), service.batch_size,
+                                                     self._noisy(worst))
             rate = forecast_rate(forecast_samples(s.history, t, self.round_s), t, self.round_s)
             s.plan = plan_replicas(
                 rate_rps=rate, bound_ms=service.bound_ms, batch_size=service.batch_size,
                 min_replicas=service.min_replicas, max_replicas=service.max_replicas,
-                best_steps_per_s=best_speed(service.workload), calibration=s.calibration, margin=DEFAULT_MARGIN,
+                best_steps_per_s=best_speed(service.workload), calibration=s.calibration.latency,
+                speed_factor=s.calibration.speed, margin=DEFAULT_MARGIN, cap_steps_per_s=sure_speed(service.workload),
             )
         return {sid: s.plan for sid, s in self.state.items()}
 

@@ -93,14 +93,15 @@ def test_the_calibration_learns_from_each_new_p99_once(alice, measured, ranker_d
     service.save()
     services_plan(now=now + timedelta(seconds=1))
     service.refresh_from_db()
-    expected = latency.calibrated(1.0, modelled, 2 * modelled)
-    assert service.calibration == pytest.approx(expected) and expected > 1.0
-    assert service.replica_min_throughput == pytest.approx(
-        latency.required_steps_per_s(100.0, 500.0, 64, calibration=expected, margin=0.2)
-    )
-    services_plan(now=now + timedelta(seconds=60))  # no new report: no second step towards the ratio
+    expected = latency.Calibration().learnt(10.0, 100.0, 64, 2 * modelled)
+    assert expected.latency > 1.0 and expected.speed < 1.0  # at this load the queue is part of the P99
+    assert (service.calibration, service.speed_factor) == pytest.approx((expected.latency, expected.speed))
+    assert service.calibration_spread == pytest.approx(list(expected.spread))
+    assert service.replica_min_throughput == pytest.approx(expected.required_steps_per_s(100.0, 500.0, 64, 0.2))
+    services_plan(now=now + timedelta(seconds=60))  # no new report: nothing learnt twice
     service.refresh_from_db()
-    assert service.calibration == pytest.approx(expected)
+    assert (service.calibration, service.speed_factor) == pytest.approx((expected.latency, expected.speed))
+    assert service.calibration_spread == pytest.approx(list(expected.spread))
 
 
 def test_a_round_plans_the_services_before_it_solves_and_a_dry_run_does_not(alice, measured, ranker_data):

@@ -179,14 +179,16 @@ def test_the_report_has_the_services_figures_and_none_without_services():
     assert ratios["gogh_training_energy_per_step_over_no_services"] is not None
 
 
-def test_a_bound_no_gpu_is_predicted_to_meet_still_runs_its_replicas_at_the_best_speed():
+def test_a_bound_no_gpu_is_predicted_to_meet_still_runs_its_replicas_below_the_best_speed():
     """At 10 steps/s the unloaded P99 of batches of 8 is (1 + ln 100 / 8) x 100 ms = 158 ms:
-    a 150 ms bound is beyond every GPU, yet the service runs (no GPU would take a higher T_min)."""
+    a 150 ms bound is beyond every GPU, yet the service runs, its replicas asked for 85 % of the
+    fastest (measured) speed: no GPU would take a higher T_min, and a type planned at a board's
+    learnt speed below its prediction would not take the prediction itself."""
     sim = Audited(scenario(served=(service(bound_ms=150.0, spike_at_s=None, max_replicas=2),), jobs=()),
                   Truth(ROWS, deviation=0.0, noise=0.0), Policy("gogh", "ilp", CATALOG), CatalogPredictions(ROWS))
     result = sim.run()
     assert all(replicas == 2 for t, _, replicas, _ in sim.seen if t >= 360.0)
-    assert all(t_min == 10.0 for t, _, _, t_mins in sim.seen for t_min in t_mins.values())
+    assert all(t_min == pytest.approx(8.5) for t, _, _, t_mins in sim.seen for t_min in t_mins.values())
     assert policy_metrics(result)["services"]["p99_violation_minutes_pct"] == 100.0
 
 
@@ -200,3 +202,18 @@ def test_the_loop_reads_only_the_samples_the_forecast_needs_and_gets_the_same_an
 def test_a_services_run_is_the_same_run_again():
     first, again = (policy_metrics(run(scenario()))["services"] for _ in range(2))
     assert first == again
+
+
+def test_the_loop_learns_a_slower_replica_as_speed_and_an_overhead_as_latency():
+    """The truth's speed factor 0.7 (predicted 10 steps/s, truly 7) is learnt as the replicas'
+    speed, not as the latency factor; an overhead of 1.25 at the predicted speed as latency."""
+    learnt = {}
+    for name, truth in (("slower", {"speed_factor": 0.7}), ("overhead", {"calibration": 1.25})):
+        sim = Simulation(scenario(served=(service(spike_at_s=None, peak_rps=60.0, **truth),), jobs=()),
+                         Truth(ROWS, deviation=0.0, noise=0.0), Policy("gogh", "ilp", CATALOG),
+                         CatalogPredictions(ROWS))
+        sim.run()
+        learnt[name] = sim.serving.state["svc"].calibration
+    assert learnt["slower"].speed < 0.85 and learnt["slower"].latency == pytest.approx(1.0, abs=0.2)
+    assert learnt["overhead"].speed == pytest.approx(1.0, abs=0.1)
+    assert learnt["overhead"].latency == pytest.approx(1.25, abs=0.15)
