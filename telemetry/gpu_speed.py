@@ -1,17 +1,22 @@
-"""Each GPU's own speed: its throughput over its type's prediction, learnt from the jobs it ran.
+"""Each GPU's own speed: its throughput over what the other boards of its type measured doing the
+same work, learnt from the jobs it ran.
 
 Boards of one type differ by a few per cent, and a board slows as it ages or degrades. A
-measurement of a job on a GPU is a ratio measured / predicted; the log of that ratio holds the
-predictor's error for that workload on that type (shared by every board of the type) and the
-board's own deviation. The tracker keeps, per (workload, type), the log ratios' sum and count
-over all boards, and per (workload, type, board) the board's own: a board's measurement is
-compared with the mean of the *other* boards' (the predictor's part, leave-one-out), and an
-exponentially weighted mean of what is left is the board's part. So a board that only ever ran
-one badly predicted workload is not blamed for the predictor, and a board that slows is not
-measured against a baseline its own slow measurements pull down (with a plain mean over all
-boards, a board one of four that lost 10 % read as 8-9 % slow and was flagged later; one that
-alone ran its workloads was never flagged). Until another board has run the workload on the
-type, a measurement teaches nothing about the board.
+measurement is a job's rate in one **cell**: its workload, GPU type, GPU count and layout, the
+partner sharing its GPU and the power limit it ran at. Everything in the cell but the board is
+the same for every board that measures it, so a board's measurement is compared with the mean
+log rate the *other* boards measured in the same cell (leave-one-out), and an exponentially
+weighted mean of what is left is the board's part. Nothing predicted enters it: no predictor's
+error, no co-location or multi-GPU estimate, no power-limit curve, learnt or not, and none of
+their drift as they learn (a ratio to the round's prediction mixed them all in: with boards that
+differ and age, `simulate --gpu-variation 0.03 --ageing` learnt the boards 7 % off on average
+against 4 % by cells, and a reading divided by that speed was further off than one not divided;
+docs/gpu_health.md). So a limit curve that is off never moves a board's speed, and a board that
+is slow is not hidden in a curve read against it (catalog/predictors/learnt_limits.py divides
+by this speed). A board's own measurements stay out of its baseline: with a plain mean over
+all boards, a board one of four that lost 10 % read as 8-9 % slow and was flagged later; one
+that alone ran its cells was never flagged. Until another board has measured the cell, a
+measurement teaches nothing about the board.
 
 A recent observation weighs more (half-life in observations), so a board that drifts slower is
 followed within a few jobs. A board whose factor falls below `1 - flag_drop` with at least
@@ -20,11 +25,23 @@ followed within a few jobs. A board whose factor falls below `1 - flag_drop` wit
 """
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
+
+
+class Cell(NamedTuple):
+    """What set a job's rate besides its boards: the same on every board that measures it."""
+
+    workload: str
+    gpu_type: str
+    num_gpus: int = 1
+    consolidated: bool = True
+    partner: str | None = None  # the workload sharing its GPU
+    limit_w: float | None = None  # the power limit it ran at (None: the default)
 
 
 @dataclass(frozen=True)
 class GpuSpeed:
-    factor: float  # throughput over the type's prediction, the predictor's own error taken out
+    factor: float  # throughput over the other boards' of its type in the same cells
     std: float  # spread of the board's residuals (log scale); inf with fewer than two observations
     observations: int
 
@@ -36,24 +53,24 @@ class SpeedTracker:
         self.alpha = 1.0 - 0.5 ** (1.0 / half_life_obs)
         self.flag_drop = flag_drop
         self.min_observations = min_observations
-        self._baseline: dict[tuple[str, str], tuple[float, int]] = {}  # (workload, type) -> (sum, n), all boards
-        self._board: dict[tuple[str, str, str], tuple[float, int]] = {}  # (workload, type, gpu) -> (sum, n)
+        self._baseline: dict[Cell, tuple[float, int]] = {}  # cell -> (sum, n) of log rates, all boards
+        self._board: dict[tuple[Cell, str], tuple[float, int]] = {}  # (cell, gpu) -> (sum, n)
         self._gpu: dict[str, tuple[float, float, int]] = {}  # gpu -> (ewma, ewm variance, n)
 
-    def observe(self, gpu: str, workload: str, gpu_type: str, predicted: float, measured: float) -> bool:
-        """Take one measurement of `workload` on `gpu` (steps/s, measured against the type's
-        prediction); False (and nothing learnt) where either is not a positive finite number."""
-        if not (_positive(predicted) and _positive(measured)):
+    def observe(self, gpu: str, cell: Cell, measured: float) -> bool:
+        """Take one measurement (steps/s) of `cell` on `gpu`; False (and nothing learnt) where it
+        is not a positive finite number."""
+        if not _positive(measured):
             return False
-        ratio = math.log(measured / predicted)
-        total, n = self._baseline.get((workload, gpu_type), (0.0, 0))
-        own, own_n = self._board.get((workload, gpu_type, gpu), (0.0, 0))
-        self._baseline[(workload, gpu_type)] = (total + ratio, n + 1)
-        self._board[(workload, gpu_type, gpu)] = (own + ratio, own_n + 1)
+        rate = math.log(measured)
+        total, n = self._baseline.get(cell, (0.0, 0))
+        own, own_n = self._board.get((cell, gpu), (0.0, 0))
+        self._baseline[cell] = (total + rate, n + 1)
+        self._board[(cell, gpu)] = (own + rate, own_n + 1)
         if n == own_n:
-            # No other board has run the workload on the type: nothing to tell the board from the predictor.
+            # No other board has measured the cell: nothing to tell the board from the cell.
             return True
-        residual = ratio - (total - own) / (n - own_n)
+        residual = rate - (total - own) / (n - own_n)
         ewma, var, count = self._gpu.get(gpu, (0.0, 0.0, 0))
         delta = residual - ewma
         ewma += self.alpha * delta if count else delta
@@ -70,19 +87,20 @@ class SpeedTracker:
         s = self.speed(gpu)
         if s.observations < self.min_observations or s.factor >= 1.0 - self.flag_drop:
             return None
-        return (f"runs at {s.factor:.0%} of its type's predicted speed (from {s.observations} measurements, "
+        return (f"runs at {s.factor:.0%} of its type's other boards' speed (from {s.observations} measurements, "
                 f"the recent ones weighted most; flagged below {1 - self.flag_drop:.0%})")
 
     def state(self) -> dict:
         """What the tracker knows, as plain data, for a caller that keeps it between measurements
         (the control plane replays the stored measurements instead: scheduler/gpu_speed_learning.py)."""
-        return {"baseline": [[w, t, total, n] for (w, t), (total, n) in self._baseline.items()],
-                "boards": [[w, t, g, total, n] for (w, t, g), (total, n) in self._board.items()],
+        return {"baseline": [[*cell, total, n] for cell, (total, n) in self._baseline.items()],
+                "boards": [[*cell, g, total, n] for (cell, g), (total, n) in self._board.items()],
                 "gpus": [[g, e, v, n] for g, (e, v, n) in self._gpu.items()]}
 
     def load(self, state: dict) -> None:
-        self._baseline = {(w, t): (float(total), int(n)) for w, t, total, n in state.get("baseline", [])}
-        self._board = {(w, t, str(g)): (float(total), int(n)) for w, t, g, total, n in state.get("boards", [])}
+        self._baseline = {Cell(*row[:-2]): (float(row[-2]), int(row[-1])) for row in state.get("baseline", [])}
+        self._board = {(Cell(*row[:-3]), str(row[-3])): (float(row[-2]), int(row[-1]))
+                       for row in state.get("boards", [])}
         self._gpu = {str(g): (float(e), float(v), int(n)) for g, e, v, n in state.get("gpus", [])}
 
 
