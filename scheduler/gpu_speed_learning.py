@@ -24,9 +24,9 @@ from .models import Allocation, JobMeasurement
 MAX_MEASUREMENTS = 20000
 
 
-def speed_observations(*, limit: int = MAX_MEASUREMENTS) -> list[tuple[str, Cell, float]]:
-    """(GPU id, cell, measured) per GPU of each of the newest `limit` job measurements, oldest
-    first; a measurement with no allocation of its type open at its instant is left out. Two queries."""
+def speed_observations(*, limit: int = MAX_MEASUREMENTS) -> list[tuple[tuple[str, ...], Cell, float]]:
+    """(GPU ids, cell, measured) of each of the newest `limit` job measurements, oldest first,
+    on the job's GPUs of its type open at its instant; one with none is left out. Two queries."""
     links = list(
         JobMeasurement.objects.order_by("-measurement__observed_at", "-measurement_id").values_list(
             "job_id", "measurement__observed_at", "measurement__workload__name", "measurement__gpu_type__name",
@@ -49,16 +49,19 @@ def speed_observations(*, limit: int = MAX_MEASUREMENTS) -> list[tuple[str, Cell
         spans.setdefault(job_id, []).append(span)
     out = []
     for job_id, observed_at, workload, gpu_type, num_gpus, consolidated, partner, measured in reversed(links):
-        for gpu_id, allocation_type, start, end, limit_w in spans.get(job_id, ()):
-            if allocation_type == gpu_type and start <= observed_at and (end is None or observed_at < end):
-                out.append((str(gpu_id), Cell(workload, gpu_type, num_gpus, consolidated, partner, limit_w), measured))
+        held = [(str(gpu_id), limit_w) for gpu_id, allocation_type, start, end, limit_w in spans.get(job_id, ())
+                if allocation_type == gpu_type and start <= observed_at and (end is None or observed_at < end)]
+        if held:
+            limit_w = min((w for _, w in held if w is not None), default=None)  # the slowest board's pace
+            out.append((tuple(g for g, _ in held), Cell(workload, gpu_type, num_gpus, consolidated, partner, limit_w),
+                        measured))
     return out
 
 
 def gpu_speeds_refresh() -> int:
     """Replay the measurements and write each observed GPU's speed and flag; how many GPU rows changed."""
     tracker, seen = SpeedTracker(), set()
-    for gpu_id, cell, measured in speed_observations():
-        if tracker.observe(gpu_id, cell, measured):
-            seen.add(int(gpu_id))
+    for gpu_ids, cell, measured in speed_observations():
+        if tracker.observe(gpu_ids, cell, measured):
+            seen.update(int(g) for g in gpu_ids)
     return gpu_speeds_write(tracker=tracker, gpu_ids=seen)

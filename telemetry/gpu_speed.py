@@ -53,29 +53,33 @@ class SpeedTracker:
         self.alpha = 1.0 - 0.5 ** (1.0 / half_life_obs)
         self.flag_drop = flag_drop
         self.min_observations = min_observations
-        self._baseline: dict[Cell, tuple[float, int]] = {}  # cell -> (sum, n) of log rates, all boards
-        self._board: dict[tuple[Cell, str], tuple[float, int]] = {}  # (cell, gpu) -> (sum, n)
+        # cell -> {the boards of a measurement: (sum, n) of their log rates}
+        self._cells: dict[Cell, dict[frozenset[str], tuple[float, int]]] = {}
         self._gpu: dict[str, tuple[float, float, int]] = {}  # gpu -> (ewma, ewm variance, n)
 
-    def observe(self, gpu: str, cell: Cell, measured: float) -> bool:
-        """Take one measurement (steps/s) of `cell` on `gpu`; False (and nothing learnt) where it
-        is not a positive finite number."""
-        if not _positive(measured):
+    def observe(self, gpus, cell: Cell, measured: float) -> bool:
+        """Take one measurement (steps/s) of `cell` on the boards `gpus` (a job on several moves
+        at its slowest board's pace: each of them is given the measurement); False (and nothing
+        learnt) where it is not a positive finite number."""
+        if not _positive(measured) or not gpus:
             return False
-        rate = math.log(measured)
-        total, n = self._baseline.get(cell, (0.0, 0))
-        own, own_n = self._board.get((cell, gpu), (0.0, 0))
-        self._baseline[cell] = (total + rate, n + 1)
-        self._board[(cell, gpu)] = (own + rate, own_n + 1)
-        if n == own_n:
-            # No other board has measured the cell: nothing to tell the board from the cell.
+        rate, boards = math.log(measured), frozenset(gpus)
+        sets = self._cells.setdefault(cell, {})
+        # The baseline: the cell's measurements on boards none of which is one of these (a pair
+        # of boards that ran a job together compared with each other would teach nothing).
+        others = [(total, n) for key, (total, n) in sets.items() if not key & boards]
+        total, n = sets.get(boards, (0.0, 0))
+        sets[boards] = (total + rate, n + 1)
+        if not others:
+            # No other board has measured the cell: nothing to tell the boards from the cell.
             return True
-        residual = rate - (total - own) / (n - own_n)
-        ewma, var, count = self._gpu.get(gpu, (0.0, 0.0, 0))
-        delta = residual - ewma
-        ewma += self.alpha * delta if count else delta
-        var = (1 - self.alpha) * (var + self.alpha * delta * delta) if count else 0.0
-        self._gpu[gpu] = (ewma, var, count + 1)
+        residual = rate - sum(t for t, _ in others) / sum(k for _, k in others)
+        for gpu in boards:
+            ewma, var, count = self._gpu.get(gpu, (0.0, 0.0, 0))
+            delta = residual - ewma
+            ewma += self.alpha * delta if count else delta
+            var = (1 - self.alpha) * (var + self.alpha * delta * delta) if count else 0.0
+            self._gpu[gpu] = (ewma, var, count + 1)
         return True
 
     def speed(self, gpu: str) -> GpuSpeed:
@@ -93,14 +97,14 @@ class SpeedTracker:
     def state(self) -> dict:
         """What the tracker knows, as plain data, for a caller that keeps it between measurements
         (the control plane replays the stored measurements instead: scheduler/gpu_speed_learning.py)."""
-        return {"baseline": [[*cell, total, n] for cell, (total, n) in self._baseline.items()],
-                "boards": [[*cell, g, total, n] for (cell, g), (total, n) in self._board.items()],
+        return {"cells": [[*cell, sorted(boards), total, n] for cell, sets in self._cells.items()
+                          for boards, (total, n) in sets.items()],
                 "gpus": [[g, e, v, n] for g, (e, v, n) in self._gpu.items()]}
 
     def load(self, state: dict) -> None:
-        self._baseline = {Cell(*row[:-2]): (float(row[-2]), int(row[-1])) for row in state.get("baseline", [])}
-        self._board = {(Cell(*row[:-3]), str(row[-3])): (float(row[-2]), int(row[-1]))
-                       for row in state.get("boards", [])}
+        self._cells = {}
+        for *cell, boards, total, n in state.get("cells", []):
+            self._cells.setdefault(Cell(*cell), {})[frozenset(str(g) for g in boards)] = (float(total), int(n))
         self._gpu = {str(g): (float(e), float(v), int(n)) for g, e, v, n in state.get("gpus", [])}
 
 

@@ -102,8 +102,8 @@ class BoardWatch:
         """One round's observed throughput of a job in `cell` on `gpus`."""
         if self.tracker is None:
             return
+        self.tracker.observe(gpus, cell, measured)
         for gpu in gpus:
-            self.tracker.observe(gpu, cell, measured)
             fell = self.fell_at.get(gpu)
             if fell is not None and t >= fell and gpu not in self.flagged_at and self.tracker.flag(gpu):
                 self.flagged_at[gpu] = t

@@ -79,8 +79,7 @@ def test_a_multi_gpu_job_counts_for_each_of_its_gpus(cluster, alice, resnet50, v
     for gpu in cluster[:2]:
         Allocation.objects.create(job=job, gpu=gpu, start=T0, predicted_throughput=18.0)
     measure(job, 17.0, 5, v100, num_gpus=2)
-    assert speed_observations() == [(str(g.pk), Cell(resnet50.name, "v100", 2, True, None, None), 17.0)
-                                    for g in cluster[:2]]
+    assert speed_observations() == [(tuple(str(g.pk) for g in cluster[:2]), Cell(resnet50.name, "v100", 2), 17.0)]
 
 
 def test_the_cell_holds_the_power_limit_the_round_set(cluster, alice, resnet50, v100):
@@ -88,7 +87,7 @@ def test_the_cell_holds_the_power_limit_the_round_set(cluster, alice, resnet50, 
     job = services.job_submit(owner=alice, workload=resnet50, min_throughput=5, max_gpus=1).job
     Allocation.objects.create(job=job, gpu=cluster[0], start=T0, predicted_throughput=7.0, power_limit_w=180.0)
     measure(job, 9.0, 5, v100)
-    assert speed_observations() == [(str(cluster[0].pk), Cell(resnet50.name, "v100", limit_w=180.0), 9.0)]
+    assert speed_observations() == [((str(cluster[0].pk),), Cell(resnet50.name, "v100", limit_w=180.0), 9.0)]
 
 
 def test_measurements_outside_an_allocation_teach_nothing(cluster, alice, resnet50, v100):

@@ -13,7 +13,7 @@ def feed(tracker, rounds, slow=1.0, boards=4, start=0, workload="w", rate=10.0):
     for r in range(start, start + rounds):
         for g in range(boards):
             wobble = 1 + 0.01 * ((r + g) % 3 - 1)
-            tracker.observe(str(g), Cell(workload, "v100"), rate * wobble * (slow if g == 0 else 1.0))
+            tracker.observe([str(g)], Cell(workload, "v100"), rate * wobble * (slow if g == 0 else 1.0))
         if flagged is None and tracker.flag("0"):
             flagged = r - start + 1
     return flagged
@@ -48,29 +48,43 @@ def test_a_power_limit_however_far_its_curve_is_off_moves_no_board():
         for g in range(4):
             wobble = 1 + 0.01 * ((r + g) % 3 - 1)
             limit = 150.0 if g < 2 else None
-            tracker.observe(str(g), Cell("w", "v100", limit_w=limit), (8.0 if limit else 10.0) * wobble)
+            tracker.observe([str(g)], Cell("w", "v100", limit_w=limit), (8.0 if limit else 10.0) * wobble)
     assert all(tracker.speed(str(g)).factor == pytest.approx(1.0, abs=0.02) for g in range(4))
     # the first board of each limit taught nothing with its first measurement (no other board had one)
     assert [tracker.speed(str(g)).observations for g in range(4)] == [19, 20, 19, 20]
 
 
 def test_a_partner_or_more_gpus_is_another_cell():
-    """Board 0 runs the workload next to a partner (at 60 % of its rate alone), board 1 alone,
-    boards 2 and 3 on two GPUs: no cell is measured by two boards, so nothing is learnt."""
+    """Board 0 runs the workload next to a partner (at 60 % of its rate alone), board 1 alone:
+    no cell is measured by two boards, so nothing is learnt."""
     tracker = SpeedTracker()
     for _ in range(10):
-        tracker.observe("0", Cell("w", "v100", partner="p"), 6.0)
-        tracker.observe("1", Cell("w", "v100"), 10.0)
-        for g in ("2", "3"):
-            tracker.observe(g, Cell("w", "v100", num_gpus=2, limit_w=None), 18.0 if g == "2" else 17.0)
+        tracker.observe(["0"], Cell("w", "v100", partner="p"), 6.0)
+        tracker.observe(["1"], Cell("w", "v100"), 10.0)
     assert [tracker.speed(g).observations for g in "01"] == [0, 0]
-    assert tracker.speed("3").factor == pytest.approx(17.0 / 18.0, abs=0.01)
+
+
+def test_a_job_on_two_boards_is_compared_with_other_boards_not_with_its_own():
+    """Boards 0 and 1 run a two-GPU job together, 0 at 0.85 of the others' speed (the job moves
+    at its pace). Compared with each other they would read 1; against boards 2 and 3, which ran
+    the same cell, both read 0.85 (the control plane cannot tell which of the two held it back)."""
+    tracker = SpeedTracker()
+    cell = Cell("w", "v100", num_gpus=2)
+    tracker.observe(["2", "3"], cell, 20.0)
+    for _ in range(30):
+        tracker.observe(["0", "1"], cell, 17.0)
+    assert all(tracker.speed(g).factor == pytest.approx(0.85, abs=0.005) for g in "01")
+    assert tracker.speed("0").observations == 30 and tracker.speed("2").observations == 0
+    lonely = SpeedTracker()
+    for _ in range(30):
+        lonely.observe(["0", "1"], cell, 17.0)
+    assert lonely.speed("0").observations == 0  # only its own pair ran the cell: nothing learnt
 
 
 def test_a_workload_only_one_board_ran_teaches_nothing_about_it():
     tracker = SpeedTracker()
     for _ in range(20):
-        assert tracker.observe("0", Cell("alone", "v100"), 7.0)
+        assert tracker.observe(["0"], Cell("alone", "v100"), 7.0)
     assert tracker.speed("0").observations == 0 and tracker.speed("0").factor == 1.0
     assert math.isinf(tracker.speed("0").std) and tracker.flag("0") is None
 
@@ -80,7 +94,7 @@ def test_impossible_measurements_are_refused_and_teach_nothing(measured):
     tracker = SpeedTracker()
     feed(tracker, 3)
     before = tracker.state()
-    assert tracker.observe("0", Cell("w", "v100"), measured) is False
+    assert tracker.observe(["0"], Cell("w", "v100"), measured) is False
     assert tracker.state() == before
 
 
