@@ -3,20 +3,18 @@ same work, learnt from the jobs it ran.
 
 Boards of one type differ by a few per cent, and a board slows as it ages or degrades. A
 measurement is a job's rate in one **cell**: its workload, GPU type, GPU count and layout, the
-partner sharing its GPU and the power limit it ran at. Everything in the cell but the board is
-the same for every board that measures it, so a board's measurement is compared with the mean
-log rate the *other* boards measured in the same cell (leave-one-out), and an exponentially
-weighted mean of what is left is the board's part. Nothing predicted enters it: no predictor's
-error, no co-location or multi-GPU estimate, no power-limit curve, learnt or not, and none of
-their drift as they learn (a ratio to the round's prediction mixed them all in: with boards that
-differ and age, `simulate --gpu-variation 0.03 --ageing` learnt the boards 7 % off on average
-against 4 % by cells, and a reading divided by that speed was further off than one not divided;
-docs/gpu_health.md). So a limit curve that is off never moves a board's speed, and a board that
-is slow is not hidden in a curve read against it (catalog/predictors/learnt_limits.py divides
-by this speed). A board's own measurements stay out of its baseline: with a plain mean over
-all boards, a board one of four that lost 10 % read as 8-9 % slow and was flagged later; one
-that alone ran its cells was never flagged. Until another board has measured the cell, a
-measurement teaches nothing about the board.
+partner sharing its GPU and the power limit it ran at. Everything in the cell but the boards is
+the same for every board that measures it, so a measurement is compared with the mean log rate
+of the cell's measurements on *other* boards (none of the job's own: a pair of boards that ran a
+job together, compared with each other, would teach nothing), and an exponentially weighted mean
+of what is left is each of its boards' part. Nothing predicted enters it: no predictor's error,
+no co-location or multi-GPU estimate, no power-limit curve, learnt or not, and none of their drift
+as they learn. Read against the round's prediction per (workload, type), as before, the boards
+took all of these (docs/gpu_health.md gives the figures), so a limit curve that was off moved the
+boards, and the curve, read over the boards' speeds, took their error back. A board's own
+measurements stay out of its baseline: with a plain mean over all boards, a board one of four
+that lost 10 % read as 8-9 % slow and was flagged later; one that alone ran its cells was never
+flagged. Until another board has measured the cell, a measurement teaches nothing about the board.
 
 A recent observation weighs more (half-life in observations), so a board that drifts slower is
 followed within a few jobs. A board whose factor falls below `1 - flag_drop` with at least
