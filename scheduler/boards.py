@@ -40,10 +40,15 @@ def with_boards(
 
 
 def board_speed(gpu: Gpu) -> dict:
-    """{speed, slow, at_risk} of a board by telemetry.gpu_health.board_plan, from its learnt speed
-    (1.0 below MIN_SPEED_OBSERVATIONS), the tracker's flag and its health."""
-    learnt = gpu.speed_factor if gpu.speed_observations >= MIN_SPEED_OBSERVATIONS else 1.0
-    return board_plan(learnt, bool(gpu.speed_flag), gpu.health)._asdict()
+    """{speed, slow, at_risk} of a board by telemetry.gpu_health.board_plan, from its learnt speed,
+    the tracker's flag and its health."""
+    return board_plan(learnt_speed(gpu), bool(gpu.speed_flag), gpu.health)._asdict()
+
+
+def learnt_speed(gpu: Gpu) -> float:
+    """The board's speed learnt from its jobs (1.0 below MIN_SPEED_OBSERVATIONS): what the round
+    plans it at, and what a limit reading on it is divided by (dispatch.limit_observations)."""
+    return gpu.speed_factor if gpu.speed_observations >= MIN_SPEED_OBSERVATIONS else 1.0
 
 
 def mean_curve(gpu_type: GpuTypeSpec, specs) -> PowerCurve:

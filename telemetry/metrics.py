@@ -45,8 +45,8 @@ def board_families():
     """Each GPU's own speed, slow flag, health (at risk, throttled), power limit in force and
     power-curve residual (docs/gpu_health.md), for every registered GPU, whether or not it sampled lately: these
     change with jobs and fits, not with each sample."""
-    speed = GaugeMetricFamily("gogh_gpu_speed_factor", "Throughput over its type's prediction, learnt from its "
-                              "jobs (1: as predicted).", labels=DCGM_LABELS)
+    speed = GaugeMetricFamily("gogh_gpu_speed_factor", "Throughput over its type's other boards' doing the same "
+                              "work, learnt from its jobs (1: as fast).", labels=DCGM_LABELS)
     slow = GaugeMetricFamily("gogh_gpu_slow", "1 where the board is flagged as drifting slower.", labels=DCGM_LABELS)
     limit = GaugeMetricFamily("gogh_gpu_power_limit_watts", "Power limit in force, as last reported, W.",
                               labels=DCGM_LABELS)

@@ -9,12 +9,16 @@ measurement (brought back to the default by the fraction planned), and a fractio
 would give the planned fraction back, so the curve would never move. The reference is the
 catalog's measurement of the configuration (reference or profiling data), else P1's estimate
 (catalog.selectors.reference_rate); its own error is one factor per (workload, type), which the
-rule learns beside the curve, pinned by the readings at the default.
+rule learns beside the curve, pinned by the readings at the default. The rate is divided by the
+board's learnt speed (telemetry.gpu_speed: learnt against the other boards in the same cell, so
+it holds no curve), as `simulate` does: a slow or aged board's rate is not taken for its
+workload's curve or its reference's error.
 """
 from catalog.selectors import learnt_limits, reference_rate
 from catalog.services.limit_observations import limit_observation_record
 from telemetry.gpu_health import braked_now
 
+from ..boards import learnt_speed
 from ..models import Allocation, Job
 
 
@@ -33,8 +37,9 @@ def limit_observation_from(job: Job, allocations: list[Allocation], limit_w: flo
     model's speed and power fractions there and the workload's draw at the default, W), where a
     reference rate is known. One GPU: the rule learns one error of the reference per (workload,
     type), and a multi-GPU configuration's reference errs apart (P1's scaling, not a measurement).
-    A ratio no limit could give (a stalled job, a wrong reference) is left out, and so is a board
-    a brake holds back (its health: the brake, not the limit, sets the rate)."""
+    The rate is read over the board's learnt speed. A ratio no limit could give (a stalled job, a
+    wrong reference) is left out, and so is a board a brake holds back (its health: the brake, not
+    the limit, sets the rate)."""
     if len(allocations) != 1 or allocations[0].partners.exists():
         return
     gpu = allocations[0].gpu
@@ -48,7 +53,7 @@ def limit_observation_from(job: Job, allocations: list[Allocation], limit_w: flo
     try:
         limit_observation_record(
             workload=job.workload, gpu_type=gpu.gpu_type, limit_w=min(limit_w or default_w, default_w),
-            default_w=default_w, speed_ratio=steps_per_s / rate, model_speed=model[0],
+            default_w=default_w, speed_ratio=steps_per_s / learnt_speed(gpu) / rate, model_speed=model[0],
             power_ratio=power, model_power=model[1] if power is not None else None, reference=reference,
             observed_at=now,
         )

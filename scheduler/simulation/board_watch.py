@@ -2,8 +2,9 @@
 
 - The policy's learnt speed of each board (`telemetry.gpu_speed.SpeedTracker`, the control
   plane's rule): a learning policy feeds it every round's observed throughput of each job on
-  each of its boards, against what it predicted there (the type's prediction at the chosen
-  limit); the solver plans each GPU at its learnt speed (`GpuSpec.speed`). The oracle plans at
+  each of its boards, in its cell (workload, type, GPUs, partner, limit: the tracker compares
+  it with the other boards' in the same cell); the solver plans each GPU at its learnt speed
+  (`GpuSpec.speed`). The oracle plans at
   the boards' true speeds, the other policies at 1.
 - The report's figures: `power_limit_share` (GPU-hours at a limit below the default over all
   busy GPU-hours), `prediction_mape_by_gpu_age` (per board-age bucket, the mean absolute
@@ -26,7 +27,7 @@ import statistics
 from collections import defaultdict
 
 from telemetry.gpu_health import BoardPlan, board_plan, health_of
-from telemetry.gpu_speed import SpeedTracker
+from telemetry.gpu_speed import Cell, SpeedTracker
 
 from .boards import Boards, age_bucket
 
@@ -97,12 +98,12 @@ class BoardWatch:
     def learnt_slowest(self, gpus) -> float:
         return min((self.tracker.speed(g).factor for g in gpus), default=1.0)
 
-    def observe(self, gpus, workload: str, gpu_type: str, predicted: float | None, measured: float, t: float) -> None:
-        """One round's observed throughput of a job on `gpus` against the type's prediction there."""
-        if self.tracker is None or not predicted:
+    def observe(self, gpus, cell: Cell, measured: float, t: float) -> None:
+        """One round's observed throughput of a job in `cell` on `gpus`."""
+        if self.tracker is None:
             return
+        self.tracker.observe(gpus, cell, measured)
         for gpu in gpus:
-            self.tracker.observe(gpu, workload, gpu_type, predicted, measured)
             fell = self.fell_at.get(gpu)
             if fell is not None and t >= fell and gpu not in self.flagged_at and self.tracker.flag(gpu):
                 self.flagged_at[gpu] = t

@@ -45,6 +45,7 @@ from scheduler.optimizer.problem import CurrentPlacement, JobSpec, Placement, Pr
 from scheduler.optimizer.registry import get_solver
 from scheduler.optimizer.service_partners import release_outgrown
 from telemetry.gpu_health import braked_now
+from telemetry.gpu_speed import Cell
 
 from .board_watch import BoardWatch
 from .checkpoints import DEFAULT_RESTART_OVERHEAD_S
@@ -465,7 +466,6 @@ class Simulation(ServiceRounds):
                 if seconds >= MIN_OBSERVED_S and len(partners) <= 1:  # a group is no catalog cell
                     rate = self._true_rate(state.job.workload, gpu_type, k, consolidated, partners, gpus, limit)
                     measured = self.truth.observe(rate, self.rng)
-                    planned_speed = self._planned_limit_speed(state.job.workload, gpu_type, limit)
                     board = self.watch.learnt_slowest(gpus) if self.boards.varies else 1.0
                     if not any(braked_now(self.watch.health.get(g, {})) for g in gpus):
                         moved |= self._read_limit(state.job.workload, (gpu_type, k, consolidated), partners, limit,
@@ -478,11 +478,9 @@ class Simulation(ServiceRounds):
                     if self.explorer is not None:
                         self.explorer.observed(state.job.workload, gpu_type, k, consolidated, partners, seen)
                     partner = partners[0] if partners else None
-                    predicted = self.predictions.throughput(state.job.workload, gpu_type, k, consolidated, partners)
                     moved |= self.predictions.observe(state.job.workload, gpu_type, k, consolidated, seen, partner)
-                    if predicted:
-                        self.watch.observe(gpus, state.job.workload, gpu_type, predicted * planned_speed, measured,
-                                           self.now)
+                    self.watch.observe(gpus, Cell(state.job.workload, gpu_type, k, consolidated, partner, limit),
+                                       measured, self.now)
         state.held.clear()
         return moved
 

@@ -1,4 +1,4 @@
-"""Each GPU's speed learnt from its jobs' measurements against their rounds' predictions
+"""Each GPU's speed learnt from its jobs' measurements against the other boards' in the same cell
 (scheduler.gpu_speed_learning, telemetry.services.gpu_speeds_write; docs/gpu_health.md)."""
 from datetime import timedelta
 
@@ -9,6 +9,7 @@ from catalog.models import Measurement
 from scheduler import services, tasks
 from scheduler.gpu_speed_learning import gpu_speeds_refresh, speed_observations
 from scheduler.models import Allocation, JobMeasurement
+from telemetry.gpu_speed import Cell
 from telemetry.models import Gpu
 
 T0 = timezone.now() - timedelta(days=1)
@@ -25,9 +26,9 @@ def jobs(cluster, alice, resnet50):
     return out
 
 
-def measure(job, throughput, minute, gpu_type):
+def measure(job, throughput, minute, gpu_type, num_gpus=1):
     m = Measurement.objects.create(workload=job.workload, gpu_type=gpu_type, throughput=throughput, source="telemetry",
-                                   observed_at=T0 + timedelta(minutes=minute))
+                                   num_gpus=num_gpus, observed_at=T0 + timedelta(minutes=minute))
     JobMeasurement.objects.create(job=job, measurement=m)
 
 
@@ -77,17 +78,24 @@ def test_a_multi_gpu_job_counts_for_each_of_its_gpus(cluster, alice, resnet50, v
     job = services.job_submit(owner=alice, workload=resnet50, min_throughput=5, max_gpus=2).job
     for gpu in cluster[:2]:
         Allocation.objects.create(job=job, gpu=gpu, start=T0, predicted_throughput=18.0)
-    measure(job, 17.0, 5, v100)
-    assert speed_observations() == [(str(g.pk), resnet50.name, "v100", 18.0, 17.0) for g in cluster[:2]]
+    measure(job, 17.0, 5, v100, num_gpus=2)
+    assert speed_observations() == [(tuple(str(g.pk) for g in cluster[:2]), Cell(resnet50.name, "v100", 2), 17.0)]
 
 
-def test_measurements_outside_an_allocation_or_without_a_prediction_teach_nothing(cluster, alice, resnet50, v100):
+def test_the_cell_holds_the_power_limit_the_round_set(cluster, alice, resnet50, v100):
+    """Boards are compared only with boards that ran the workload at the same limit."""
+    job = services.job_submit(owner=alice, workload=resnet50, min_throughput=5, max_gpus=1).job
+    Allocation.objects.create(job=job, gpu=cluster[0], start=T0, predicted_throughput=7.0, power_limit_w=180.0)
+    measure(job, 9.0, 5, v100)
+    assert speed_observations() == [((str(cluster[0].pk),), Cell(resnet50.name, "v100", limit_w=180.0), 9.0)]
+
+
+def test_measurements_outside_an_allocation_teach_nothing(cluster, alice, resnet50, v100):
     job = services.job_submit(owner=alice, workload=resnet50, min_throughput=5, max_gpus=1).job
     Allocation.objects.create(job=job, gpu=cluster[0], start=T0 + timedelta(minutes=10),
                               end=T0 + timedelta(minutes=20), predicted_throughput=10.0)
-    Allocation.objects.create(job=job, gpu=cluster[1], start=T0 + timedelta(minutes=20))  # no prediction
     measure(job, 9.0, 5, v100)  # before its allocation
-    measure(job, 9.0, 25, v100)  # on the GPU without a prediction
+    measure(job, 9.0, 25, v100)  # after it
     assert speed_observations() == []
     assert gpu_speeds_refresh() == 0
     assert not Gpu.objects.exclude(speed_observations=0).exists()

@@ -14,6 +14,7 @@ from scheduler import services
 from scheduler.dispatch.progress import job_progress_report
 from scheduler.models import Allocation
 from scheduler.problem_source import planning_predictions
+from telemetry.models import Gpu
 from tests.unit.gogh_web.broker import broker as broker  # fixtures, `as` marks them re-exported
 from tests.unit.scheduler.test_planning_predictions import unmeasured as unmeasured
 
@@ -62,6 +63,18 @@ def test_a_job_at_the_default_is_a_reading_at_the_default(unmeasured, alice, age
     seen = LimitObservation.objects.get()
     assert (seen.limit_w, seen.model_speed, seen.speed_ratio) == (300, 1.0, pytest.approx(2.9 / P1_V100))
     assert Measurement.objects.get(source="telemetry").throughput == 2.9
+
+
+@pytest.mark.parametrize("observations, board", [(4, 1.0), (5, 0.9)])
+def test_a_reading_is_divided_by_its_boards_learnt_speed(unmeasured, alice, agent, default_power_limits,
+                                                         observations, board):
+    """A board learnt 10 % slow (from enough measurements) does not make its workload's reference
+    read 10 % low; one with too few measurements behind its speed is read at 1."""
+    Gpu.objects.update(speed_factor=0.9, speed_observations=observations)
+    job, _ = _placed(alice, agent, unmeasured)
+    _report(agent, job, 2.7)
+    assert LimitObservation.objects.get().speed_ratio == pytest.approx(2.7 / board / P1_V100)
+    assert Measurement.objects.get(source="telemetry").throughput == 2.7  # P2 takes the rate as seen
 
 
 def test_within_the_measurement_interval_a_second_report_records_nothing_more(unmeasured, alice, agent):

@@ -22,6 +22,7 @@ from scheduler.simulation.policies import POLICIES, Policy
 from scheduler.simulation.run import build_scenario
 from scheduler.simulation.scenario import Scenario
 from scheduler.simulation.truth import Truth
+from telemetry.gpu_speed import Cell
 
 from .factory import V100_BUSY_W
 
@@ -157,8 +158,8 @@ def test_the_flag_delay_counts_from_the_fall_to_the_next_flag_and_is_null_when_n
     for i in range(40):  # the falling board measured 20 % below the others: flagged once enough is seen
         t = fell - 3600 + i * 600
         for g in others[:3]:
-            watch.observe([g], "w", "v100", 10.0, 10.0, t)
-        watch.observe([falling], "w", "v100", 10.0, 8.0, t)
+            watch.observe([g], Cell("w", "v100"), 10.0, t)
+        watch.observe([falling], Cell("w", "v100"), 8.0, t)
     assert watch.tracker.flag(falling)
     # Flags before the fall do not count; the first flag at or after it does.
     assert watch.flagged_at[falling] >= fell
@@ -217,9 +218,10 @@ def test_the_tracker_learns_from_what_telemetry_observed_on_each_board(learned_r
     scenario, out = learned_run
     sim, _ = out["gogh"]
     state = sim.watch.tracker.state()
-    assert state["baseline"] and state["gpus"]
-    observed = {g for g, *_ in state["gpus"]}
-    assert observed <= {g.id for g in scenario.gpus}
+    observed = {g for row in state["cells"] for g in row[-3]}  # (cell..., boards, sum, n)
+    assert state["cells"] and observed <= {g.id for g in scenario.gpus}
+    # a board is learnt only where another measured its cell (8 jobs: few or none)
+    assert {g for g, *_ in state["gpus"]} <= observed
     assert out["oracle"][0].watch.tracker is None  # the oracle plans at the true speeds, learns nothing
 
 
