@@ -1,7 +1,8 @@
 """Each board's own speed in the plan (docs/gpu_health.md).
 
-GpuSpec.speed is a board's throughput over its type's prediction (telemetry.gpu_speed: learnt
-from the jobs it ran). The aggregated model sees types, not boards, so a type is planned at the
+GpuSpec.speed is a board's throughput over its type's other boards' on the same work, the factor
+on its type's prediction (telemetry.gpu_speed: learnt from the jobs it ran). The aggregated model
+sees types, not boards, so a type is planned at the
 lowest speed among its boards that are not flagged slow: whichever of them a job lands on, the
 T_min the plan promised holds. A flagged board (GpuSpec.slow) would drag its whole type down;
 it is left out of that minimum instead, used last by placement, and only for jobs whose T_min

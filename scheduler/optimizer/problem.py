@@ -79,8 +79,9 @@ class GpuSpec:
     gpu_type: str
     pcie_switch: str = ""
     cell: str = ""
-    # This board's throughput over its type's prediction (telemetry/gpu_speed.py: learnt from the
-    # jobs it ran; ageing and board-to-board spread), and its own measured power curve, when fitted.
+    # This board's throughput over its type's other boards' on the same work, the factor on its type's
+    # prediction (telemetry/gpu_speed.py: learnt from the jobs it ran; ageing and board-to-board
+    # spread), and its own measured power curve, when fitted.
     speed: float = 1.0
     power_curve: PowerCurve | None = None
     # Flagged as drifting slower (Gpu.speed_flag): left out of its type's planning speed, used

@@ -43,8 +43,9 @@ class Gpu(models.Model):
     power_limit_error = models.CharField(
         max_length=300, blank=True, help_text="Why the last limit asked for was refused (empty: applied)."
     )
-    # This board's own speed (telemetry/gpu_speed.py): its throughput over its type's prediction,
-    # learnt from the jobs it ran; a board that drifts slower is flagged before it fails.
+    # This board's own speed (telemetry/gpu_speed.py): its throughput over its type's other boards'
+    # on the same work, learnt from the jobs it ran; the type's prediction is planned times it; a
+    # board that drifts slower is flagged before it fails.
     speed_factor = models.FloatField(default=1.0)
     speed_factor_std = models.FloatField(null=True, blank=True)
     speed_observations = models.PositiveIntegerField(default=0)
