@@ -2,12 +2,11 @@
 
 GpuSpec.speed is a board's throughput over its type's other boards' on the same work, the factor
 on its type's prediction (telemetry.gpu_speed: learnt from the jobs it ran). The aggregated model
-sees types, not boards, so a type is planned at the
-lowest speed among its boards that are not flagged slow: whichever of them a job lands on, the
-T_min the plan promised holds. A flagged board (GpuSpec.slow) would drag its whole type down;
-it is left out of that minimum instead, used last by placement, and only for jobs whose T_min
-holds at its own speed (`serves`). With every speed 1.0 and nothing flagged the problem is
-planned as before.
+sees types, not boards, so a type is planned at the lowest speed among its boards that are not
+flagged slow: whichever of them a job lands on, the T_min the plan promised holds. A flagged board
+(GpuSpec.slow) would drag its whole type down; it is left out of that minimum instead, used last
+by placement, and only for jobs whose T_min holds at its own speed (`serves`). With every speed
+1.0 and nothing flagged the problem is planned as before.
 """
 from dataclasses import replace
 
