@@ -124,7 +124,9 @@ class IlpSolver(Solver):
             if not is_feasible(inst, choices):
                 raise SolveFailed("the solver's answer broke a capacity or pairing constraint")
         except (SolveFailed, pulp.PulpSolverError, OSError) as exc:
-            if latest and is_feasible(inst, latest[-1]):  # meets every floor set: at least the known decision
+            if latest and is_feasible(inst, latest[-1]) and by_level(inst, latest[-1]) >= by_level(inst, known):
+                # meets every floor set; a quota stage's answer can admit fewer jobs than the known
+                # decision (it counts only what runs within quotas): then the known one stands
                 outcome.choices = latest[-1]
                 outcome.fallback_reason = f"{settings.backend} {exc}; fell back to the admission phase's decision."
             else:
@@ -272,10 +274,11 @@ def known_decision(inst: Instance, greedy: list[Choice]) -> list[Choice]:
     if not inst.problem.admission_start:
         return greedy
     start = choices_of(inst, inst.problem.admission_start)
-    levels = sorted({job.priority for job in inst.jobs}, reverse=True)
+    return start if is_feasible(inst, start) and by_level(inst, start) > by_level(inst, greedy) else greedy
 
-    def by_level(choices: list[Choice]) -> list[float]:
-        got = admitted_by_level(inst, choices)
-        return [got.get(level, 0.0) for level in levels]
 
-    return start if is_feasible(inst, start) and by_level(start) > by_level(greedy) else greedy
+def by_level(inst: Instance, choices: list[Choice]) -> list[float]:
+    """A decision's admitted value per priority level, highest first: compared as lists, the
+    decision that admits lexicographically more."""
+    got = admitted_by_level(inst, choices)
+    return [got.get(level, 0.0) for level in sorted({job.priority for job in inst.jobs}, reverse=True)]

@@ -189,3 +189,20 @@ def test_a_power_phase_without_an_answer_falls_back_to_the_admission_phases_deci
     plan = get_solver("ilp").solve(p)
     assert plan.status == "fallback" and plan.fallback_reason.endswith("fell back to the admission phase's decision.")
     assert sorted(plan.placements) == ["1", "2"]
+
+
+def test_a_quota_stages_answer_that_admits_fewer_than_the_greedy_decision_does_not_stand(monkeypatch):
+    """A quota stage's answer counts only what runs within quotas, so it may leave a borrower's
+    running job out (as a round of the busy tenants scenario did: its next program stopped at
+    the work limit without an answer, and falling back to that stage's answer preempted 19
+    jobs). When the solve fails after it, the greedy decision, which keeps b's job where it runs
+    and admits both jobs, stands."""
+    def admission(self, inst, known, limit, notes, latest):
+        latest.append([c if inst.jobs[j].tenant == "own" else None for j, c in enumerate(known)])
+        raise ilp.SolveFailed("found no solution in the admission (level 0) phase (stopped at its work limit)")
+
+    monkeypatch.setattr(ilp.IlpSolver, "_admission", admission)
+    p = quota_problem([job(1, "a", tenant="own", tmin=5), running(2, "f-1", "b")], quotas=[("own", "fast", 1)])
+    plan = get_solver("ilp").solve(p)
+    assert plan.status == "fallback" and plan.fallback_reason.endswith("fell back to the greedy decision.")
+    assert sorted(plan.placements) == ["1", "2"] and plan.placements["2"].gpu_ids == ("f-1",)
