@@ -40,7 +40,7 @@ import time
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field, replace
 
-from scheduler.optimizer.keep_work import RunningWork, keep_work, leaves_at_risk
+from scheduler.optimizer.keep_work import MeasuredRate, RunningWork, keep_work, leaves_at_risk
 from scheduler.optimizer.problem import CurrentPlacement, JobSpec, Placement, Problem
 from scheduler.optimizer.registry import get_solver
 from scheduler.optimizer.service_partners import release_outgrown
@@ -271,7 +271,7 @@ class Simulation(ServiceRounds):
             steps_per_s=rate or None, power_w=p.predicted_power_w, num_gpus=len(p.gpu_ids),
             restart_overhead_s=self.overheads_seen.get(state.job.workload, DEFAULT_RESTART_OVERHEAD_S),
             placed_s_ago=t - state.placed_at, preemptions_last_hour=state.preemptions_since(t - HOUR_S), running=True,
-            moves=state.moves,
+            moves=state.moves, measured=MeasuredRate.of(state.measured),
         )
 
     def _place(self, state: JobState, new: Placement | None, t: float) -> None:
@@ -281,6 +281,8 @@ class Simulation(ServiceRounds):
             new = replace(new, power_limit_w=None)  # a policy without limits never sets one
         if old is not None and new is not None and new.gpu_ids == old.gpu_ids:
             state.placement = new  # stays; its partners may have changed
+            if new.power_limit_w != old.power_limit_w:
+                state.measured.clear()  # measured at another limit
             return
         if old is not None:
             self._interrupt(state, "moved" if new is not None else "preempted", t)
@@ -465,6 +467,9 @@ class Simulation(ServiceRounds):
                 if seconds >= MIN_OBSERVED_S and len(partners) <= 1:  # a group is no catalog cell
                     rate = self._true_rate(state.job.workload, gpu_type, k, consolidated, partners, gpus, limit)
                     measured = self.truth.observe(rate, self.rng)
+                    p = state.placement
+                    if p is not None and not partners and (gpus, limit) == (p.gpu_ids, p.power_limit_w):
+                        state.measured.append(measured)
                     planned_speed = self._planned_limit_speed(state.job.workload, gpu_type, limit)
                     board = self.watch.learnt_slowest(gpus) if self.boards.varies else 1.0
                     if not any(braked_now(self.watch.health.get(g, {})) for g in gpus):
