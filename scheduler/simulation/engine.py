@@ -128,6 +128,7 @@ class Simulation(ServiceRounds):
         self.ledger = TenantLedger(scenario.tenants, scenario.quotas, type_weights(scenario.gpu_types),
                                    scenario.half_life_s)
         self.runs_on: dict[str, frozenset[str]] = {}
+        self.below: set[str] = set()  # jobs measured below their T_min where they run (_newly_below)
         if scenario.services and policy.solver in GAVEL_POLICIES:
             raise ValueError(f"{policy.name} cannot serve inference services (docs/simulation.md)")
         self.serving = (ServiceLoop(scenario.services, scenario.traces, round_s=scenario.round_s, seed=seed,
@@ -166,7 +167,7 @@ class Simulation(ServiceRounds):
                     t + round_s, (arrivals[0].arrival_s // round_s + (arrivals[0].arrival_s % round_s > 0)) * round_s
                 )
                 continue
-            changed |= self.watch.read_health(self.alive, t) or self._leaves_at_risk(t)
+            changed |= self.watch.read_health(self.alive, t) or self._leaves_at_risk(t) or self._newly_below()
             if self.gavel is not None:
                 self._gavel_round(t)
             elif changed or (self.explorer is not None and self._may_probe()):
@@ -250,6 +251,14 @@ class Simulation(ServiceRounds):
         at_risk = {g for g in self.watch.health if g in self.alive and self.watch.planned_at_risk(g)}
         return bool(at_risk) and any(s.placement and at_risk.intersection(s.placement.gpu_ids)
                                      and leaves_at_risk(self._running_work(s, t)) for s in self.active.values())
+
+    def _newly_below(self) -> bool:
+        """Whether a job's measurements newly put it below its T_min where it runs (keep_work.below_tmin
+        may move it): the round then solves, as the control plane's rounds do every time."""
+        below = {i for i, s in self.active.items() if s.placement and not s.placement.partners
+                 and (rate := MeasuredRate.of(s.measured)) and rate.surely_below(s.job.min_throughput)}
+        newly, self.below = below - self.below, below
+        return bool(newly)
 
     def _running_work(self, state: JobState, t: float) -> RunningWork | None:
         """What a placed job would lose, as a control plane knows it: its rate observed once it
