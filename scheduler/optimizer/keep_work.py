@@ -31,12 +31,18 @@ A job running on a board at risk (GpuSpec.at_risk, telemetry/gpu_health.py: erro
 leaves it at its next checkpoint, before the failure the rule expects throws away its work since
 that checkpoint: at the first round where a move loses at most LEAVE_AT_RISK_S of its work
 (`leaves_at_risk`), it is `leaving`: neither the cool-down nor the move budget holds it, and
-placement does not keep it on its GPUs. Its configuration stays offered as its current one, so
+placement does not keep it on its GPUs; until then it is pinned (the board takes no new job,
+at_risk.py, and the job leaves at its checkpoint, not before). Its configuration stays offered as its current one, so
 it keeps it on other boards unless another pays for the move as any move must; placement gives
 it no board at risk, tries its other configurations where its own finds no room, and leaves it
 where it is only where none has room (placement.py). It keeps its protected level. A job that
 never checkpointed would throw away all its progress, now or at the failure; it stays (it may
 end first), unless it has run no longer than that.
+
+A running job alone on its GPUs whose measurements there put it below its T_min (`below_tmin`:
+by BELOW_TMIN_Z standard errors) is planned at its measured rate, not its prediction, and moves
+where a configuration is predicted to meet T_min at a rate at which the move pays
+(below_tmin.py); the move budget does not hold it.
 
 A probe (exploration.py) is a measurement on the GPUs it was given: it is pinned (moving it to
 save energy would measure another configuration), and it never climbs above other jobs after
