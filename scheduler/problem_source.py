@@ -33,6 +33,7 @@ from .optimizer import (
     keep_work,
 )
 from .optimizer.catalog_predictions import CatalogPredictions
+from .optimizer.keep_work import MeasuredRate
 from .optimizer.limit_levels import type_levels
 from .optimizer.problem import QuotaSpec
 from .optimizer.service_partners import release_outgrown
@@ -264,7 +265,8 @@ def _current_placements() -> dict[int, CurrentPlacement]:
 def running_work(jobs: list[Job], *, now=None) -> dict[int, RunningWork]:
     """{job id: what it would lose if stopped now} for placed and running jobs (with an open
     allocation): progress since its checkpoint, the steps left, its rate (the newest
-    throughput its agent observed since it was placed, else the round's prediction), its power
+    throughput its agent observed since it was placed, else the round's prediction), all its
+    agent observed since it was placed (keep_work.below_tmin reads their mean), its power
     (the predicted power of its open allocations), its workload's restart overhead
     (selectors.restart_overheads), the seconds since it was placed or moved, its preemptions in
     the last hour and its moves so far."""
@@ -286,7 +288,7 @@ def running_work(jobs: list[Job], *, now=None) -> dict[int, RunningWork]:
         out[job.pk] = RunningWork(
             steps_since_checkpoint=max(job.current_step - (job.checkpoint_step or 0), 0),
             remaining_steps=max(job.total_steps - job.current_step, 0) if job.total_steps is not None else None,
-            steps_per_s=observed.get(job.pk) or next((t for t, _ in held if t), None),
+            steps_per_s=observed.get(job.pk, [None])[-1] or next((t for t, _ in held if t), None),
             power_w=sum(powers) if powers else None,
             num_gpus=len(held),
             restart_overhead_s=overheads.get(job.workload.name, 0.0),
@@ -294,19 +296,20 @@ def running_work(jobs: list[Job], *, now=None) -> dict[int, RunningWork]:
             preemptions_last_hour=preempted.get(job.pk, 0),
             running=job.state == JobState.RUNNING.value,
             moves=moved.get(job.pk, 0),
+            measured=MeasuredRate.of(observed.get(job.pk, ())),
         )
     return out
 
 
-def _observed_since_placed(jobs: list[Job]) -> dict[int, float]:
-    """{job id: the newest throughput its agent observed since it was placed} (one measured
-    before a move was on other GPUs), reading only the measurements since."""
-    observed: dict[int, float] = {}
+def _observed_since_placed(jobs: list[Job]) -> dict[int, list[float]]:
+    """{job id: the throughputs its agent observed since it was placed, oldest first} (one
+    measured before a move was on other GPUs), reading only the measurements since."""
+    observed: dict[int, list[float]] = {}
     for job_id, throughput in (
         JobMeasurement.objects.filter(job_id__in=[job.pk for job in jobs if job.placed_at is not None],
                                       measurement__observed_at__gte=F("job__placed_at"))
         .order_by("measurement__observed_at", "measurement_id")
         .values_list("job_id", "measurement__throughput")
     ):
-        observed[job_id] = throughput  # the newest wins
+        observed.setdefault(job_id, []).append(throughput)
     return observed

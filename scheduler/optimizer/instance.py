@@ -4,6 +4,8 @@ from dataclasses import dataclass, field, replace
 
 from .admission import admission_values, probes_last
 from .aggregation import TypeCapacity, aggregate, block_sizes, usage_levels
+from .at_risk import capacity_gpus
+from .below_tmin import price_staying
 from .board_speeds import at_board_speeds
 from .candidates import group_candidates
 from .choices import Choice, Group, Option
@@ -147,10 +149,10 @@ class Instance:
 def compile_instance(problem: Problem, *, lift_quotas: bool = False) -> Instance:
     """The instance of a problem; `lift_quotas` for the solvers that do not formulate quotas
     (quotas.lift_within_quota: the jobs within their tenant's quota admitted first). Types are
-    planned at their boards' speeds (board_speeds.py)."""
+    planned at their boards' speeds (board_speeds.py), on the boards that take work (at_risk.py)."""
     problem = at_board_speeds(problem)
     settings = problem.settings
-    capacity = aggregate(problem.gpus)
+    capacity = aggregate(capacity_gpus(problem.gpus, problem.jobs))
     jobs = tuple(problem.jobs)
     if lift_quotas:
         jobs = lift_within_quota(problem, jobs, lambda job, gpu_type: _min_gpus_on(problem, job, gpu_type, capacity))
@@ -161,7 +163,7 @@ def compile_instance(problem: Problem, *, lift_quotas: bool = False) -> Instance
     gpus_of = {job.id: job.current.gpu_ids for job in jobs if job.current is not None}
     currents = [_current_config(job, gpu_by_id, gpus_of) for job in jobs]
     demand = sum(_min_gpus(problem, job, capacity) for job in jobs)
-    load = cluster_load(demand, len(problem.gpus))
+    load = cluster_load(demand, sum(c.gpus for c in capacity.values()))
     weight = settings.base_energy_weight
     if settings.adaptive_weight:
         weight = energy_weight(
@@ -214,6 +216,7 @@ def compile_instance(problem: Problem, *, lift_quotas: bool = False) -> Instance
     for i, group in enumerate(groups):
         for x in group.members:
             inst.job_groups[x].append(i)
+    price_staying(inst)
     _pin(inst, currents)
     inst.values = admission_values(
         jobs, settings.fairness_weight > 0, [bool(inst.job_options[j] or inst.job_groups[j]) for j in range(len(jobs))]

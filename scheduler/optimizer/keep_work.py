@@ -31,18 +31,26 @@ A job running on a board at risk (GpuSpec.at_risk, telemetry/gpu_health.py: erro
 leaves it at its next checkpoint, before the failure the rule expects throws away its work since
 that checkpoint: at the first round where a move loses at most LEAVE_AT_RISK_S of its work
 (`leaves_at_risk`), it is `leaving`: neither the cool-down nor the move budget holds it, and
-placement does not keep it on its GPUs. Its configuration stays offered as its current one, so
+placement does not keep it on its GPUs; until then it is pinned (the board takes no new job,
+at_risk.py, and the job leaves at its checkpoint, not before). Its configuration stays offered as its current one, so
 it keeps it on other boards unless another pays for the move as any move must; placement gives
 it no board at risk, tries its other configurations where its own finds no room, and leaves it
 where it is only where none has room (placement.py). It keeps its protected level. A job that
 never checkpointed would throw away all its progress, now or at the failure; it stays (it may
 end first), unless it has run no longer than that.
 
+A running job alone on its GPUs whose measurements there put it below its T_min (`below_tmin`:
+by BELOW_TMIN_Z standard errors) is planned at its measured rate, not its prediction, and moves
+where a configuration is predicted to meet T_min at a rate at which the move pays
+(below_tmin.py); the move budget does not hold it.
+
 A probe (exploration.py) is a measurement on the GPUs it was given: it is pinned (moving it to
 save energy would measure another configuration), and it never climbs above other jobs after
 preemptions (admission.probes_last keeps every probe below every other job, so any of them may
 preempt it).
 """
+import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -63,6 +71,33 @@ SERVICE_MOVE_FACTOR = 1.5
 #: a round of its checkpoint in simulate (rounds of 6 min), and in the control plane (rounds of
 #: 30 s) about what a failure costs, on average, a job checkpointing every 20 minutes.
 LEAVE_AT_RISK_S = 600.0
+#: A job is measured below its T_min where it runs once the mean of its measurements there is below
+#: T_min by this many standard errors, over at least MIN_MEASUREMENTS of them: one reading is noise
+#: (simulate's telemetry: 5 % a round), and a job moved on noise pays a restart for nothing.
+BELOW_TMIN_Z = 2.0
+MIN_MEASUREMENTS = 5
+
+
+@dataclass(frozen=True)
+class MeasuredRate:
+    """What a job's telemetry measured where it runs now (alone, at its current GPUs and limit)."""
+
+    mean: float  # steps/s
+    std: float  # the measurements' standard deviation
+    count: int
+
+    @classmethod
+    def of(cls, rates: Sequence[float]) -> "MeasuredRate | None":
+        """The measurements' mean and spread (None: none yet)."""
+        if not rates:
+            return None
+        return cls(statistics.fmean(rates), statistics.stdev(rates) if len(rates) > 1 else 0.0, len(rates))
+
+    def surely_below(self, t_min: float) -> bool:
+        """Below `t_min` by BELOW_TMIN_Z standard errors, over at least MIN_MEASUREMENTS."""
+        if self.count < MIN_MEASUREMENTS:
+            return False
+        return self.mean + BELOW_TMIN_Z * self.std / math.sqrt(self.count) < t_min
 
 
 @dataclass(frozen=True)
@@ -79,6 +114,7 @@ class RunningWork:
     preemptions_last_hour: int
     running: bool  # started (False: placed, not started: nothing lost but the placement)
     moves: int = 0  # times a round has moved it so far
+    measured: MeasuredRate | None = None  # its telemetry where it runs now (alone); None: not measured there
 
 
 def keep_work(
@@ -96,17 +132,44 @@ def _kept(spec: JobSpec, work: RunningWork | None, settings: SolverSettings, top
     if work is None:
         return replace(spec, priority=2 * spec.priority)
     at_limit = work.preemptions_last_hour >= settings.max_preemptions_per_hour and not spec.probe
-    leaves = spec.current is not None and not at_risk.isdisjoint(spec.current.gpu_ids) and leaves_at_risk(work)
+    on_risk = spec.current is not None and not at_risk.isdisjoint(spec.current.gpu_ids)
+    leaves = on_risk and leaves_at_risk(work)
+    below = None if spec.service or spec.probe else below_tmin(spec, work)
     return replace(
         spec,
         priority=top if at_limit else 2 * spec.priority + 1,
         move_penalty_w=service_move_penalty_w(work, settings) if spec.service else move_penalty_w(work, settings),
         pinned=not leaves and (
-            spec.probe or work.placed_s_ago < settings.move_cooldown_s or work.moves >= settings.max_moves_per_job
+            on_risk or spec.probe or work.placed_s_ago < settings.move_cooldown_s
+            or (work.moves >= settings.max_moves_per_job and below is None)
         ),
         work_at_risk=work_at_risk(work),
         leaving=leaves,
+        measured_throughput=below[0] if below else None,
+        move_pays_at=below[1] if below else None,
     )
+
+
+def below_tmin(spec: JobSpec, work: RunningWork) -> tuple[float, float] | None:
+    """(its measured rate, the least predicted rate at which a move pays) for a running job alone
+    on its GPUs whose measurements there say it runs below its T_min (MeasuredRate.surely_below),
+    whatever its prediction says; None otherwise, or where no move can pay. A move pays where the
+    job, redoing its steps since its checkpoint and paying its restart overhead, still ends sooner
+    than where it is: (remaining + since checkpoint) / rate' + overhead < remaining / measured; so
+    rate' > (remaining + since checkpoint) / (remaining / measured - overhead), and at least T_min.
+    With its total steps unknown it runs on, and any configuration meeting T_min pays."""
+    rate = work.measured
+    if not work.running or rate is None or (spec.current and spec.current.partners):
+        return None
+    if not rate.surely_below(spec.min_throughput) or rate.mean <= 0:
+        return None
+    if work.remaining_steps is None:
+        return rate.mean, spec.min_throughput
+    stay_s = work.remaining_steps / rate.mean
+    if stay_s <= work.restart_overhead_s:
+        return None
+    pays_at = (work.remaining_steps + work.steps_since_checkpoint) / (stay_s - work.restart_overhead_s)
+    return rate.mean, max(pays_at, spec.min_throughput)
 
 
 def leaves_at_risk(work: RunningWork) -> bool:

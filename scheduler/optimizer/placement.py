@@ -8,13 +8,15 @@ whole nodes stay whole for the next large job); single GPUs, groups and spread-o
 topology-aware isolation a PCIe switch serves one tenant only, and a tenant's jobs take GPUs on
 its own switches before they open another (so switches are not split among tenants
 needlessly). Boards flagged slow are taken last, and only by jobs whose T_min holds at their
-own speed (board_speeds.serves). A job leaving a board at risk (JobSpec.leaving) is not kept on
-its GPUs: its unit is packed on boards not at risk, then (with retry) its other configurations
-are tried, and only where none found room does it stay where it is. A job that cannot be placed
-stays pending with the reason.
+own speed (board_speeds.serves). A board at risk takes no job that is not on it already
+(at_risk.py): the jobs on it stay until they leave, and no unit is packed onto it. A job leaving
+it (JobSpec.leaving) is not kept on its GPUs: its unit is packed on other boards, then (with retry)
+its other configurations are tried, and only where none found room does it stay where it is. A
+job that cannot be placed stays pending with the reason.
 """
 from collections import defaultdict
 
+from .at_risk import takes_new_work
 from .board_speeds import serves, type_speeds
 from .choices import Choice
 from .feasibility import SWITCH_TAKEN, switch_allows
@@ -102,17 +104,16 @@ class _Packer:
                 ]
         return gpus if len(gpus) == k else []
 
-    def fits(self, gpu_type: str, planned: list[tuple[float, float]], leaving: bool = False):
-        """Which boards of the type may take a unit whose jobs were planned at (throughput, T_min);
-        `leaving`: one of them leaves a board at risk, so none at risk may take it."""
+    def fits(self, gpu_type: str, planned: list[tuple[float, float]]):
+        """Which boards of the type may take a unit whose jobs were planned at (throughput, T_min):
+        none at risk (it takes no new work), a flagged one only where their T_min holds there."""
         speed = self.type_speed.get(gpu_type, 1.0)
-        return lambda gpu: not (leaving and gpu.at_risk) and serves(gpu, planned, speed)
+        return lambda gpu: takes_new_work(gpu) and serves(gpu, planned, speed)
 
-    def find(self, gpu_type: str, k: int, consolidated: bool, tenant: str, planned,
-             leaving: bool = False) -> tuple[list, str]:
+    def find(self, gpu_type: str, k: int, consolidated: bool, tenant: str, planned) -> tuple[list, str]:
         """GPUs for one unit ([] if none) and why not; `planned`: its jobs' (throughput, T_min),
-        which decide whether a board flagged slow may take it; `leaving`: see `fits`."""
-        nodes, fits = self.free[gpu_type], self.fits(gpu_type, planned, leaving)
+        which decide whether a board flagged slow may take it."""
+        nodes, fits = self.free[gpu_type], self.fits(gpu_type, planned)
         if consolidated and k > 1:
             fitting = []
             for node, gs in nodes.items():
@@ -177,7 +178,8 @@ class _Packer:
         the GPU one of its jobs holds now, where that is of its type and still free: the job
         keeps running there (only its partners change), where any free GPU would restart it.
         Service replicas' units go first (a training partner moves away, not the replica:
-        docs/services.md), then pinned jobs'."""
+        docs/services.md), then pinned jobs'. A board at risk keeps only a unit all of whose jobs
+        are on it already (it takes no new job)."""
         if unit["k"] != 1 or any(self.inst.jobs[j].leaving for j in unit["jobs"]):
             return False
         for j in unit["jobs"]:
@@ -186,18 +188,22 @@ class _Packer:
             tenant = self.inst.jobs[j].tenant
             if gpu and gpu.gpu_type == unit["type"] and gpu in self.free[gpu.gpu_type].get(gpu.node, ()) and (
                 self.allowed(gpu, tenant)
-            ):
+            ) and (takes_new_work(gpu) or all(self._on(x, gpu) for x in unit["jobs"])):
                 self.claim([gpu], tenant)
                 for x in unit["jobs"]:
                     self.record(x, [gpu])
                 return True
         return False
 
+    def _on(self, j: int, gpu) -> bool:
+        """Job j runs on the GPU now."""
+        current = self.inst.jobs[j].current
+        return current is not None and gpu.id in current.gpu_ids
+
     def pack(self, unit: dict) -> None:
         tenant = self.inst.jobs[unit["jobs"][0]].tenant
         planned = [(self.tau(j), self.inst.jobs[j].min_throughput) for j in unit["jobs"]]
-        leaving = any(self.inst.jobs[j].leaving for j in unit["jobs"])
-        gpus, why = self.find(unit["type"], unit["k"], unit["consolidated"], tenant, planned, leaving)
+        gpus, why = self.find(unit["type"], unit["k"], unit["consolidated"], tenant, planned)
         if not gpus:
             for j in unit["jobs"]:
                 self.failed[j] = UNPLACEABLE.format(why=why)
@@ -212,7 +218,7 @@ class _Packer:
         for i in sorted(inst.job_options[j], key=lambda i: (inst.all_options[i].cost, i)):
             opt = inst.all_options[i]
             planned = [(opt.tau, inst.jobs[j].min_throughput)]
-            gpus, _ = self.find(opt.gpu_type, opt.num_gpus, opt.consolidated, tenant, planned, inst.jobs[j].leaving)
+            gpus, _ = self.find(opt.gpu_type, opt.num_gpus, opt.consolidated, tenant, planned)
             if gpus:
                 self.choices[j] = ("o", i)
                 self.claim(gpus, tenant)

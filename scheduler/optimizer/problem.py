@@ -116,6 +116,10 @@ class JobSpec:
     pinned: bool = False  # in its move cool-down: only its current configuration, on its GPUs
     work_at_risk: float = 0.0  # GPU-seconds lost if it stopped now (victims losing least go first)
     leaving: bool = False  # leaves the board at risk it runs on this round: not kept on its GPUs
+    # Measured below its T_min where it runs (keep_work.below_tmin): its measured steps/s, and the
+    # least predicted steps/s of a configuration worth moving to (staying is then priced above them).
+    measured_throughput: float | None = None
+    move_pays_at: float | None = None
     # Exploration (exploration.py): a bounded probe on one GPU type the predictions call too slow.
     # A probe runs alone on exactly D_j GPUs (the largest block within it) of only_gpu_type, at any
     # predicted throughput (even unknown), and is admitted after every non-probe job.

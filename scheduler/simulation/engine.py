@@ -40,7 +40,7 @@ import time
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field, replace
 
-from scheduler.optimizer.keep_work import RunningWork, keep_work, leaves_at_risk
+from scheduler.optimizer.keep_work import MeasuredRate, RunningWork, keep_work, leaves_at_risk
 from scheduler.optimizer.problem import CurrentPlacement, JobSpec, Placement, Problem
 from scheduler.optimizer.registry import get_solver
 from scheduler.optimizer.service_partners import release_outgrown
@@ -129,6 +129,7 @@ class Simulation(ServiceRounds):
         self.ledger = TenantLedger(scenario.tenants, scenario.quotas, type_weights(scenario.gpu_types),
                                    scenario.half_life_s)
         self.runs_on: dict[str, frozenset[str]] = {}
+        self.below: set[str] = set()  # jobs measured below their T_min where they run (_newly_below)
         if scenario.services and policy.solver in GAVEL_POLICIES:
             raise ValueError(f"{policy.name} cannot serve inference services (docs/simulation.md)")
         self.serving = (ServiceLoop(scenario.services, scenario.traces, round_s=scenario.round_s, seed=seed,
@@ -167,7 +168,7 @@ class Simulation(ServiceRounds):
                     t + round_s, (arrivals[0].arrival_s // round_s + (arrivals[0].arrival_s % round_s > 0)) * round_s
                 )
                 continue
-            changed |= self.watch.read_health(self.alive, t) or self._leaves_at_risk(t)
+            changed |= self.watch.read_health(self.alive, t) or self._leaves_at_risk(t) or self._newly_below()
             if self.gavel is not None:
                 self._gavel_round(t)
             elif changed or (self.explorer is not None and self._may_probe()):
@@ -252,6 +253,14 @@ class Simulation(ServiceRounds):
         return bool(at_risk) and any(s.placement and at_risk.intersection(s.placement.gpu_ids)
                                      and leaves_at_risk(self._running_work(s, t)) for s in self.active.values())
 
+    def _newly_below(self) -> bool:
+        """Whether a job's measurements newly put it below its T_min where it runs (keep_work.below_tmin
+        may move it): the round then solves, as the control plane's rounds do every time."""
+        below = {i for i, s in self.active.items() if s.placement and not s.placement.partners
+                 and (rate := MeasuredRate.of(s.measured)) and rate.surely_below(s.job.min_throughput)}
+        newly, self.below = below - self.below, below
+        return bool(newly)
+
     def _running_work(self, state: JobState, t: float) -> RunningWork | None:
         """What a placed job would lose, as a control plane knows it: its rate observed once it
         trained for a telemetry report (before: the round's prediction), the power the round
@@ -272,7 +281,7 @@ class Simulation(ServiceRounds):
             steps_per_s=rate or None, power_w=p.predicted_power_w, num_gpus=len(p.gpu_ids),
             restart_overhead_s=self.overheads_seen.get(state.job.workload, DEFAULT_RESTART_OVERHEAD_S),
             placed_s_ago=t - state.placed_at, preemptions_last_hour=state.preemptions_since(t - HOUR_S), running=True,
-            moves=state.moves,
+            moves=state.moves, measured=MeasuredRate.of(state.measured),
         )
 
     def _place(self, state: JobState, new: Placement | None, t: float) -> None:
@@ -282,6 +291,8 @@ class Simulation(ServiceRounds):
             new = replace(new, power_limit_w=None)  # a policy without limits never sets one
         if old is not None and new is not None and new.gpu_ids == old.gpu_ids:
             state.placement = new  # stays; its partners may have changed
+            if new.power_limit_w != old.power_limit_w:
+                state.measured.clear()  # measured at another limit
             return
         if old is not None:
             self._interrupt(state, "moved" if new is not None else "preempted", t)
@@ -466,6 +477,9 @@ class Simulation(ServiceRounds):
                 if seconds >= MIN_OBSERVED_S and len(partners) <= 1:  # a group is no catalog cell
                     rate = self._true_rate(state.job.workload, gpu_type, k, consolidated, partners, gpus, limit)
                     measured = self.truth.observe(rate, self.rng)
+                    p = state.placement
+                    if p is not None and not partners and (gpus, limit) == (p.gpu_ids, p.power_limit_w):
+                        state.measured.append(measured)
                     board = self.watch.learnt_slowest(gpus) if self.boards.varies else 1.0
                     if not any(braked_now(self.watch.health.get(g, {})) for g in gpus):
                         moved |= self._read_limit(state.job.workload, (gpu_type, k, consolidated), partners, limit,

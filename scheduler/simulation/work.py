@@ -39,6 +39,7 @@ class JobState:
     system_jobs_s: float = 0.0  # integral of the jobs in the system over its time there (finish-time fairness)
     active_s: float = 0.0  # its time in the system since it joined a round
     ftf_rho: float | None = None  # its finish-time fairness once it completed (tenants.py)
+    measured: list[float] = field(default_factory=list)  # telemetry's rates alone where it runs now (keep_work)
 
     @property
     def step(self) -> float:
@@ -58,6 +59,7 @@ def start_run(state: JobState, placement: Placement, now: float, overhead_s: flo
     state.placement, state.last_gpus, state.placed_at = placement, placement.gpu_ids, now
     state.overhead_left_s = overhead_s if state.restart_due else 0.0
     state.restart_due, state.trained_s = False, 0.0
+    state.measured.clear()
 
 
 def checkpoint_now(state: JobState) -> None:

@@ -133,3 +133,34 @@ def test_a_running_job_on_a_board_at_risk_leaves_it_at_its_checkpoint_in_its_coo
     running(job, step=7400, checkpoint=400, placed_ago_s=60)
     staying = spec_of(problem_from_database(SolverConfig.load()), job)
     assert not staying.leaving and staying.pinned
+
+
+def test_a_job_measured_below_its_tmin_since_it_was_placed_is_marked_to_move(measured, alice, resnet50):
+    """T_min 8.0, predicted at 10 on its V100; since it was placed its agent measured 7.0 +- 0.1 six
+    times (one before, at 99, is not counted): surely below, so its measured rate plans it."""
+    job = submit(alice, resnet50, total_steps=200_000)
+    services.scheduling_round_run(trigger="manual")
+    running(job, step=500, checkpoint=400, placed_ago_s=7200)
+    gpu, now = Allocation.objects.get(job=job).gpu, timezone.now()
+    for seconds_ago, throughput in ((9000, 99.0), *((60 * i, 7.0 + (-0.1) ** i) for i in range(1, 7))):
+        m = Measurement.objects.create(workload=resnet50, gpu_type=gpu.gpu_type, num_gpus=1, throughput=throughput,
+                                       source="telemetry", observed_at=now - timedelta(seconds=seconds_ago))
+        JobMeasurement.objects.create(job=job, measurement=m)
+    work = running_work([Job.objects.select_related("workload").get(pk=job.pk)], now=now)[job.pk]
+    assert work.measured.count == 6 and work.measured.mean == pytest.approx(7.0 + sum((-0.1) ** i for i in
+                                                                                        range(1, 7)) / 6)
+    spec = spec_of(problem_from_database(SolverConfig.load()), job)
+    assert spec.measured_throughput == pytest.approx(work.measured.mean) and spec.move_pays_at == 8.0
+
+
+def test_a_board_at_risk_takes_no_new_job_and_is_not_counted_as_capacity(measured, alice, resnet50, cluster):
+    """Three of the four V100s are at risk and nothing runs on them: the round counts one V100 and
+    places one of two jobs there (a K80 gives 4 steps/s, below their T_min 8); the other waits."""
+    from scheduler.optimizer.instance import compile_instance
+    type(cluster[0]).objects.filter(pk__in=[g.pk for g in cluster[1:4]]).update(
+        health={"at_risk": "remapped rows rose from 0 to 1"})
+    first, second = submit(alice, resnet50), submit(alice, resnet50)
+    assert compile_instance(problem_from_database(SolverConfig.load())).capacity["v100"].gpus == 1
+    services.scheduling_round_run(trigger="manual")
+    held = list(Allocation.objects.filter(end__isnull=True).values_list("job_id", "gpu_id"))
+    assert held in ([(first.pk, cluster[0].pk)], [(second.pk, cluster[0].pk)])

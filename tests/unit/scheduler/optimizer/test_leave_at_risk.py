@@ -113,3 +113,51 @@ def test_a_leaving_job_with_no_healthy_board_of_its_type_free_takes_another_type
     holder = replace(job(2, "a", tmin=1.0, current=(["v-1"], [])), priority=3, pinned=True)
     plan = solve("ilp", replace(leaving, jobs=(*leaving.jobs, holder)))
     assert plan.placements["1"].gpu_ids == ("k-0",) and plan.placements["2"].gpu_ids == ("v-1",)
+
+
+def two_v100s_one_at_risk_and_a_k80(jobs):
+    """v-0 at risk (planned slow), v-1 healthy, k-0 healthy; 'a' runs at 2/s on either type, 250 W on a
+    v100 and 100 W on the k80."""
+    k80 = gpu_type("k80", tdp=150)
+    taus = {("a", "v100", 1, True): 2.0, ("a", "k80", 1, True): 2.0}
+    gpus = [replace(g, slow=g.id == "v-0", at_risk=g.id == "v-0") for g in node("v100", "v", 2)]
+    return problem(jobs, gpus + node("k80", "k", 1), [V100, k80],
+                   PowerTable(taus, {}, powers={("a", "v100"): 250.0, ("a", "k80"): 100.0}))
+
+
+@pytest.mark.parametrize("solver", ["ilp", "genetic", "greedy_efficient"])
+def test_a_board_at_risk_is_not_counted_nor_offered_to_new_jobs(solver):
+    """Three new jobs, room for three on the three boards, one at risk: the model counts one v100
+    and one k80, so two are placed (on v-1 and k-0) and the third waits rather than land on v-0."""
+    from scheduler.optimizer.instance import compile_instance
+    p = two_v100s_one_at_risk_and_a_k80([job(i, "a", tmin=1.0) for i in (1, 2, 3)])
+    assert compile_instance(p).capacity["v100"].gpus == 1
+    plan = solve(solver, p)
+    assert sorted(pl.gpu_ids[0] for pl in plan.placements.values()) == ["k-0", "v-1"]
+    assert len(plan.reasons) == 1 and not any("took another" in note for note in plan.notes)
+
+
+def test_a_board_at_risk_counts_only_for_the_job_running_on_it():
+    from scheduler.optimizer.instance import compile_instance
+    p = two_v100s_one_at_risk_and_a_k80([job(1, "a", tmin=1.0, current=(["v-0"], []))])
+    assert compile_instance(p).capacity["v100"].gpus == 2
+
+
+def test_a_job_on_a_board_at_risk_keeps_its_place_until_its_checkpoint_though_a_move_would_pay():
+    """Job 1 runs on v-0, 700 s of work past its checkpoint (above LEAVE_AT_RISK_S), long from its
+    end: the k80 saves 150 W, more than the move's price ((700 + 30) s x 250 W / 3600 s x 1.2 + 50 W
+    = 111 W), so on a healthy board it moves there (job 2, the same on v-1). On the board at risk it is
+    held until its leave, and at its checkpoint it leaves, to the k80."""
+    placed = Placement("1", "v100", ("v-0",), True, (), 2.0, 250.0)
+    past = work_of(placed, since_checkpoint=1400.0, remaining=1e6)
+
+    def round_of(job_id: str, gpu: str, since_checkpoint: float):
+        p = two_v100s_one_at_risk_and_a_k80([job(job_id, "a", tmin=1.0, current=([gpu], []))])
+        works = [(p.jobs[0], replace(past, steps_since_checkpoint=since_checkpoint))]
+        return replace(p, jobs=keep_work(works, p.settings, frozenset({"v-0"})))
+
+    held = round_of("1", "v-0", 1400.0)
+    assert held.jobs[0].pinned and not held.jobs[0].leaving
+    assert solve("ilp", held).placements["1"].gpu_ids == ("v-0",)
+    assert solve("ilp", round_of("2", "v-1", 1400.0)).placements["2"].gpu_ids == ("k-0",)
+    assert solve("ilp", round_of("1", "v-0", 100.0)).placements["1"].gpu_ids == ("k-0",)
