@@ -1,11 +1,15 @@
 """Co-location candidates: groups of jobs that could share one GPU and that the predictions
-say are worth it: every member keeps its T_min while sharing, and the shared GPU costs less
-than the members' cheapest configurations alone. A pair is a group of two; with theta >= 3
-a matched pair grows, one member at a time, while a further job saves power and the
-estimate of the group (telemetry/agent/colocation.py: additive slowdown from the measured pairs, as
-no group of three was ever measured) keeps every member at its T_min. Its candidates are
-then nested: the pair, the pair and the third, ... up to theta jobs, so a solver can use the
-pair when the group does not fit or pay.
+say are worth it: every member keeps its T_min while sharing, and the shared GPU costs no more
+than the members' cheapest configurations alone. That bound counts each member's cheapest as if
+capacity allowed all of them; a pair that only ties it saves where capacity does not (two jobs,
+one cheap GPU: the pair on a dearer one beats a cheap and a dear GPU), and left out, it would be
+offered the next round, once a member runs on the dear GPU, and move it with nothing changed.
+
+A pair is a group of two; with theta >= 3 a matched pair grows, one member at a time, while a
+further job saves power and the estimate of the group (telemetry/agent/colocation.py: additive
+slowdown from the measured pairs, as no group of three was ever measured) keeps every member at
+its T_min. Its candidates are then nested: the pair, the pair and the third, ... up to theta jobs,
+so a solver can use the pair when the group does not fit or pay.
 
 The candidates form a matching: each job is paired with at most one other job (on every GPU
 type where that pair works), and belongs to at most one chain of nested groups. Overlapping
@@ -260,7 +264,7 @@ class _Matcher:
                     continue
                 partner = queue[k][1]
                 saving = self.cheapest_alone[j] + self.cheapest_alone[partner] - self.weight * found[1]
-                if saving > 0 and (best is None or saving > best[0]):
+                if saving >= 0 and (best is None or saving > best[0]):
                     best = (saving, partner)
         return None if best is None else best[1]
 
@@ -297,7 +301,7 @@ class _Matcher:
                         continue
                     c = queue[k][1]
                     saving = self.weight * now + self.cheapest_alone[c] - self.weight * found[1]
-                    if saving > 0 and (best is None or saving > best[0]):
+                    if saving >= 0 and (best is None or saving > best[0]):
                         best = (saving, c)
             if best is None:
                 break

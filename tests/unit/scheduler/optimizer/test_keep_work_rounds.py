@@ -221,3 +221,19 @@ def test_a_job_whose_partner_leaves_stays_on_its_gpu(solver, pinned):
     plan = solve(solver, shared_then_alone(pinned))
     assert plan.placements["1"].gpu_ids == ("f-1",) and plan.placements["1"].partners == ()
     assert plan.placements["2"].gpu_ids == ("f-0",)
+
+
+@pytest.mark.parametrize("solver", ["ilp", "genetic"])
+def test_a_pair_that_only_ties_the_cheapest_alone_is_offered_from_the_first_round(solver):
+    """Two jobs, one K80 (150 W) and a V100 (300 W) where the pair keeps full speed: each job's
+    cheapest alone is the K80, 150 + 150 = the pair's 300 W, a tie; but only one can have the K80,
+    so alone they draw 450 W. The pair is placed at once, and the next round moves nothing
+    (offered only once a job ran on the V100, it moved a job with nothing changed)."""
+    taus = {("a", t, 1, True): 0.9 for t in ("k80", "v100")}
+    p = problem([job(0, "a", tmin=0.5), job(1, "a", tmin=0.5)], node("v100", "n0", 1) + node("k80", "n2", 1),
+                [gpu_type("v100", tdp=300), gpu_type("k80", tdp=150)],
+                PowerTable(taus, {("a", "a", "v100"): 1.0}), theta=2)
+    plan = solve(solver, p)
+    assert {pl.gpu_ids for pl in plan.placements.values()} == {("n0-0",)} and plan.power_w == pytest.approx(300.0)
+    again = solve(solver, next_round(p, plan, placed_s_ago=5000.0))
+    assert moves(plan, again) == {}
