@@ -42,7 +42,8 @@ end first), unless it has run no longer than that.
 A running job alone on its GPUs whose measurements there put it below its T_min (`below_tmin`:
 by BELOW_TMIN_Z standard errors) is planned at its measured rate, not its prediction, and moves
 where a configuration is predicted to meet T_min at a rate at which the move pays
-(below_tmin.py); the move budget does not hold it.
+(below_tmin.py), at its next checkpoint (as a job leaving a board at risk: a move then throws away at
+most LEAVE_AT_RISK_S of its work); the move budget does not hold it.
 
 A probe (exploration.py) is a measurement on the GPUs it was given: it is pinned (moving it to
 save energy would measure another configuration), and it never climbs above other jobs after
@@ -157,9 +158,15 @@ def below_tmin(spec: JobSpec, work: RunningWork) -> tuple[float, float] | None:
     job, redoing its steps since its checkpoint and paying its restart overhead, still ends sooner
     than where it is: (remaining + since checkpoint) / rate' + overhead < remaining / measured; so
     rate' > (remaining + since checkpoint) / (remaining / measured - overhead), and at least T_min.
-    With its total steps unknown it runs on, and any configuration meeting T_min pays."""
+    With its total steps unknown it runs on, and any configuration meeting T_min pays. It moves at
+    its next checkpoint, as a job leaving a board at risk does (a move then throws away at most
+    LEAVE_AT_RISK_S of its work; one that never checkpoints stays): ending sooner alone let a job a
+    few per cent below T_min throw away hours of work on several GPUs (simulate --health, seed 1:
+    70 GPU-hours for one four-GPU job, docs/simulation.md)."""
     rate = work.measured
     if not work.running or rate is None or (spec.current and spec.current.partners):
+        return None
+    if thrown_away_s(work) > LEAVE_AT_RISK_S:
         return None
     if not rate.surely_below(spec.min_throughput) or rate.mean <= 0:
         return None

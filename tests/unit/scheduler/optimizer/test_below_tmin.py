@@ -91,3 +91,14 @@ def test_with_no_room_for_a_configuration_meeting_tmin_it_keeps_running_where_it
     plan = solve("ilp", replace(p, jobs=(*p.jobs, holder)))
     assert plan.placements["1"].gpu_ids == ("v-0",) and plan.placements["2"].gpu_ids == ("p-0",)
     assert plan.placements["1"].predicted_throughput == 1.8  # planned at what it measured
+
+
+def test_it_moves_only_at_its_checkpoint():
+    """Since its checkpoint 5400 steps at 9/s: 600 s thrown away, it moves; 5409 steps, 601 s, it
+    waits for its checkpoint; a job that never checkpoints and has run an hour stays."""
+    spec = job(1, tmin=10.0, current=(["v-0"], []))
+    assert below_tmin(spec, RunningWork(**running(rate(9.0), since=5400.0, remaining=360_000.0))) is not None
+    assert below_tmin(spec, RunningWork(**running(rate(9.0), since=5409.0, remaining=360_000.0))) is None
+    assert below_tmin(spec, RunningWork(**running(rate(9.0), since=32_400.0, remaining=None))) is None
+    (waiting,) = keep_work([(spec, RunningWork(**running(rate(9.0), since=5409.0, moves=3)))], SETTINGS)
+    assert waiting.measured_throughput is None and waiting.pinned  # its move budget holds it again

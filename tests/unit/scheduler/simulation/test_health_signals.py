@@ -172,18 +172,26 @@ def test_a_running_job_leaves_an_at_risk_board_at_its_next_checkpoint():
 def test_a_job_measured_below_its_tmin_moves_where_its_prediction_meets_it():
     """Job a (T_min 9.5, up to two GPUs) is predicted at 10 on one V100 and truly runs at 9: its
     prediction, which this policy never corrects, says it meets T_min. Its measurements (noise 0)
-    say otherwise after five rounds (30 min), and two V100s are predicted at 19: it moves there."""
+    say otherwise after five rounds (30 min), and two V100s are predicted at 19: it moves there, at
+    a checkpoint (every 300 s of training: a move throws away at most that). Never checkpointing,
+    it would throw away all its work: it stays."""
     from catalog.measurement_record import MeasurementRecord
     from scheduler.optimizer.keep_work import MIN_MEASUREMENTS
 
     def rows(one, two):
         return [MeasurementRecord("A", "v100", one), MeasurementRecord("A", "v100", two, num_gpus=2)]
 
-    jobs = (SimJob("a", "A", 0.0, 2, 5 * HOUR_S * 9.0, 9.5),)
-    sc = Scenario(jobs=jobs, gpus=build_gpus((("v100", 2),)), gpu_types=gpu_types(["v100"]), boards=Boards(()))
-    run = Simulation(sc, Truth(rows(9.0, 17.0), deviation=0.0, noise=0.0), Policy("g", "ilp", "catalog"),
-                     ObservedCatalog(rows(10.0, 19.0))).run()
-    (state,) = run.jobs
-    assert run.interruptions == {"moved": 1} and len(state.last_gpus) == 2
+    def run(checkpoint_interval_s):
+        jobs = (SimJob("a", "A", 0.0, 2, 5 * HOUR_S * 9.0, 9.5, checkpoint_interval_s),)
+        sc = Scenario(jobs=jobs, gpus=build_gpus((("v100", 2),)), gpu_types=gpu_types(["v100"]), boards=Boards(()))
+        return sc, Simulation(sc, Truth(rows(9.0, 17.0), deviation=0.0, noise=0.0), Policy("g", "ilp", "catalog"),
+                              ObservedCatalog(rows(10.0, 19.0))).run()
+
+    sc, checkpointing = run(300.0)
+    (state,) = checkpointing.jobs
+    assert checkpointing.interruptions == {"moved": 1} and len(state.last_gpus) == 2
     assert state.below_s <= (MIN_MEASUREMENTS + 1) * sc.round_s + 300  # its first rounds, then the restart
     assert state.done_at < 5 * HOUR_S
+    _, never = run(None)
+    (state,) = never.jobs
+    assert never.interruptions == {} and len(state.last_gpus) == 1
