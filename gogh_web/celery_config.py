@@ -5,6 +5,8 @@ Shared by settings.py and by anything that must talk to the same broker from out
 """
 from pathlib import Path
 
+from .broker_transport import TRANSPORT
+
 EMBEDDED_BROKER = "filesystem://"
 #: The embedded broker's URL as kombu wants it: the filesystem transport has no host, but a URL
 #: without one makes kombu warn "No hostname was supplied" at every process start.
@@ -45,6 +47,8 @@ def broker_config(broker_url: str, var_dir: Path, result_backend: str | None = N
         (root / folder).mkdir(parents=True, exist_ok=True)
     return {
         "broker_url": broker_url,
+        # kombu's filesystem transport with messages written whole (gogh_web/broker_transport.py).
+        "broker_transport": TRANSPORT,
         "broker_transport_options": {
             "data_folder_in": str(root / "queue"),
             "data_folder_out": str(root / "queue"),

@@ -219,6 +219,7 @@ _celery = broker_config(
 )
 CELERY_BROKER_URL = _celery["broker_url"]
 CELERY_RESULT_BACKEND = _celery["result_backend"]
+CELERY_BROKER_TRANSPORT = _celery.get("broker_transport")
 CELERY_BROKER_TRANSPORT_OPTIONS = _celery.get("broker_transport_options", {})
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"

@@ -1,11 +1,15 @@
 """Settings inputs: the secret key is made once and kept; flags and lists parse as documented."""
+import json
 import logging
+import os
+from pathlib import Path
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Connection
 
-from gogh_web import env
+from gogh_web import broker_transport, env
+from gogh_web.celery import app
 from gogh_web.celery_config import EMBEDDED_BROKER, broker_config
 
 
@@ -47,8 +51,48 @@ def test_the_embedded_broker_names_a_host_so_kombu_does_not_warn_at_each_start(t
     config = broker_config(EMBEDDED_BROKER, tmp_path)
     assert config["broker_url"].startswith(EMBEDDED_BROKER)
     with caplog.at_level(logging.WARNING, logger="kombu"):
-        Connection(config["broker_url"], transport_options=config["broker_transport_options"]).info()
+        Connection(config["broker_url"], transport=config["broker_transport"],
+                   transport_options=config["broker_transport_options"]).info()
     assert caplog.messages == []
+
+
+def test_the_embedded_broker_shows_a_worker_no_message_before_it_is_written_whole(tmp_path, monkeypatch):
+    """kombu's own filesystem transport creates the message file, then writes it: a worker listing
+    the queue in between took an empty file and failed to decode it (the message lost). Ours
+    renames a whole file into place: just before that rename, a worker finds the queue empty."""
+    config = broker_config(EMBEDDED_BROKER, tmp_path)
+
+    def connect():
+        return Connection(config["broker_url"], transport=config["broker_transport"],
+                          transport_options=config["broker_transport_options"])
+
+    seen_before_rename = []
+    rename = os.replace
+
+    def taking_a_look_first(source, target):
+        with connect() as worker, worker.SimpleQueue("rounds") as queue:
+            with pytest.raises(queue.Empty):
+                queue.get(timeout=0)
+            seen_before_rename.append(Path(source).read_bytes())
+        rename(source, target)
+
+    monkeypatch.setattr(broker_transport.os, "replace", taking_a_look_first)
+    payload = {"round": 7, "pad": "x" * 100_000}
+    with connect() as client, client.SimpleQueue("rounds") as queue:
+        queue.put(payload)
+    assert len(seen_before_rename) == 1
+    assert json.loads(seen_before_rename[0])["properties"]["delivery_info"]["routing_key"] == "rounds"  # whole
+    with connect() as worker, worker.SimpleQueue("rounds") as queue:
+        message = queue.get(timeout=1)
+        assert message.payload == payload
+        message.ack()
+    queue_folder = Path(config["broker_transport_options"]["data_folder_in"])
+    assert [path.name for path in queue_folder.iterdir()] == []  # no partial file left behind
+
+
+def test_the_web_and_the_workers_use_the_whole_message_transport():
+    with app.connection_for_write() as connection:
+        assert isinstance(connection.transport, broker_transport.Transport)
 
 
 def test_server_broker_keeps_its_url_for_results(tmp_path):
