@@ -10,10 +10,13 @@
   busy GPU-hours), `prediction_mape_by_gpu_age` (per board-age bucket, the mean absolute
   percentage error of the per-board prediction, the type's prediction x the learnt speed of the
   job's slowest board, against the true throughput, counted once every board of the placement
-  has `MIN_OBSERVATIONS` behind it) and `slow_gpu_flagged_after_h` (for the boards whose speed
-  fell 10 %: hours from then to the first observation at or after it at which the tracker flags
-  the board (its current flag, as the console shows it: a board flagged before and still flagged
-  then counts 0), the worst of them; null if one never was, or none fell that far).
+  has been measured `MIN_OBSERVATIONS` times, the issue's "after 10 observations per GPU": a
+  board's measurements, not the tracker's comparisons, of which a board gets one only where
+  another board measured the same cell, so that they come late and leave most placements
+  unscored) and `slow_gpu_flagged_after_h` (for the boards whose speed fell 10 %: hours from
+  then to the first observation at or after it at which the tracker flags the board (its
+  current flag, as the console shows it: a board flagged before and still flagged then counts
+  0), the worst of them; null if one never was, or none fell that far).
 - Health (`simulate --health`, health_signals.py): a policy that uses the health rule reads
   each signalled board as the agent would, every round, through telemetry.gpu_health.health_of,
   and plans it as the control plane does (telemetry.gpu_health.board_plan: at risk or braked,
@@ -49,6 +52,7 @@ class BoardWatch:
         self.fell_at = {g: t for g in boards.fast if (t := boards.fell_at(g, SLOW_DROP)) is not None}
         self.flagged_at: dict[str, float] = {}  # a fallen board -> its first flag at or after its fall
         self.errors: dict[str, list[float]] = defaultdict(list)
+        self.measured: dict[str, int] = defaultdict(int)  # a board -> jobs' rounds measured on it
         self.busy_gpu_s = 0.0
         self.limited_gpu_s = 0.0
 
@@ -104,6 +108,7 @@ class BoardWatch:
             return
         self.tracker.observe(gpus, cell, measured)
         for gpu in gpus:
+            self.measured[gpu] += 1
             fell = self.fell_at.get(gpu)
             if fell is not None and t >= fell and gpu not in self.flagged_at and self.tracker.flag(gpu):
                 self.flagged_at[gpu] = t
@@ -112,7 +117,7 @@ class BoardWatch:
         """The per-board prediction's error, once every board of the placement has enough behind it."""
         if self.tracker is None or not predicted or true <= 0:
             return
-        if any(self.tracker.speed(g).observations < MIN_OBSERVATIONS for g in gpus):
+        if any(self.measured[g] < MIN_OBSERVATIONS for g in gpus):
             return
         estimate = predicted * self.learnt_slowest(gpus)
         oldest = max(self.boards.age_days(g, t) for g in gpus)

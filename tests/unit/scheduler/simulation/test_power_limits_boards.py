@@ -167,6 +167,24 @@ def test_the_flag_delay_counts_from_the_fall_to_the_next_flag_and_is_null_when_n
     assert watch.metrics()["slow_gpu_flagged_after_h"] < 1.0
 
 
+def test_a_placement_is_scored_once_each_of_its_boards_was_measured_ten_times_compared_or_not():
+    """The issue's "MAPE after 10 observations per GPU": a board's own measurements count, also
+    those the tracker could not compare (no other board measured the cell)."""
+    boards = Boards(["a", "b"], seed=0, ageing=False, span_s=DAY_S)
+    watch = BoardWatch(boards, learns=True, truth_speeds=False)
+    for i in range(9):
+        watch.observe(["a"], Cell("w", "v100"), 10.0, i)  # alone in its cell: never compared
+        watch.observe(["b"], Cell("x", "v100"), 10.0, i)
+    watch.score(["a"], 9, predicted=11.0, true=10.0)
+    assert watch.metrics()["prediction_mape_by_gpu_age"] == {}  # 9 measurements: not yet
+    watch.observe(["a"], Cell("w", "v100"), 10.0, 9)
+    assert watch.tracker.speed("a").observations == 0
+    watch.score(["a"], 10, predicted=11.0, true=10.0)
+    watch.score(["a", "b"], 10, predicted=11.0, true=10.0)  # b has 9: the pair is not scored
+    bucket = age_bucket(boards.age_days("a", 10))
+    assert watch.metrics()["prediction_mape_by_gpu_age"] == {bucket: pytest.approx(0.1)}
+
+
 # ---- gogh learns each board's speed --------------------------------------------------------------
 @pytest.fixture(scope="module")
 def learned_run(reference_records, quick_model):
