@@ -176,20 +176,7 @@ def compile_instance(problem: Problem, *, lift_quotas: bool = False) -> Instance
         )
     idle_on = not settings.idle_gpus_powered_down
     memory = [memory_need(problem, job) for job in jobs]
-
-    def fits(j: int, gpu_type: str) -> bool:
-        return memory_fits(memory[j], problem.gpu_types[gpu_type]) and jobs[j].only_gpu_type in (None, gpu_type)
-
-    rent = replica_rent_w(problem, jobs, {t: cap.gpus for t, cap in capacity.items()},
-                          lambda w, t: power_per_gpu_alone(problem, w, t), fits) if any(j.service for j in jobs) else {}
-    all_options: list[Option] = []
-    for j, job in enumerate(jobs):
-        for gpu_type in capacity:
-            if not fits(j, gpu_type):
-                continue
-            rent_w = weight * rent.get(gpu_type, 0.0) if job.service else 0.0
-            all_options.extend(_job_options(problem, j, job, gpu_type, capacity[gpu_type], sizes, currents[j], weight,
-                                            idle_on, rent_w))
+    all_options = _all_options(problem, jobs, capacity, sizes, currents, weight, idle_on, memory)
     options_idx = _useful(all_options, values_surplus(settings))
     # Pairs are matched on what the jobs cost alone at the default limit: a lower limit makes
     # running alone cheaper, and matching against it formed fewer pairs, so fewer jobs fit the
@@ -229,6 +216,24 @@ def compile_instance(problem: Problem, *, lift_quotas: bool = False) -> Instance
         jobs, settings.fairness_weight > 0, [bool(inst.job_options[j] or inst.job_groups[j]) for j in range(len(jobs))]
     )
     return inst
+
+
+def _all_options(problem, jobs, capacity, sizes, currents, weight, idle_on, memory) -> list[Option]:
+    """Every job's options alone on every type its memory fits and it may use; a replica's priced
+    with the rent of its GPU (replica_rent.py)."""
+    def fits(j: int, gpu_type: str) -> bool:
+        return memory_fits(memory[j], problem.gpu_types[gpu_type]) and jobs[j].only_gpu_type in (None, gpu_type)
+
+    rent = replica_rent_w(problem, jobs, {t: cap.gpus for t, cap in capacity.items()},
+                          lambda w, t: power_per_gpu_alone(problem, w, t), fits) if any(j.service for j in jobs) else {}
+    out: list[Option] = []
+    for j, job in enumerate(jobs):
+        for gpu_type in capacity:
+            if fits(j, gpu_type):
+                rent_w = weight * rent.get(gpu_type, 0.0) if job.service else 0.0
+                out += _job_options(problem, j, job, gpu_type, capacity[gpu_type], sizes, currents[j], weight,
+                                    idle_on, rent_w)
+    return out
 
 
 def _pin(inst: Instance, currents: list) -> None:
