@@ -9,20 +9,11 @@ from .below_tmin import price_staying
 from .board_speeds import at_board_speeds
 from .candidates import group_candidates
 from .choices import Choice, Group, Option
-from .feasibility import (
-    layout_fits,
-    margin,
-    meets_tmin,
-    memory_fits,
-    move_cost,
-    option_cost,
-    uncertainty,
-    values_surplus,
-)
+from .feasibility import layout_fits, margin, meets_tmin, memory_fits, option_cost, uncertainty, values_surplus
 from .limit_levels import limit_levels
 from .problem import JobSpec, Problem
 from .quotas import Quotas, lift_within_quota, quota_key, use_of
-from .replica_rent import replica_rent
+from .replica_rent import replica_rent_w
 from .weights import cluster_load, energy_weight
 
 
@@ -229,32 +220,20 @@ def compile_instance(problem: Problem, *, lift_quotas: bool = False) -> Instance
 
 def _all_options(problem, jobs, capacity, sizes, currents, weight, idle_on, memory) -> list[Option]:
     """Every job's options alone on every type its memory fits and it may use; a replica's priced
-    with the rent of its GPU, from the training jobs' options (replica_rent.py)."""
-    by_job: list[list[Option]] = [[] for _ in jobs]
-    for service in (False, True):
-        rent = _rent(problem, jobs, capacity, by_job, weight) if service and any(j.service for j in jobs) else {}
-        for j, job in enumerate(jobs):
-            for gpu_type in capacity if job.service == service else ():
-                if memory_fits(memory[j], problem.gpu_types[gpu_type]) and job.only_gpu_type in (None, gpu_type):
-                    by_job[j] += _job_options(problem, j, job, gpu_type, capacity[gpu_type], sizes, currents[j],
-                                              weight, idle_on, rent.get(gpu_type, 0.0))
-    return [opt for options in by_job for opt in options]
+    with the rent of its GPU (replica_rent.py)."""
+    def fits(j: int, gpu_type: str) -> bool:
+        return memory_fits(memory[j], problem.gpu_types[gpu_type]) and jobs[j].only_gpu_type in (None, gpu_type)
 
-
-def _rent(problem, jobs, capacity, by_job: list[list[Option]], weight: float) -> dict[str, float]:
-    """replica_rent over the training jobs' options meeting T_min, each priced per GPU as if the
-    job were not placed yet (without its move)."""
-    alone = []
+    rent = replica_rent_w(problem, jobs, {t: cap.gpus for t, cap in capacity.items()},
+                          lambda w, t: power_per_gpu_alone(problem, w, t), fits) if any(j.service for j in jobs) else {}
+    out: list[Option] = []
     for j, job in enumerate(jobs):
-        costs: dict[str, tuple[float, int]] = {}
-        for opt in by_job[j] if not job.service and not job.probe else ():
-            if opt.meets_slo:
-                moves = move_cost(job, problem.settings, weight) if job.current is not None and not opt.current else 0.0
-                cost = (opt.cost - moves) / opt.num_gpus
-                if opt.gpu_type not in costs or cost < costs[opt.gpu_type][0]:
-                    costs[opt.gpu_type] = (cost, opt.num_gpus)
-        alone.append(costs)
-    return replica_rent(alone, {t: cap.gpus for t, cap in capacity.items()})
+        for gpu_type in capacity:
+            if fits(j, gpu_type):
+                rent_w = weight * rent.get(gpu_type, 0.0) if job.service else 0.0
+                out += _job_options(problem, j, job, gpu_type, capacity[gpu_type], sizes, currents[j], weight,
+                                    idle_on, rent_w)
+    return out
 
 
 def _pin(inst: Instance, currents: list) -> None:
