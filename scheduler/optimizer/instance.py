@@ -13,7 +13,6 @@ from .feasibility import layout_fits, margin, meets_tmin, memory_fits, option_co
 from .limit_levels import limit_levels
 from .problem import JobSpec, Problem
 from .quotas import Quotas, lift_within_quota, quota_key, use_of
-from .replica_rent import replica_rent_w
 from .weights import cluster_load, energy_weight
 
 
@@ -176,7 +175,14 @@ def compile_instance(problem: Problem, *, lift_quotas: bool = False) -> Instance
         )
     idle_on = not settings.idle_gpus_powered_down
     memory = [memory_need(problem, job) for job in jobs]
-    all_options = _all_options(problem, jobs, capacity, sizes, currents, weight, idle_on, memory)
+    all_options: list[Option] = []
+    for j, job in enumerate(jobs):
+        for gpu_type in capacity:
+            if not memory_fits(memory[j], problem.gpu_types[gpu_type]) or job.only_gpu_type not in (None, gpu_type):
+                continue
+            all_options.extend(
+                _job_options(problem, j, job, gpu_type, capacity[gpu_type], sizes, currents[j], weight, idle_on)
+            )
     options_idx = _useful(all_options, values_surplus(settings))
     # Pairs are matched on what the jobs cost alone at the default limit: a lower limit makes
     # running alone cheaper, and matching against it formed fewer pairs, so fewer jobs fit the
@@ -216,24 +222,6 @@ def compile_instance(problem: Problem, *, lift_quotas: bool = False) -> Instance
         jobs, settings.fairness_weight > 0, [bool(inst.job_options[j] or inst.job_groups[j]) for j in range(len(jobs))]
     )
     return inst
-
-
-def _all_options(problem, jobs, capacity, sizes, currents, weight, idle_on, memory) -> list[Option]:
-    """Every job's options alone on every type its memory fits and it may use; a replica's priced
-    with the rent of its GPU (replica_rent.py)."""
-    def fits(j: int, gpu_type: str) -> bool:
-        return memory_fits(memory[j], problem.gpu_types[gpu_type]) and jobs[j].only_gpu_type in (None, gpu_type)
-
-    rent = replica_rent_w(problem, jobs, {t: cap.gpus for t, cap in capacity.items()},
-                          lambda w, t: power_per_gpu_alone(problem, w, t), fits) if any(j.service for j in jobs) else {}
-    out: list[Option] = []
-    for j, job in enumerate(jobs):
-        for gpu_type in capacity:
-            if fits(j, gpu_type):
-                rent_w = weight * rent.get(gpu_type, 0.0) if job.service else 0.0
-                out += _job_options(problem, j, job, gpu_type, capacity[gpu_type], sizes, currents[j], weight,
-                                    idle_on, rent_w)
-    return out
 
 
 def _pin(inst: Instance, currents: list) -> None:
@@ -314,11 +302,10 @@ def power_per_gpu_alone(problem: Problem, workload: str, gpu_type: str) -> float
     return measured if measured is not None else problem.gpu_types[gpu_type].power_curve(1.0 if util is None else util)
 
 
-def _job_options(problem, j, job, gpu_type, cap, sizes, current, weight, idle_on, rent_w=0.0) -> list[Option]:
+def _job_options(problem, j, job, gpu_type, cap, sizes, current, weight, idle_on) -> list[Option]:
     """Job j alone on k GPUs of the type, each layout, where its throughput is known; a probe on
     exactly the largest block within D_j, at any throughput (unknown: 0, what it will measure).
-    Each configuration also at the type's lower power limits where they pay (limit_levels.py).
-    `rent_w`: a replica's GPU of the type priced at what training loses by it (replica_rent.py)."""
+    Each configuration also at the type's lower power limits where they pay (limit_levels.py)."""
     spec = problem.gpu_types[gpu_type]
     settings = problem.settings
     per_gpu = power_per_gpu_alone(problem, job.workload, gpu_type)
@@ -339,7 +326,7 @@ def _job_options(problem, j, job, gpu_type, cap, sizes, current, weight, idle_on
             )
             power = k * per_gpu
             migrates = current is not None and not is_current
-            cost = option_cost(job, spec, settings, k, tau, power, weight, idle_on, migrates) + rent_w
+            cost = option_cost(job, spec, settings, k, tau, power, weight, idle_on, migrates)
             sure = sure_share(problem, job, gpu_type, k, consolidated)
             default = Option(j, gpu_type, k, consolidated, tau, power, cost,
                              job.probe or meets_tmin(tau * sure, job), is_current)
@@ -348,7 +335,7 @@ def _job_options(problem, j, job, gpu_type, cap, sizes, current, weight, idle_on
                 # A lower limit changes no GPU: the job keeps its configuration (and its GPUs where
                 # it has them now), so the option is as current as the default one and moves as little.
                 at_tau, at_power = tau * speed, min(power * fraction, k * limit_w)
-                at_cost = option_cost(job, spec, settings, k, at_tau, at_power, weight, idle_on, migrates) + rent_w
+                at_cost = option_cost(job, spec, settings, k, at_tau, at_power, weight, idle_on, migrates)
                 if meets_tmin(at_tau * sure, job) and at_cost < cost:
                     out.append(replace(default, tau=at_tau, power_w=at_power, cost=at_cost, meets_slo=True,
                                        power_limit_w=limit_w))
