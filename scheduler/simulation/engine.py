@@ -287,7 +287,7 @@ class Simulation(ServiceRounds):
             steps_per_s=rate or None, power_w=p.predicted_power_w, num_gpus=len(p.gpu_ids),
             restart_overhead_s=self.overheads_seen.get(state.job.workload, DEFAULT_RESTART_OVERHEAD_S),
             placed_s_ago=t - state.placed_at, preemptions_last_hour=state.preemptions_since(t - HOUR_S), running=True,
-            moves=state.moves, measured=MeasuredRate.of(state.measured),
+            moves=state.moves, measured=MeasuredRate.of(state.measured), checkpointed=state.checkpoint_step > 0,
         )
 
     def _place(self, state: JobState, new: Placement | None, t: float) -> None:
