@@ -297,6 +297,7 @@ def running_work(jobs: list[Job], *, now=None) -> dict[int, RunningWork]:
             running=job.state == JobState.RUNNING.value,
             moves=moved.get(job.pk, 0),
             measured=MeasuredRate.of(observed.get(job.pk, ())),
+            checkpointed=bool(job.checkpoint_step),
         )
     return out
 

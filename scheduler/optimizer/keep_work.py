@@ -36,14 +36,18 @@ at_risk.py, and the job leaves at its checkpoint, not before). Its configuration
 it keeps it on other boards unless another pays for the move as any move must; placement gives
 it no board at risk, tries its other configurations where its own finds no room, and leaves it
 where it is only where none has room (placement.py). It keeps its protected level. A job that
-never checkpointed would throw away all its progress, now or at the failure; it stays (it may
-end first), unless it has run no longer than that.
+never checkpointed would throw away all its progress, now or at the failure: it leaves now where
+the work it expects to lose at the failure, if the board fails before it ends (failure_loss_s: an
+exponential lifetime of mean AT_RISK_MEAN_LIFE_S), is more than a move throws away now; one
+about to end stays.
 
 A running job alone on its GPUs whose measurements there put it below its T_min (`below_tmin`:
 by BELOW_TMIN_Z standard errors) is planned at its measured rate, not its prediction, and moves
 where a configuration is predicted to meet T_min at a rate at which the move pays
 (below_tmin.py), at its next checkpoint (as a job leaving a board at risk: a move then throws away at
-most LEAVE_AT_RISK_S of its work); the move budget does not hold it.
+most LEAVE_AT_RISK_S of its work) or sooner where what it lacks by staying, its shortfall over its
+remaining steps, outweighs what a move throws away (`worth_moving_below`); the move budget does
+not hold it.
 
 A probe (exploration.py) is a measurement on the GPUs it was given: it is pinned (moving it to
 save energy would measure another configuration), and it never climbs above other jobs after
@@ -72,6 +76,11 @@ SERVICE_MOVE_FACTOR = 1.5
 #: a round of its checkpoint in simulate (rounds of 6 min), and in the control plane (rounds of
 #: 30 s) about what a failure costs, on average, a job checkpointing every 20 minutes.
 LEAVE_AT_RISK_S = 600.0
+#: A board at risk is expected to fail after an exponentially distributed time of this mean, from
+#: now: what a job that never checkpointed expects to lose by staying on it (leaves_at_risk). No
+#: fleet's failures are at hand to fit it; the field studies behind the at-risk rule saw memory
+#: errors precede failures by hours (simulate --health draws 6-24 h, docs/gpu_health.md).
+AT_RISK_MEAN_LIFE_S = 12 * 3600.0
 #: A job is measured below its T_min where it runs once the mean of its measurements there is below
 #: T_min by this many standard errors, over at least MIN_MEASUREMENTS of them: one reading is noise
 #: (simulate's telemetry: 5 % a round), and a job moved on noise pays a restart for nothing.
@@ -116,6 +125,7 @@ class RunningWork:
     running: bool  # started (False: placed, not started: nothing lost but the placement)
     moves: int = 0  # times a round has moved it so far
     measured: MeasuredRate | None = None  # its telemetry where it runs now (alone); None: not measured there
+    checkpointed: bool = True  # it saved at least once (False: a stop throws away all its progress)
 
 
 def keep_work(
@@ -153,22 +163,20 @@ def _kept(spec: JobSpec, work: RunningWork | None, settings: SolverSettings, top
 
 def below_tmin(spec: JobSpec, work: RunningWork) -> tuple[float, float] | None:
     """(its measured rate, the least predicted rate at which a move pays) for a running job alone
-    on its GPUs whose measurements there say it runs below its T_min (MeasuredRate.surely_below),
-    whatever its prediction says; None otherwise, or where no move can pay. A move pays where the
-    job, redoing its steps since its checkpoint and paying its restart overhead, still ends sooner
-    than where it is: (remaining + since checkpoint) / rate' + overhead < remaining / measured; so
+    on its GPUs whose measurements there say it runs below its T_min (MeasuredRate.surely_below)
+    and for which a move now is worth the work it throws away (worth_moving_below), whatever its
+    prediction says; None otherwise, or where no move can pay. A move pays where the job, redoing
+    its steps since its checkpoint and paying its restart overhead, still ends sooner than where it
+    is: (remaining + since checkpoint) / rate' + overhead < remaining / measured; so
     rate' > (remaining + since checkpoint) / (remaining / measured - overhead), and at least T_min.
-    With its total steps unknown it runs on, and any configuration meeting T_min pays. It moves at
-    its next checkpoint, as a job leaving a board at risk does (a move then throws away at most
-    LEAVE_AT_RISK_S of its work; one that never checkpoints stays): ending sooner alone let a job a
-    few per cent below T_min throw away hours of work on several GPUs (simulate --health, seed 1:
-    70 GPU-hours for one four-GPU job, docs/simulation.md)."""
+    With its total steps unknown it runs on, and any configuration meeting T_min pays. This is the
+    one predicate of a move below T_min: the round's (keep_work) and simulate's (the round it solves)."""
     rate = work.measured
     if not work.running or rate is None or (spec.current and spec.current.partners):
         return None
-    if thrown_away_s(work) > LEAVE_AT_RISK_S:
-        return None
     if not rate.surely_below(spec.min_throughput) or rate.mean <= 0:
+        return None
+    if not worth_moving_below(spec.min_throughput, rate.mean, work):
         return None
     if work.remaining_steps is None:
         return rate.mean, spec.min_throughput
@@ -179,12 +187,48 @@ def below_tmin(spec: JobSpec, work: RunningWork) -> tuple[float, float] | None:
     return rate.mean, max(pays_at, spec.min_throughput)
 
 
+def worth_moving_below(t_min: float, measured: float, work: RunningWork) -> bool:
+    """Whether a job running at `measured` below `t_min` may move now: at its checkpoint (a move
+    throws away at most LEAVE_AT_RISK_S of its work), or where what it lacks by staying outweighs
+    what a move throws away. Staying, its remaining steps take remaining / measured instead of
+    remaining / t_min: that difference (its shortfall, seconds behind its contract) against the
+    seconds a move redoes and restarts (redo_s). A job just below T_min waits for its checkpoint,
+    one far below with long to run moves at once, and one that never checkpoints moves while its
+    shortfall is still larger than its progress. With its total steps unknown, only the checkpoint
+    bound: ending sooner alone let a job a few per cent below T_min throw away hours of work on
+    several GPUs (simulate --health, seed 1: 70 GPU-hours for one four-GPU job, docs/simulation.md)."""
+    if thrown_away_s(work) <= LEAVE_AT_RISK_S:
+        return True
+    if work.remaining_steps is None:
+        return False
+    shortfall_s = work.remaining_steps / measured - work.remaining_steps / t_min
+    return shortfall_s > redo_s(work)
+
+
 def leaves_at_risk(work: RunningWork) -> bool:
     """Whether a job on a board at risk leaves it this round: it has not started, or the work a
     move throws away (its steps since its checkpoint at its rate; unknown rate: all its time since
-    it was placed) is at most LEAVE_AT_RISK_S. The restart overhead is not counted: a failure
-    costs it too."""
-    return not work.running or thrown_away_s(work) <= LEAVE_AT_RISK_S
+    it was placed) is at most LEAVE_AT_RISK_S (the restart overhead is not counted: a failure
+    costs it too), or it never checkpointed and the work it expects to lose by staying is more than
+    a move throws away now (failure_loss_s). A job that checkpoints waits for its checkpoint: what
+    it would lose at a failure is then bounded by one interval."""
+    if not work.running or thrown_away_s(work) <= LEAVE_AT_RISK_S:
+        return True
+    if work.checkpointed or work.remaining_steps is None or not work.steps_per_s:
+        return False
+    return failure_loss_s(redo_s(work), work.remaining_steps / work.steps_per_s) > redo_s(work)
+
+
+def failure_loss_s(lost_now_s: float, left_s: float, mean_life_s: float = AT_RISK_MEAN_LIFE_S) -> float:
+    """Seconds a job with no checkpoint expects to lose by staying on a board at risk, where a stop
+    now costs it `lost_now_s` (its progress and restart, redo_s): the board fails after an
+    exponential time F of mean `mean_life_s`; if F comes before the job ends (in `left_s`), it
+    loses `lost_now_s` and the F seconds it ran since. With x = left_s / mean: lost_now x
+    (1 - e^-x) + mean x (1 - e^-x (1 + x)). A job about to end expects to lose little, one with
+    many hours left nearly what a stop costs now and up to a mean lifetime more."""
+    x = left_s / mean_life_s
+    survive = math.exp(-x)
+    return lost_now_s * (1.0 - survive) + mean_life_s * (1.0 - survive * (1.0 + x))
 
 
 def thrown_away_s(work: RunningWork) -> float:

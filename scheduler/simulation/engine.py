@@ -40,7 +40,7 @@ import time
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field, replace
 
-from scheduler.optimizer.keep_work import MeasuredRate, RunningWork, keep_work, leaves_at_risk
+from scheduler.optimizer.keep_work import MeasuredRate, RunningWork, below_tmin, keep_work, leaves_at_risk
 from scheduler.optimizer.problem import CurrentPlacement, JobSpec, Placement, Problem
 from scheduler.optimizer.registry import get_solver
 from scheduler.optimizer.service_partners import release_outgrown
@@ -129,7 +129,7 @@ class Simulation(ServiceRounds):
         self.ledger = TenantLedger(scenario.tenants, scenario.quotas, type_weights(scenario.gpu_types),
                                    scenario.half_life_s)
         self.runs_on: dict[str, frozenset[str]] = {}
-        self.below: set[str] = set()  # jobs measured below their T_min where they run (_newly_below)
+        self.below: set[str] = set()  # jobs measured below their T_min that may move now (_newly_below)
         if scenario.services and policy.solver in GAVEL_POLICIES:
             raise ValueError(f"{policy.name} cannot serve inference services (docs/simulation.md)")
         self.serving = (ServiceLoop(scenario.services, scenario.traces, round_s=scenario.round_s, seed=seed,
@@ -168,7 +168,9 @@ class Simulation(ServiceRounds):
                     t + round_s, (arrivals[0].arrival_s // round_s + (arrivals[0].arrival_s % round_s > 0)) * round_s
                 )
                 continue
-            changed |= self.watch.read_health(self.alive, t) or self._leaves_at_risk(t) or self._newly_below()
+            health = self.watch.read_health(self.alive, t)
+            leaving, below = self._leaves_at_risk(t), self._newly_below(t)  # both: _newly_below keeps its set
+            changed |= health or leaving or below
             if self.gavel is not None:
                 self._gavel_round(t)
             elif changed or (self.explorer is not None and self._may_probe()):
@@ -219,15 +221,8 @@ class Simulation(ServiceRounds):
         gpus = tuple(replace(g, speed=self.watch.planned_speed(g.id, t), slow=self.watch.planned_slow(g.id),
                              at_risk=self.watch.planned_at_risk(g.id))
                      for g in self.sc.gpus if g.id in self.alive and g.id not in self.reserved)
-        jobs = keep_work(tuple(
-            (JobSpec(s.job.id, s.job.workload, s.job.tenant, s.job.min_throughput, s.job.max_gpus,
-                     priority=int(SERVICES_FIRST and s.job.service is not None), service=s.job.service is not None,
-                     current=CurrentPlacement(s.placement.gpu_ids, s.placement.partners, s.placement.power_limit_w)
-                     if s.placement else None,
-                     fair_share=fair.get(s.job.tenant, 1.0)),
-             self._running_work(s, t))
-            for s in solved
-        ), self.settings, frozenset(g.id for g in gpus if g.at_risk))
+        jobs = keep_work(tuple((self._spec(s, fair.get(s.job.tenant, 1.0)), self._running_work(s, t)) for s in solved),
+                         self.settings, frozenset(g.id for g in gpus if g.at_risk))
         problem = release_outgrown(Problem(jobs=jobs, gpus=gpus,
                                            gpu_types=self.sc.gpu_types, predictions=self.predictions,
                                            settings=self.settings, load_history=tuple(self.load_history),
@@ -253,13 +248,24 @@ class Simulation(ServiceRounds):
         return bool(at_risk) and any(s.placement and at_risk.intersection(s.placement.gpu_ids)
                                      and leaves_at_risk(self._running_work(s, t)) for s in self.active.values())
 
-    def _newly_below(self) -> bool:
-        """Whether a job's measurements newly put it below its T_min where it runs (keep_work.below_tmin
-        may move it): the round then solves, as the control plane's rounds do every time."""
-        below = {i for i, s in self.active.items() if s.placement and not s.placement.partners
-                 and (rate := MeasuredRate.of(s.measured)) and rate.surely_below(s.job.min_throughput)}
+    def _newly_below(self, t: float) -> bool:
+        """Whether a job measured below its T_min newly may move (keep_work.below_tmin, the round's own
+        predicate: measured below and at the point where its move is worth the work it throws
+        away): the round then solves, as the control plane's rounds do every time. Solving when it
+        is first measured below, it solved while the job could not move yet and not when it could."""
+        below = {i for i, s in self.active.items() if s.placement and s.job.service is None
+                 and below_tmin(self._spec(s), self._running_work(s, t)) is not None}
         newly, self.below = below - self.below, below
         return bool(newly)
+
+    def _spec(self, state: JobState, fair_share: float = 1.0) -> JobSpec:
+        """The job as a round states it to the solver (before keep_work)."""
+        p = state.placement
+        return JobSpec(state.job.id, state.job.workload, state.job.tenant, state.job.min_throughput,
+                       state.job.max_gpus, priority=int(SERVICES_FIRST and state.job.service is not None),
+                       service=state.job.service is not None,
+                       current=CurrentPlacement(p.gpu_ids, p.partners, p.power_limit_w) if p else None,
+                       fair_share=fair_share)
 
     def _running_work(self, state: JobState, t: float) -> RunningWork | None:
         """What a placed job would lose, as a control plane knows it: its rate observed once it
@@ -281,7 +287,7 @@ class Simulation(ServiceRounds):
             steps_per_s=rate or None, power_w=p.predicted_power_w, num_gpus=len(p.gpu_ids),
             restart_overhead_s=self.overheads_seen.get(state.job.workload, DEFAULT_RESTART_OVERHEAD_S),
             placed_s_ago=t - state.placed_at, preemptions_last_hour=state.preemptions_since(t - HOUR_S), running=True,
-            moves=state.moves, measured=MeasuredRate.of(state.measured),
+            moves=state.moves, measured=MeasuredRate.of(state.measured), checkpointed=state.checkpoint_step > 0,
         )
 
     def _place(self, state: JobState, new: Placement | None, t: float) -> None:

@@ -45,6 +45,7 @@ def test_a_running_job_carries_what_a_move_would_throw_away(measured, alice, res
     assert spec.priority == 3 and spec_of(problem, waiting).priority == 2
     assert spec.move_penalty_w == pytest.approx(12000 / 200 * 1.2 + 50)
     assert spec.work_at_risk == pytest.approx(40.0) and not spec.pinned
+    assert running_work([Job.objects.get(pk=job.pk)])[job.pk].checkpointed
     assert spec_of(problem, waiting).move_penalty_w is None and spec_of(problem, waiting).work_at_risk == 0.0
 
 
@@ -66,6 +67,7 @@ def test_rate_power_cool_down_preemptions_and_moves_come_from_the_job_and_its_al
     assert (work.steps_since_checkpoint, work.remaining_steps, work.steps_per_s) == (500, 2000, 12.5)
     assert (work.power_w, work.num_gpus, work.restart_overhead_s, work.running) == (300.0, 1, 30.0, True)
     assert work.placed_s_ago == pytest.approx(60, abs=5) and work.preemptions_last_hour == 1 and work.moves == 1
+    assert not work.checkpointed  # no checkpoint yet: a stop throws away all of its 500 steps
     assert spec_of(problem_from_database(SolverConfig.load()), job).pinned  # placed a minute ago
 
 

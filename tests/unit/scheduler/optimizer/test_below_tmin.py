@@ -5,7 +5,7 @@ from dataclasses import replace
 import pytest
 
 from scheduler.optimizer import Placement, SolverSettings, keep_work
-from scheduler.optimizer.keep_work import MeasuredRate, RunningWork, below_tmin
+from scheduler.optimizer.keep_work import MeasuredRate, RunningWork, below_tmin, worth_moving_below
 
 from .factory import gpu_type, job, node, problem
 from .rounds import PowerTable, solve, work_of
@@ -93,12 +93,36 @@ def test_with_no_room_for_a_configuration_meeting_tmin_it_keeps_running_where_it
     assert plan.placements["1"].predicted_throughput == 1.8  # planned at what it measured
 
 
-def test_it_moves_only_at_its_checkpoint():
-    """Since its checkpoint 5400 steps at 9/s: 600 s thrown away, it moves; 5409 steps, 601 s, it
-    waits for its checkpoint; a job that never checkpoints and has run an hour stays."""
+def test_it_moves_at_its_checkpoint_or_where_its_shortfall_outweighs_the_work_thrown_away():
+    """T_min 10, measured 9/s (and its rate 9/s), restart 30 s. Since its checkpoint 5400 steps: 600 s
+    thrown away, it moves; 5409 steps, 601 s: 36,000 steps left take 4000 s at 9/s and 3600 s at
+    T_min, 400 s behind, less than the 631 s a move costs: it waits for its checkpoint; a job that
+    never checkpoints, has run an hour and runs on (no total) stays."""
     spec = job(1, tmin=10.0, current=(["v-0"], []))
-    assert below_tmin(spec, RunningWork(**running(rate(9.0), since=5400.0, remaining=360_000.0))) is not None
-    assert below_tmin(spec, RunningWork(**running(rate(9.0), since=5409.0, remaining=360_000.0))) is None
+    assert below_tmin(spec, RunningWork(**running(rate(9.0), since=5400.0, remaining=36_000.0))) is not None
+    assert below_tmin(spec, RunningWork(**running(rate(9.0), since=5409.0, remaining=36_000.0))) is None
     assert below_tmin(spec, RunningWork(**running(rate(9.0), since=32_400.0, remaining=None))) is None
     (waiting,) = keep_work([(spec, RunningWork(**running(rate(9.0), since=5409.0, moves=3)))], SETTINGS)
     assert waiting.measured_throughput is None and waiting.pinned  # its move budget holds it again
+
+
+# (T_min, measured = its rate, steps since its checkpoint, steps left, moves now); restart 30 s.
+# Shortfall: left / measured - left / T_min; a move costs since / measured + 30 s.
+WORTH_MOVING = [
+    (10.0, 9.0, 5400.0, 36_000.0, True),  # 600 s since: at its checkpoint
+    (10.0, 9.0, 9000.0, 36_000.0, False),  # 400 s behind < 1030 s
+    (10.0, 9.0, 9000.0, 360_000.0, True),  # 4000 s behind > 1030 s
+    (10.0, 9.0, 9000.0, 92_700.0, False),  # 1030 s behind = 1030 s: not more
+    (10.0, 9.0, 9000.0, 92_790.0, True),  # 1031 s behind
+    (10.0, 9.0, 90_000.0, 360_000.0, False),  # never saved, 10,000 s of progress > 4000 s behind
+    (10.0, 5.0, 10_000.0, 36_000.0, True),  # half its T_min: 3600 s behind > 2030 s
+    (10.0, 9.0, 9000.0, None, False),  # runs on: only the checkpoint bound
+]
+
+
+@pytest.mark.parametrize(("t_min", "measured", "since", "left", "moves"), WORTH_MOVING)
+def test_worth_moving_below_weighs_the_shortfall_against_the_work_a_move_throws_away(t_min, measured, since, left,
+                                                                                      moves):
+    work = RunningWork(**running(rate(measured), since=since, remaining=left, steps_per_s=measured))
+    assert worth_moving_below(t_min, measured, work) is moves
+    assert (below_tmin(job(1, tmin=t_min, current=(["v-0"], [])), work) is not None) is moves

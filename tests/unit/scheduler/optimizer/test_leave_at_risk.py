@@ -5,7 +5,7 @@ from dataclasses import replace
 import pytest
 
 from scheduler.optimizer import Placement, SolverSettings, keep_work
-from scheduler.optimizer.keep_work import LEAVE_AT_RISK_S, leaves_at_risk
+from scheduler.optimizer.keep_work import AT_RISK_MEAN_LIFE_S, LEAVE_AT_RISK_S, failure_loss_s, leaves_at_risk
 
 from .factory import gpu_type, job, node, problem
 from .rounds import PowerTable, solve, work_of
@@ -27,9 +27,34 @@ def test_unknown_rate_counts_the_time_since_placed_and_a_job_not_started_always_
     assert leaves_at_risk(work(running=False, steps_since_checkpoint=1e6))
 
 
-def test_a_job_that_never_checkpointed_stays_once_it_ran_longer_than_the_window():
-    """Its steps since the checkpoint are all its progress: 10,000 steps at 2/s are 5000 s."""
-    assert not leaves_at_risk(work(steps_since_checkpoint=10_000.0))
+def test_a_job_that_checkpoints_waits_for_its_checkpoint_however_long_it_runs():
+    """10,000 steps at 2/s since its checkpoint are 5000 s; two days left."""
+    assert not leaves_at_risk(work(steps_since_checkpoint=10_000.0, remaining_steps=345_600.0))
+
+
+# (its progress, all unsaved, and the time it has left, at 2 steps/s; restart 30 s; the expected
+# loss staying, failure_loss_s with a mean lifetime of 12 h; whether it leaves now).
+NEVER_SAVED = [
+    (5000.0, 1000.0, 126.49, False),  # about to end: 126 s expected < 5030 s now
+    (5000.0, 172_800.0, 44_181.69, True),  # two days left: nearly sure to fail first
+    (72_000.0, 43_200.0, 56_946.86, False),  # 20 h of progress, 12 h left: 56,947 s < 72,030 s
+    (7200.0, 43_200.0, 15_985.45, True),  # 2 h of progress, 12 h left: 15,985 s > 7230 s
+]
+
+
+@pytest.mark.parametrize(("progress_s", "left_s", "expected_loss_s", "leaves"), NEVER_SAVED)
+def test_a_job_that_never_checkpointed_leaves_where_it_expects_to_lose_more_by_staying(progress_s, left_s,
+                                                                                        expected_loss_s, leaves):
+    assert failure_loss_s(progress_s + 30.0, left_s) == pytest.approx(expected_loss_s, abs=0.01)
+    never = work(steps_since_checkpoint=2 * progress_s, remaining_steps=2 * left_s, checkpointed=False)
+    assert leaves_at_risk(never) is leaves
+    assert leaves_at_risk(replace(never, checkpointed=True)) is False  # would wait for its checkpoint
+    assert leaves_at_risk(replace(never, remaining_steps=None)) is False  # runs on: no end to weigh
+
+
+def test_the_expected_loss_of_staying_grows_with_the_time_left_towards_a_stop_and_a_lifetime():
+    assert failure_loss_s(1000.0, 0.0) == 0.0  # ends now: nothing to lose
+    assert failure_loss_s(1000.0, 1e9) == pytest.approx(1000.0 + AT_RISK_MEAN_LIFE_S)
 
 
 def test_a_leaving_job_is_neither_held_by_its_cool_down_nor_its_move_budget():

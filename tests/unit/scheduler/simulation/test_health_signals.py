@@ -169,24 +169,28 @@ def test_a_running_job_leaves_an_at_risk_board_at_its_next_checkpoint():
     assert with_rule.jobs[0].done_at is not None and without.jobs[0].done_at is not None
 
 
-def test_a_job_measured_below_its_tmin_moves_where_its_prediction_meets_it():
-    """Job a (T_min 9.5, up to two GPUs) is predicted at 10 on one V100 and truly runs at 9: its
-    prediction, which this policy never corrects, says it meets T_min. Its measurements (noise 0)
-    say otherwise after five rounds (30 min), and two V100s are predicted at 19: it moves there, at
-    a checkpoint (every 300 s of training: a move throws away at most that). Never checkpointing,
-    it would throw away all its work: it stays."""
+def _below_tmin_run(checkpoint_interval_s, t_min=9.5):
+    """Job a (T_min 9.5 unless said, up to two GPUs) is predicted at 10 on one V100 and truly runs at 9, for 5 h:
+    its prediction, which this policy never corrects, says it meets T_min; two V100s are predicted
+    at 19. Noise 0: its fifth measurement (t = 1800 s, rounds of 360 s) puts it surely below."""
     from catalog.measurement_record import MeasurementRecord
-    from scheduler.optimizer.keep_work import MIN_MEASUREMENTS
 
     def rows(one, two):
         return [MeasurementRecord("A", "v100", one), MeasurementRecord("A", "v100", two, num_gpus=2)]
 
-    def run(checkpoint_interval_s):
-        jobs = (SimJob("a", "A", 0.0, 2, 5 * HOUR_S * 9.0, 9.5, checkpoint_interval_s),)
-        sc = Scenario(jobs=jobs, gpus=build_gpus((("v100", 2),)), gpu_types=gpu_types(["v100"]), boards=Boards(()))
-        return sc, Simulation(sc, Truth(rows(9.0, 17.0), deviation=0.0, noise=0.0), Policy("g", "ilp", "catalog"),
-                              ObservedCatalog(rows(10.0, 19.0))).run()
+    jobs = (SimJob("a", "A", 0.0, 2, 5 * HOUR_S * 9.0, t_min, checkpoint_interval_s),)
+    sc = Scenario(jobs=jobs, gpus=build_gpus((("v100", 2),)), gpu_types=gpu_types(["v100"]), boards=Boards(()))
+    return sc, Simulation(sc, Truth(rows(9.0, 17.0), deviation=0.0, noise=0.0), Policy("g", "ilp", "catalog"),
+                          ObservedCatalog(rows(10.0, 19.0))).run()
 
+
+def test_a_job_measured_below_its_tmin_moves_where_its_prediction_meets_it():
+    """Its measurements say it is below T_min after five rounds (30 min): it moves to two V100s, at a
+    checkpoint (every 300 s of training: a move throws away at most that). Never checkpointing,
+    it would throw away all its work: it stays."""
+    from scheduler.optimizer.keep_work import MIN_MEASUREMENTS
+
+    run = _below_tmin_run
     sc, checkpointing = run(300.0)
     (state,) = checkpointing.jobs
     assert checkpointing.interruptions == {"moved": 1} and len(state.last_gpus) == 2
@@ -195,3 +199,27 @@ def test_a_job_measured_below_its_tmin_moves_where_its_prediction_meets_it():
     _, never = run(None)
     (state,) = never.jobs
     assert never.interruptions == {} and len(state.last_gpus) == 1
+
+
+def test_a_job_measured_below_its_tmin_moves_at_the_round_after_its_checkpoint():
+    """With T_min 9.2 and a checkpoint every 1000 s, job a is measured below at t = 1800 s, 800 s
+    after its checkpoint: more than LEAVE_AT_RISK_S, and more than it lacks by staying (its 145,800
+    steps left take 16,200 s at 9/s, 15,848 s at 9.2/s: 352 s behind), so it may not move yet. The
+    round at 2160 s, 160 s after the checkpoint at 2000 s, solves because it now may, and moves it:
+    160 GPU-s thrown away, below T_min for 2160 s and the restart overhead (30 s). The round used to
+    solve at 1800 s only, and the job ran below T_min for its whole 5 h."""
+    sc, run = _below_tmin_run(1000.0, t_min=9.2)
+    (state,) = run.jobs
+    assert run.interruptions == {"moved": 1} and len(state.last_gpus) == 2
+    assert run.lost_gpu_s["moved"] == pytest.approx(160.0)
+    assert state.below_s == pytest.approx(2160.0 + sc.restart_overhead("A"))
+
+
+def test_a_job_far_enough_below_its_tmin_moves_before_its_checkpoint():
+    """At T_min 9.5 the same job lacks 16,200 - 15,347 = 853 s by staying, more than the 800 s since
+    its checkpoint and the 30 s restart a move costs: it moves at t = 1800 s, throwing away 800 GPU-s."""
+    sc, run = _below_tmin_run(1000.0)
+    (state,) = run.jobs
+    assert run.interruptions == {"moved": 1} and len(state.last_gpus) == 2
+    assert run.lost_gpu_s["moved"] == pytest.approx(800.0)
+    assert state.below_s == pytest.approx(1800.0 + sc.restart_overhead("A"))
