@@ -70,7 +70,7 @@ def test_the_embedded_broker_shows_a_worker_no_message_before_it_is_written_whol
     rename = os.replace
 
     def taking_a_look_first(source, target):
-        with connect() as worker, worker.SimpleQueue("rounds") as queue:
+        with connect() as worker, worker.SimpleQueue("whole-message") as queue:
             with pytest.raises(queue.Empty):
                 queue.get(timeout=0)
             seen_before_rename.append(Path(source).read_bytes())
@@ -78,11 +78,11 @@ def test_the_embedded_broker_shows_a_worker_no_message_before_it_is_written_whol
 
     monkeypatch.setattr(broker_transport.os, "replace", taking_a_look_first)
     payload = {"round": 7, "pad": "x" * 100_000}
-    with connect() as client, client.SimpleQueue("rounds") as queue:
+    with connect() as client, client.SimpleQueue("whole-message") as queue:
         queue.put(payload)
     assert len(seen_before_rename) == 1
-    assert json.loads(seen_before_rename[0])["properties"]["delivery_info"]["routing_key"] == "rounds"  # whole
-    with connect() as worker, worker.SimpleQueue("rounds") as queue:
+    assert json.loads(seen_before_rename[0])["properties"]["delivery_info"]["routing_key"] == "whole-message"  # whole
+    with connect() as worker, worker.SimpleQueue("whole-message") as queue:
         message = queue.get(timeout=1)
         assert message.payload == payload
         message.ack()
