@@ -33,7 +33,7 @@ from .optimizer import (
     keep_work,
 )
 from .optimizer.catalog_predictions import CatalogPredictions
-from .optimizer.finish_time import best_rate, fair_rate, pace
+from .optimizer.finish_time import best_rate, fair_rate, pace, pace_bound
 from .optimizer.keep_work import MeasuredRate
 from .optimizer.limit_levels import type_levels
 from .optimizer.problem import QuotaSpec
@@ -176,8 +176,8 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
 def _with_paces(specs, jobs, predictions, gpu_specs, kept_jobs, kept_gpus) -> tuple[JobSpec, ...]:
     """Each training job's pace (optimizer.finish_time, as simulate computes it): its time since
     submission and its steps left, against its time with 1/n of every usable GPU (the round's
-    and those of jobs kept in place), n the active jobs. A job that gave no total_steps, and a
-    service replica, keep none."""
+    and those of jobs kept in place), n the active jobs, to its tenant's bound (its factor). A
+    job that gave no total_steps, and a service replica, keep none."""
     capacity = Counter(g.gpu_type for g in gpu_specs)
     capacity.update(Gpu.objects.filter(pk__in=kept_gpus, external_holder="").values_list("gpu_type__name", flat=True))
     n, now, by_id = len(jobs) + len(kept_jobs), timezone.now(), {str(job.pk): job for job in jobs}
@@ -190,7 +190,7 @@ def _with_paces(specs, jobs, predictions, gpu_specs, kept_jobs, kept_gpus) -> tu
         out.append(replace(spec, pace=pace(
             (now - job.submitted_at).total_seconds(), job.total_steps - (job.steps_done or 0), job.total_steps,
             spec.min_throughput, fair_rate(predictions, spec.workload, spec.max_gpus, capacity, n),
-            best_rate(predictions, spec.workload, spec.max_gpus, capacity))))
+            best_rate(predictions, spec.workload, spec.max_gpus, capacity), pace_bound(spec.fair_share))))
     return tuple(out)
 
 

@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterable, Mapping
 
 from .aggregation import TypeCapacity
-from .finish_time import PACE_VALUE_W, pace_value
+from .finish_time import PACE_VALUE_W, pace_value, share_boost
 from .problem import MAX_THETA, GpuTypeSpec, JobSpec, SolverSettings
 
 NO_MEMORY = (
@@ -178,9 +178,11 @@ def group_cost(jobs: tuple[JobSpec, ...], spec: GpuTypeSpec, settings: SolverSet
 
 def pace_worth(job: JobSpec, tau: float, weight: float) -> float:
     """What running at `tau` is worth to a job behind its finish-time fairness (finish_time.py):
-    PACE_VALUE_W, at the round's energy weight (at least 1, so a busy round's dearer power does
-    not outweigh it and a quiet one's cheaper power does not make it cheap), times the part of
-    the way from T_min to its pace that `tau` covers."""
+    PACE_VALUE_W, raised for a tenant below its share (finish_time.share_boost), at the round's
+    energy weight (at least 1, so a busy round's dearer power does not outweigh it and a quiet
+    one's cheaper power does not make it cheap), times the part of the way from T_min to its
+    pace that `tau` covers."""
     if job.probe or job.pace <= job.min_throughput:
         return 0.0
-    return max(weight, 1.0) * PACE_VALUE_W * pace_value(job.min_throughput, job.pace, tau)
+    worth = PACE_VALUE_W * share_boost(job.fair_share)
+    return max(weight, 1.0) * worth * pace_value(job.min_throughput, job.pace, tau)

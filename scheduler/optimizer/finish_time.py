@@ -20,10 +20,19 @@ from T_min to its pace that its predicted throughput covers (feasibility.option_
 behind is sped up with the capacity and power that the admitted jobs' T_min leave, and an
 option only faster than the pace is worth no more. The control plane (problem_source) and
 the simulator compute the pace with these functions.
+
+**Tenants below their share go first.** A tenant that left part u of its entitled fraction
+unused over the fair-share half-life (fair_share.unused_share: u = 1 - U/S, 0 at or above its
+share) has its jobs paced to a tighter bound, PACE_RHO - SHARE_RHO_CUT x u, and each of its
+jobs' pace is worth (1 + u) x PACE_VALUE_W: where spare capacity cannot speed up every job
+behind, those of the tenants that received least of their share get it first, and they are
+sped up further (more of their D_j GPUs, faster types). Still no constraint: nobody's T_min,
+admission or quota is given up for it.
 """
 import math
 from collections.abc import Mapping
 
+from .fair_share import unused_share
 from .gavel import GavelJob, equal_share_throughput
 from .problem import Predictions
 
@@ -36,6 +45,19 @@ PACE_RHO = 2.0
 #: above the power of one V100 over a K80 (about 140 W), so a single-GPU job behind moves to a
 #: faster type where one is free; a job that needs several more GPUs gets them only in part.
 PACE_VALUE_W = 400.0
+#: How much tighter than PACE_RHO the bound of a tenant that used none of its share is (1.2,
+#: the rho Gavel's FTF policy reaches in the quiet multi-tenant scenario's best case).
+SHARE_RHO_CUT = 0.8
+
+
+def pace_bound(fair_share: float) -> float:
+    """The rho a job of a tenant with fair-share factor `fair_share` is paced to (see the module's text)."""
+    return PACE_RHO - SHARE_RHO_CUT * unused_share(fair_share)
+
+
+def share_boost(fair_share: float) -> float:
+    """What a job's pace is worth, in PACE_VALUE_W, for a tenant with this factor: 1 + its unused share."""
+    return 1.0 + unused_share(fair_share)
 
 
 def fair_rate(predictions: Predictions, workload: str, max_gpus: int, capacity: Mapping[str, int], n: float) -> float:

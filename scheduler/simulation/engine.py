@@ -40,7 +40,7 @@ import time
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field, replace
 
-from scheduler.optimizer.finish_time import best_rate, fair_rate, pace
+from scheduler.optimizer.finish_time import best_rate, fair_rate, pace, pace_bound
 from scheduler.optimizer.keep_work import MeasuredRate, RunningWork, keep_work, leaves_at_risk
 from scheduler.optimizer.problem import CurrentPlacement, JobSpec, Placement, Problem
 from scheduler.optimizer.registry import get_solver
@@ -215,7 +215,8 @@ class Simulation(ServiceRounds):
     def _solve(self, t: float, changed: bool = True) -> None:
         """Decide the round: solve when something changed or (exploring) a probe starts or ends.
         Each job carries its tenant's fair-share factor and its pace; the problem, the scenario's quotas."""
-        fair, paces = self.ledger.factors(), self._paces(t)
+        fair = self.ledger.factors()
+        paces = self._paces(t, fair)
         solved = [s for s in self.active.values() if not (s.placement and s.placement.gpu_ids[0] in self.reserved)]
         gpus = tuple(replace(g, speed=self.watch.planned_speed(g.id, t), slow=self.watch.planned_slow(g.id),
                              at_risk=self.watch.planned_at_risk(g.id))
@@ -247,9 +248,10 @@ class Simulation(ServiceRounds):
         for state in solved:
             self._place(state, allocation.placements.get(state.job.id), t)
 
-    def _paces(self, t: float) -> dict[str, float]:
+    def _paces(self, t: float, fair: dict[str, float]) -> dict[str, float]:
         """Each active training job's pace (finish_time.py) from the predictions, with 1/n of the
-        live GPUs, n the jobs in the system now, as the control plane computes it."""
+        live GPUs, n the jobs in the system now, to its tenant's bound (`fair`: the factors), as
+        the control plane computes it."""
         capacity = Counter(g.gpu_type for g in self.sc.gpus if g.id in self.alive)
         n = len(self.active)
         out = {}
@@ -258,7 +260,8 @@ class Simulation(ServiceRounds):
             if job.service is None:
                 out[job.id] = pace(t - job.arrival_s, s.remaining, job.total_steps, job.min_throughput,
                                    fair_rate(self.predictions, job.workload, job.max_gpus, capacity, n),
-                                   best_rate(self.predictions, job.workload, job.max_gpus, capacity))
+                                   best_rate(self.predictions, job.workload, job.max_gpus, capacity),
+                                   pace_bound(fair.get(job.tenant, 1.0)))
         return out
 
     def _leaves_at_risk(self, t: float) -> bool:

@@ -7,8 +7,18 @@ from dataclasses import replace
 import pytest
 
 from scheduler.optimizer import get_solver
+from scheduler.optimizer.fair_share import unused_share
 from scheduler.optimizer.feasibility import pace_worth
-from scheduler.optimizer.finish_time import PACE_VALUE_W, best_rate, fair_rate, pace, pace_value
+from scheduler.optimizer.finish_time import (
+    PACE_RHO,
+    PACE_VALUE_W,
+    best_rate,
+    fair_rate,
+    pace,
+    pace_bound,
+    pace_value,
+    share_boost,
+)
 
 from .factory import TablePredictions, gpu_type, job, node, problem
 
@@ -72,11 +82,32 @@ def test_an_option_is_worth_the_part_of_the_way_to_the_pace_it_covers():
 
 
 def test_pace_worth_counts_the_energy_weight_at_least_one_and_never_for_a_probe():
-    paced = replace(job(1, tmin=1.0), pace=3.0)
+    paced = replace(job(1, tmin=1.0), pace=3.0, fair_share=0.5)  # a tenant at its share: no boost
     assert pace_worth(paced, 2.0, 0.5) == pytest.approx(0.5 * PACE_VALUE_W)
     assert pace_worth(paced, 2.0, 2.0) == pytest.approx(2.0 * 0.5 * PACE_VALUE_W)
     assert pace_worth(replace(paced, probe=True), 2.0, 1.0) == 0.0
     assert pace_worth(job(1, tmin=1.0), 2.0, 1.0) == 0.0
+
+
+def test_a_tenant_below_its_share_is_paced_tighter_and_its_pace_is_worth_more():
+    """U/S = 0.5 (F = 2^-0.5): half its share unused: bound 2 - 0.8 x 0.5 = 1.6, worth 1.5 x.
+    At or above its share (F <= 0.5) nothing changes; one that used nothing (F = 1): 1.2, 2 x."""
+    half = 2 ** -0.5
+    assert unused_share(half) == pytest.approx(0.5)
+    assert (unused_share(0.5), unused_share(0.25), unused_share(0.0), unused_share(1.0)) == (0.0, 0.0, 0.0, 1.0)
+    assert (pace_bound(0.5), pace_bound(0.1)) == (PACE_RHO, PACE_RHO)
+    assert pace_bound(half) == pytest.approx(1.6)
+    assert pace_bound(1.0) == pytest.approx(1.2)
+    assert share_boost(half) == pytest.approx(1.5)
+    paced = replace(job(1, tmin=1.0), pace=3.0, fair_share=half)
+    assert pace_worth(paced, 2.0, 1.0) == pytest.approx(1.5 * 0.5 * PACE_VALUE_W)
+
+
+def test_a_tighter_bound_asks_a_faster_pace():
+    """2000 steps, fair rate 2 (1000 s alone with 1/n); 500 s in, 1500 left: to rho 2, 1500 s
+    left, 1 step/s; to rho 1.2, 700 s left, 1500 / 700 = 2.14 steps/s."""
+    assert pace(500, 1500, 2000, 0.5, 2.0, 3.0, bound=2.0) == pytest.approx(1.0)
+    assert pace(500, 1500, 2000, 0.5, 2.0, 3.0, bound=1.2) == pytest.approx(1500 / 700)
 
 
 SLOW, FAST = gpu_type("slow", tdp=100), gpu_type("fast", tdp=300)
@@ -100,6 +131,38 @@ def test_a_pace_never_costs_another_job_its_place():
     preds = TablePredictions(taus={("a", "slow", 1, True): 6, ("a", "fast", 1, True): 20,
                                    ("b", "slow", 1, True): 6, ("b", "fast", 1, True): 20})
     jobs = [replace(job(1, "a", tmin=5), pace=20.0), job(2, "b", tmin=10)]
+    result = get_solver("ilp").solve(problem(jobs, node("slow", "s", 1) + node("fast", "f", 1), [SLOW, FAST], preds))
+    assert result.placements["1"].gpu_type == "slow"
+    assert result.placements["2"].gpu_type == "fast"
+
+
+def test_the_spare_fast_gpu_goes_to_the_job_of_the_tenant_below_its_share():
+    """Two slow GPUs (100 W, 6/s), one fast (300 W, 20/s); A and B (T_min 5, pace 20) of two
+    tenants. The fast GPU is worth 400 W x boost, a slow one 400 x boost x (6 - 5) / 15. With A's
+    tenant at its share (boost 1) and B's unused (boost 2): A fast + B slow = (300 - 400) +
+    (100 - 53.3) = -53.3 W; B fast + A slow = (300 - 800) + (100 - 26.7) = -426.7 W: B gets it.
+    Swap the tenants' factors and A gets it. Both run either way."""
+    preds = TablePredictions(taus={("a", "slow", 1, True): 6, ("a", "fast", 1, True): 20})
+    gpus = node("slow", "s", 2) + node("fast", "f", 1)
+
+    def fast_goes_to(factor_a, factor_b):
+        jobs = [replace(job(1, "a", tenant="ta", tmin=5), pace=20.0, fair_share=factor_a),
+                replace(job(2, "a", tenant="tb", tmin=5), pace=20.0, fair_share=factor_b)]
+        placements = get_solver("ilp").solve(problem(jobs, gpus, [SLOW, FAST], preds)).placements
+        assert set(placements) == {"1", "2"}
+        return [j for j, p in placements.items() if p.gpu_type == "fast"]
+
+    assert fast_goes_to(0.5, 1.0) == ["2"]
+    assert fast_goes_to(1.0, 0.5) == ["1"]
+
+
+def test_a_tenant_below_its_share_never_takes_another_jobs_t_min():
+    """One fast GPU, one slow; B (T_min 10) runs only on the fast one, A (pace 20) of a tenant
+    that used nothing would like it too: B keeps it, A runs on the slow one."""
+    preds = TablePredictions(taus={("a", "slow", 1, True): 6, ("a", "fast", 1, True): 20,
+                                   ("b", "slow", 1, True): 6, ("b", "fast", 1, True): 20})
+    jobs = [replace(job(1, "a", tenant="idle", tmin=5), pace=20.0, fair_share=1.0),
+            replace(job(2, "b", tenant="busy", tmin=10), fair_share=0.1)]
     result = get_solver("ilp").solve(problem(jobs, node("slow", "s", 1) + node("fast", "f", 1), [SLOW, FAST], preds))
     assert result.placements["1"].gpu_type == "slow"
     assert result.placements["2"].gpu_type == "fast"
