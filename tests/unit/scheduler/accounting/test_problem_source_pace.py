@@ -1,12 +1,14 @@
 """The round's problem carries each job's pace (optimizer.finish_time), as simulate computes it:
-the steps/s that bring its finish-time fairness to PACE_RHO, from its time since submission and
-its steps left, against its time with 1/n of the cluster."""
+the steps/s that bring its finish-time fairness to its tenant's bound (PACE_RHO at or above its
+share, tighter below it), from its time since submission and its steps left, against its time
+with 1/n of the cluster."""
 from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from scheduler import services
-from scheduler.models import Job, SolverConfig
+from scheduler.models import Job, SolverConfig, TenantUsage
 from scheduler.problem_source import problem_from_database
 
 
@@ -15,6 +17,8 @@ def test_a_job_behind_gets_the_pace_that_brings_it_back(measured, alice, bob, re
     new = services.job_submit(owner=bob, workload=resnet50, min_throughput=5.0, max_gpus=1, total_steps=28800).job
     unknown = services.job_submit(owner=bob, workload=resnet50, min_throughput=4.0, max_gpus=1).job
     Job.objects.filter(pk=behind.pk).update(submitted_at=behind.submitted_at - timedelta(hours=1.5), steps_done=14400)
+    for tenant in (behind.tenant, new.tenant):  # both used exactly their share: F = 0.5, bound PACE_RHO = 2
+        TenantUsage.objects.create(tenant=tenant, gpu_hours=3.0, factor=0.5, updated_at=timezone.now())
     specs = {spec.id: spec for spec in problem_from_database(SolverConfig.load()).jobs}
     # 1/3 of 4 V100 (10 steps/s) and 2 K80 (4): 4/3 + 2/3 of the time, scaled to 2/3 and 1/3,
     # fair rate 10 x 2/3 + 4 / 3 = 8 steps/s: 3600 s with 1/n of the cluster, rho 2 at 7200 s.
@@ -23,3 +27,14 @@ def test_a_job_behind_gets_the_pace_that_brings_it_back(measured, alice, bob, re
     # new: 28800 steps in 7200 s need 4 steps/s, below its T_min 5: no pace; no total_steps: none
     assert specs[str(new.pk)].pace == 0.0
     assert specs[str(unknown.pk)].pace == 0.0
+
+
+def test_a_tenant_below_its_share_is_paced_to_a_tighter_bound(measured, alice, bob, resnet50):
+    """bob's tenant has used nothing (no usage row: factor 1.0, bound 2 - 0.8 = 1.2): a new job's
+    28800 steps in 1.2 x 3600 = 4320 s need 6.67 steps/s, above its T_min 5, where at bound 2 it
+    had none (the test above)."""
+    new = services.job_submit(owner=bob, workload=resnet50, min_throughput=5.0, max_gpus=1, total_steps=28800).job
+    services.job_submit(owner=alice, workload=resnet50, min_throughput=4.0, max_gpus=1)  # n = 3, as above
+    services.job_submit(owner=bob, workload=resnet50, min_throughput=4.0, max_gpus=1)
+    specs = {spec.id: spec for spec in problem_from_database(SolverConfig.load()).jobs}
+    assert specs[str(new.pk)].pace == pytest.approx(28800 / 4320, rel=1e-3)
