@@ -251,7 +251,9 @@ class Simulation(ServiceRounds):
     def _paces(self, t: float, fair: dict[str, float]) -> dict[str, float]:
         """Each active training job's pace (finish_time.py) from the predictions, with 1/n of the
         live GPUs, n the jobs in the system now, to its tenant's bound (`fair`: the factors), as
-        the control plane computes it."""
+        the control plane computes it (none for a policy planning without predictions)."""
+        if self.predictions is None:
+            return {}
         capacity = Counter(g.gpu_type for g in self.sc.gpus if g.id in self.alive)
         n = len(self.active)
         out = {}
