@@ -8,7 +8,6 @@ entitled fraction of the cluster). F = 1: it used nothing; 0.5: it used exactly 
 towards 0: far more. The factor orders admission within a priority level (admission.py);
 the control plane (scheduler.accounting) and the simulator both compute it with these functions.
 """
-import math
 
 
 def decayed(value: float, elapsed_s: float, half_life_s: float) -> float:
@@ -32,15 +31,6 @@ def factors(usage: dict[str, float], shares: dict[str, float]) -> dict[str, floa
     """Every tenant's factor (tenants with shares; usage of others counts in the total)."""
     total_usage, total_shares = sum(usage.values()), sum(shares.values())
     return {tenant: factor(usage.get(tenant, 0.0), total_usage, s, total_shares) for tenant, s in shares.items()}
-
-
-def unused_share(fair_share: float) -> float:
-    """The part of its entitled fraction a tenant left unused, 1 - U/S, read back from its
-    factor (U/S = -log2 F): 0 at or above its share (F <= 0.5), 1 when it used nothing (F = 1).
-    What finish_time.py gives such a tenant's jobs first claim on spare capacity by."""
-    if fair_share <= 0.5:
-        return 0.0
-    return min(1.0, 1.0 + math.log2(fair_share))
 
 
 #: The GPU whose hour is one unit of usage: a V100 (SXM2, 300 W). A type's GPU-hour counts
