@@ -40,6 +40,7 @@ import time
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field, replace
 
+from scheduler.optimizer.finish_time import best_rate, fair_rate, pace, shared_by_tenants
 from scheduler.optimizer.keep_work import MeasuredRate, RunningWork, keep_work, leaves_at_risk
 from scheduler.optimizer.problem import CurrentPlacement, JobSpec, Placement, Problem
 from scheduler.optimizer.registry import get_solver
@@ -213,8 +214,8 @@ class Simulation(ServiceRounds):
 
     def _solve(self, t: float, changed: bool = True) -> None:
         """Decide the round: solve when something changed or (exploring) a probe starts or ends.
-        Each job carries its tenant's fair-share factor; the problem, the scenario's quotas."""
-        fair = self.ledger.factors()
+        Each job carries its tenant's fair-share factor and its pace; the problem, the scenario's quotas."""
+        fair, paces = self.ledger.factors(), self._paces(t)
         solved = [s for s in self.active.values() if not (s.placement and s.placement.gpu_ids[0] in self.reserved)]
         gpus = tuple(replace(g, speed=self.watch.planned_speed(g.id, t), slow=self.watch.planned_slow(g.id),
                              at_risk=self.watch.planned_at_risk(g.id))
@@ -224,7 +225,7 @@ class Simulation(ServiceRounds):
                      priority=int(SERVICES_FIRST and s.job.service is not None), service=s.job.service is not None,
                      current=CurrentPlacement(s.placement.gpu_ids, s.placement.partners, s.placement.power_limit_w)
                      if s.placement else None,
-                     fair_share=fair.get(s.job.tenant, 1.0)),
+                     fair_share=fair.get(s.job.tenant, 1.0), pace=paces.get(s.job.id, 0.0)),
              self._running_work(s, t))
             for s in solved
         ), self.settings, frozenset(g.id for g in gpus if g.at_risk))
@@ -245,6 +246,23 @@ class Simulation(ServiceRounds):
         self.load_history.append(allocation.load)
         for state in solved:
             self._place(state, allocation.placements.get(state.job.id), t)
+
+    def _paces(self, t: float) -> dict[str, float]:
+        """Each active training job's pace (finish_time.py) from the predictions, with 1/n of the
+        live GPUs, n the jobs in the system now, as the control plane computes it (none with one
+        tenant, nor for a policy planning without predictions)."""
+        if self.predictions is None or not shared_by_tenants(len(self.sc.tenants)):
+            return {}
+        capacity = Counter(g.gpu_type for g in self.sc.gpus if g.id in self.alive)
+        n = len(self.active)
+        out = {}
+        for s in self.active.values():
+            job = s.job
+            if job.service is None:
+                out[job.id] = pace(t - job.arrival_s, s.remaining, job.total_steps, job.min_throughput,
+                                   fair_rate(self.predictions, job.workload, job.max_gpus, capacity, n),
+                                   best_rate(self.predictions, job.workload, job.max_gpus, capacity))
+        return out
 
     def _leaves_at_risk(self, t: float) -> bool:
         """Whether a job on a board at risk reached the point where it leaves it (keep_work): the
