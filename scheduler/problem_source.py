@@ -33,6 +33,7 @@ from .optimizer import (
     keep_work,
 )
 from .optimizer.catalog_predictions import CatalogPredictions
+from .optimizer.finish_time import best_rate, fair_rate, pace, shared_by_tenants
 from .optimizer.keep_work import MeasuredRate
 from .optimizer.limit_levels import type_levels
 from .optimizer.problem import QuotaSpec
@@ -162,12 +163,37 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
     works = running_work([job for job in jobs if job.pk in current])
     at_risk = frozenset(g.id for g in gpu_specs if g.at_risk)  # their jobs leave them (keep_work)
     job_specs = keep_work([(spec, works.get(int(spec.id))) for spec in job_specs], settings, at_risk)
+    predictions = planning_predictions({j.workload for j in job_specs}, include_shadow=config.shadow_mode)
+    job_specs = _with_paces(job_specs, jobs, predictions, gpu_specs, kept_jobs, kept_gpus)
     return release_outgrown(Problem(
         jobs=job_specs, gpus=gpu_specs, gpu_types=types,
-        predictions=planning_predictions({j.workload for j in job_specs}, include_shadow=config.shadow_mode),
+        predictions=predictions,
         settings=settings, load_history=history, quotas=_quotas(kept_jobs),
         no_borrowing=frozenset(Tenant.objects.filter(may_borrow=False).values_list("slug", flat=True)),
     ))
+
+
+def _with_paces(specs, jobs, predictions, gpu_specs, kept_jobs, kept_gpus) -> tuple[JobSpec, ...]:
+    """Each training job's pace (optimizer.finish_time, as simulate computes it): its time since
+    submission and its steps left, against its time with 1/n of every usable GPU (the round's
+    and those of jobs kept in place), n the active jobs. A job that gave no total_steps, and a
+    service replica, keep none; nor does any job while the cluster has one tenant."""
+    if not shared_by_tenants(Tenant.objects.count()):
+        return specs
+    capacity = Counter(g.gpu_type for g in gpu_specs)
+    capacity.update(Gpu.objects.filter(pk__in=kept_gpus, external_holder="").values_list("gpu_type__name", flat=True))
+    n, now, by_id = len(jobs) + len(kept_jobs), timezone.now(), {str(job.pk): job for job in jobs}
+    out = []
+    for spec in specs:
+        job = by_id.get(spec.id)
+        if job is None or not job.total_steps or spec.service or spec.probe:
+            out.append(spec)
+            continue
+        out.append(replace(spec, pace=pace(
+            (now - job.submitted_at).total_seconds(), job.total_steps - (job.steps_done or 0), job.total_steps,
+            spec.min_throughput, fair_rate(predictions, spec.workload, spec.max_gpus, capacity, n),
+            best_rate(predictions, spec.workload, spec.max_gpus, capacity))))
+    return tuple(out)
 
 
 def services_first(specs: tuple[JobSpec, ...]) -> tuple[JobSpec, ...]:

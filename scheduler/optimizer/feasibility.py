@@ -16,6 +16,7 @@ import math
 from collections.abc import Iterable, Mapping
 
 from .aggregation import TypeCapacity
+from .finish_time import PACE_VALUE_W, pace_value
 from .problem import MAX_THETA, GpuTypeSpec, JobSpec, SolverSettings
 
 NO_MEMORY = (
@@ -145,6 +146,7 @@ def option_cost(job: JobSpec, spec: GpuTypeSpec, settings: SolverSettings, k: in
     cost = weight * (power - (k * spec.idle_w if idle_on else 0.0))
     if tau >= job.min_throughput and not job.probe:  # a probe is a measurement: its speed is worth nothing
         cost -= settings.throughput_value_w * min(tau / job.min_throughput - 1.0, 1.0)
+        cost -= pace_worth(job, tau, weight)
     if migrates:
         cost += move_cost(job, settings, weight)
     return cost
@@ -170,4 +172,15 @@ def group_cost(jobs: tuple[JobSpec, ...], spec: GpuTypeSpec, settings: SolverSet
     cost = weight * (power - (spec.idle_w if idle_on else 0.0))
     cost += sum(move_cost(job, settings, weight) for job in moving)
     surplus = sum(min(tau / job.min_throughput - 1.0, 1.0) for job, tau in zip(jobs, taus))
-    return cost - settings.throughput_value_w * surplus
+    paced = sum(pace_worth(job, tau, weight) for job, tau in zip(jobs, taus))
+    return cost - settings.throughput_value_w * surplus - paced
+
+
+def pace_worth(job: JobSpec, tau: float, weight: float) -> float:
+    """What running at `tau` is worth to a job behind its finish-time fairness (finish_time.py):
+    PACE_VALUE_W, at the round's energy weight (at least 1, so a busy round's dearer power does
+    not outweigh it and a quiet one's cheaper power does not make it cheap), times the part of
+    the way from T_min to its pace that `tau` covers."""
+    if job.probe or job.pace <= job.min_throughput:
+        return 0.0
+    return max(weight, 1.0) * PACE_VALUE_W * pace_value(job.min_throughput, job.pace, tau)

@@ -183,7 +183,7 @@ def compile_instance(problem: Problem, *, lift_quotas: bool = False) -> Instance
             all_options.extend(
                 _job_options(problem, j, job, gpu_type, capacity[gpu_type], sizes, currents[j], weight, idle_on)
             )
-    options_idx = _useful(all_options, values_surplus(settings))
+    options_idx = _useful(all_options, values_surplus(settings), {j for j, job in enumerate(jobs) if job.pace > 0})
     # Pairs are matched on what the jobs cost alone at the default limit: a lower limit makes
     # running alone cheaper, and matching against it formed fewer pairs, so fewer jobs fit the
     # cluster (bench_solver at 256 GPUs admitted one job less). Each pair matched is then
@@ -352,19 +352,19 @@ def sure_share(problem: Problem, job: JobSpec, gpu_type: str, k: int, consolidat
     return margin(log_sd, measured, problem.settings)
 
 
-def _useful(options: list[Option], keep_surplus: bool) -> list[int]:
+def _useful(options: list[Option], keep_surplus: bool, paced: set[int]) -> list[int]:
     """Indices of options meeting T_min, and of every job's current option even below it
     (predictions may have fallen since it was placed: stopping it would lose its work, moving
     it elsewhere is still open); without a value on surplus throughput (neither
-    throughput_value_w nor a fairness weight), a larger configuration of the same type and
-    placement style only costs more, so it is dropped, and of one configuration's power limits
-    only the cheapest is kept."""
+    throughput_value_w nor a fairness weight, nor a pace for the job: `paced`), a larger
+    configuration of the same type and placement style only costs more, so it is dropped, and
+    of one configuration's power limits only the cheapest is kept."""
     best: dict[tuple, int] = {}
     keep = []
     for i, opt in enumerate(options):
         if not opt.meets_slo and not opt.current:
             continue
-        if keep_surplus or opt.current:
+        if keep_surplus or opt.current or opt.job in paced:
             keep.append(i)
             continue
         key = (opt.job, opt.gpu_type, opt.consolidated)

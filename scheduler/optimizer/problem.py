@@ -128,6 +128,9 @@ class JobSpec:
     # Its tenant's fair-share factor (fair_share.py), 0..1: within a priority level, jobs of
     # tenants that used less of their share are admitted first (admission.py).
     fair_share: float = 1.0
+    # The steps/s that keep its finish-time fairness (finish_time.py; 0: T_min is enough): in
+    # the power phase, throughput from T_min up to it is worth up to finish_time.PACE_VALUE_W.
+    pace: float = 0.0
     # A replica of an inference service (docs/services.md): its T_min is its latency SLO, so a
     # shared GPU where it no longer meets it is not kept (candidates.py), and it keeps its GPU
     # when its partner leaves (placement.py); keep_work.py prices its moves higher.

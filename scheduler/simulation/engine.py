@@ -40,6 +40,7 @@ import time
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field, replace
 
+from scheduler.optimizer.finish_time import best_rate, fair_rate, pace, shared_by_tenants
 from scheduler.optimizer.keep_work import MeasuredRate, RunningWork, below_tmin, keep_work, leaves_at_risk
 from scheduler.optimizer.problem import CurrentPlacement, JobSpec, Placement, Problem
 from scheduler.optimizer.registry import get_solver
@@ -215,13 +216,14 @@ class Simulation(ServiceRounds):
 
     def _solve(self, t: float, changed: bool = True) -> None:
         """Decide the round: solve when something changed or (exploring) a probe starts or ends.
-        Each job carries its tenant's fair-share factor; the problem, the scenario's quotas."""
-        fair = self.ledger.factors()
+        Each job carries its tenant's fair-share factor and its pace; the problem, the scenario's quotas."""
+        fair, paces = self.ledger.factors(), self._paces(t)
         solved = [s for s in self.active.values() if not (s.placement and s.placement.gpu_ids[0] in self.reserved)]
         gpus = tuple(replace(g, speed=self.watch.planned_speed(g.id, t), slow=self.watch.planned_slow(g.id),
                              at_risk=self.watch.planned_at_risk(g.id))
                      for g in self.sc.gpus if g.id in self.alive and g.id not in self.reserved)
-        jobs = keep_work(tuple((self._spec(s, fair.get(s.job.tenant, 1.0)), self._running_work(s, t)) for s in solved),
+        jobs = keep_work(tuple((self._spec(s, fair.get(s.job.tenant, 1.0), paces.get(s.job.id, 0.0)),
+                                self._running_work(s, t)) for s in solved),
                          self.settings, frozenset(g.id for g in gpus if g.at_risk))
         problem = release_outgrown(Problem(jobs=jobs, gpus=gpus,
                                            gpu_types=self.sc.gpu_types, predictions=self.predictions,
@@ -241,6 +243,23 @@ class Simulation(ServiceRounds):
         for state in solved:
             self._place(state, allocation.placements.get(state.job.id), t)
 
+    def _paces(self, t: float) -> dict[str, float]:
+        """Each active training job's pace (finish_time.py) from the predictions, with 1/n of the
+        live GPUs, n the jobs in the system now, as the control plane computes it (none with one
+        tenant, nor for a policy planning without predictions)."""
+        if self.predictions is None or not shared_by_tenants(len(self.sc.tenants)):
+            return {}
+        capacity = Counter(g.gpu_type for g in self.sc.gpus if g.id in self.alive)
+        n = len(self.active)
+        out = {}
+        for s in self.active.values():
+            job = s.job
+            if job.service is None:
+                out[job.id] = pace(t - job.arrival_s, s.remaining, job.total_steps, job.min_throughput,
+                                   fair_rate(self.predictions, job.workload, job.max_gpus, capacity, n),
+                                   best_rate(self.predictions, job.workload, job.max_gpus, capacity))
+        return out
+
     def _leaves_at_risk(self, t: float) -> bool:
         """Whether a job on a board at risk reached the point where it leaves it (keep_work): the
         round then solves, as the control plane's rounds do every time."""
@@ -258,14 +277,14 @@ class Simulation(ServiceRounds):
         newly, self.below = below - self.below, below
         return bool(newly)
 
-    def _spec(self, state: JobState, fair_share: float = 1.0) -> JobSpec:
+    def _spec(self, state: JobState, fair_share: float = 1.0, pace: float = 0.0) -> JobSpec:
         """The job as a round states it to the solver (before keep_work)."""
         p = state.placement
         return JobSpec(state.job.id, state.job.workload, state.job.tenant, state.job.min_throughput,
                        state.job.max_gpus, priority=int(SERVICES_FIRST and state.job.service is not None),
                        service=state.job.service is not None,
                        current=CurrentPlacement(p.gpu_ids, p.partners, p.power_limit_w) if p else None,
-                       fair_share=fair_share)
+                       fair_share=fair_share, pace=pace)
 
     def _running_work(self, state: JobState, t: float) -> RunningWork | None:
         """What a placed job would lose, as a control plane knows it: its rate observed once it
