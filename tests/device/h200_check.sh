@@ -11,6 +11,8 @@
 # checkpoint (docs/jobs.md) and succeed with one restart.
 # With "suite", only the benchmark suite's 1-GPU part runs (tests/device/profile_suite.sh), and
 # its CSV is imported into the catalog set up here (the suite's new workloads created first).
+# With "limits", only the power limits' check runs (tests/device/limits_check.py): the job at each
+# limit a round may choose, NVML's power and the job's steps/s, the default put back; needs root.
 set -u
 PY=${PY:-python3}
 OUT=${OUT:-/tmp/gogh-device-out}
@@ -20,6 +22,10 @@ MODE=${3:-}
 mkdir -p "$OUT"
 export GOGH_VAR_DIR=${GOGH_VAR_DIR:-/tmp/gogh-device} GOGH_TELEMETRY_MEASUREMENT_INTERVAL_S=15 PYTHONUNBUFFERED=1
 rm -rf "$GOGH_VAR_DIR"
+if [ "$MODE" = limits ]; then
+    OUT="$OUT" $PY tests/device/limits_check.py --steps "$STEPS" --model "$MODEL"
+    exit $?
+fi
 started=$(date +%s)
 step() { echo "[$(( $(date +%s) - started ))s] $*"; }
 
