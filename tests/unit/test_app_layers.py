@@ -27,6 +27,7 @@ LAYERS = {
     "gogh_web.cache_config": 0,
     "gogh_web.celery": 0,
     "gogh_web.celery_config": 0,
+    "gogh_web.broker_transport": 0,
     "gogh_web.cli_args": 0,
     "gogh_web.env": 0,
     "gogh_web.events": 0,
