@@ -19,7 +19,9 @@ _spec = importlib.util.spec_from_file_location("limits_check", ROOT / "tests" / 
 limits_check = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(limits_check)
 
-TINY_JOB = [sys.executable, str(ROOT / "tests" / "device" / "train_job.py"), "--model", "tiny", "--steps", "60",
+#: Long enough that the job's timed part (after its warm-up) spans many samples 0.01 s apart: 60
+#: steps ran in 0.05 s on a quiet CPU, and no sample fell inside.
+TINY_JOB = [sys.executable, str(ROOT / "tests" / "device" / "train_job.py"), "--model", "tiny", "--steps", "1500",
             "--batch-size", "2", "--checkpoint-every", "0"]
 
 
@@ -38,7 +40,7 @@ def test_every_level_is_set_and_measured_then_the_default_comes_back(node, monke
     seen = []
     set_limit = backend.set_power_limit
     monkeypatch.setattr(backend, "set_power_limit", lambda i, w: (seen.append((w, nvml.limits_mw[i])), set_limit(i, w)))
-    report = limits_check.measure(backend, 0, TINY_JOB, env, every_s=0.05)
+    report = limits_check.measure(backend, 0, TINY_JOB, env, every_s=0.01)
     # 60-90 % of the 300 W default, then the default itself; the restore last.
     assert [w for w, _ in seen] == [180, 210, 240, 270, 300, 300]
     assert [level["limit_w"] for level in report["levels"]] == [180, 210, 240, 270, 300]
