@@ -33,7 +33,7 @@ from .optimizer import (
     keep_work,
 )
 from .optimizer.catalog_predictions import CatalogPredictions
-from .optimizer.finish_time import best_rate, fair_rate, pace, shared_by_tenants
+from .optimizer.finish_time import job_pace, shared_by_tenants
 from .optimizer.keep_work import MeasuredRate
 from .optimizer.limit_levels import type_levels
 from .optimizer.problem import QuotaSpec
@@ -189,10 +189,10 @@ def _with_paces(specs, jobs, predictions, gpu_specs, kept_jobs, kept_gpus) -> tu
         if job is None or not job.total_steps or spec.service or spec.probe:
             out.append(spec)
             continue
-        out.append(replace(spec, pace=pace(
-            (now - job.submitted_at).total_seconds(), job.total_steps - (job.steps_done or 0), job.total_steps,
-            spec.min_throughput, fair_rate(predictions, spec.workload, spec.max_gpus, capacity, n),
-            best_rate(predictions, spec.workload, spec.max_gpus, capacity))))
+        out.append(replace(spec, pace=job_pace(
+            predictions, capacity, n, workload=spec.workload, max_gpus=spec.max_gpus,
+            min_throughput=spec.min_throughput, elapsed_s=(now - job.submitted_at).total_seconds(),
+            remaining_steps=job.total_steps - (job.steps_done or 0), total_steps=job.total_steps)))
     return tuple(out)
 
 

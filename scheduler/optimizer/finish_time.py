@@ -82,6 +82,15 @@ def pace(elapsed_s: float, remaining_steps: float, total_steps: float, min_throu
     return min(needed, best) if best > min_throughput else 0.0
 
 
+def job_pace(predictions: Predictions, capacity: Mapping[str, int], n: float, *, workload: str, max_gpus: int,
+             min_throughput: float, elapsed_s: float, remaining_steps: float, total_steps: float) -> float:
+    """A job's pace from the round's predictions, with 1/n of `capacity` as its fair share: the one
+    computation of the control plane (problem_source) and the simulator."""
+    return pace(elapsed_s, remaining_steps, total_steps, min_throughput,
+                fair_rate(predictions, workload, max_gpus, capacity, n),
+                best_rate(predictions, workload, max_gpus, capacity))
+
+
 def pace_value(min_throughput: float, job_pace: float, tau: float) -> float:
     """The share of PACE_VALUE_W an option of predicted throughput `tau` earns: the part of the
     way from T_min to the pace it covers (0 below T_min or without a pace, 1 at the pace or

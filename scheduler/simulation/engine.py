@@ -40,7 +40,7 @@ import time
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field, replace
 
-from scheduler.optimizer.finish_time import best_rate, fair_rate, pace, shared_by_tenants
+from scheduler.optimizer.finish_time import job_pace, shared_by_tenants
 from scheduler.optimizer.keep_work import MeasuredRate, RunningWork, below_tmin, keep_work, leaves_at_risk
 from scheduler.optimizer.problem import CurrentPlacement, JobSpec, Placement, Problem
 from scheduler.optimizer.registry import get_solver
@@ -251,14 +251,10 @@ class Simulation(ServiceRounds):
             return {}
         capacity = Counter(g.gpu_type for g in self.sc.gpus if g.id in self.alive)
         n = len(self.active)
-        out = {}
-        for s in self.active.values():
-            job = s.job
-            if job.service is None:
-                out[job.id] = pace(t - job.arrival_s, s.remaining, job.total_steps, job.min_throughput,
-                                   fair_rate(self.predictions, job.workload, job.max_gpus, capacity, n),
-                                   best_rate(self.predictions, job.workload, job.max_gpus, capacity))
-        return out
+        return {s.job.id: job_pace(self.predictions, capacity, n, workload=s.job.workload, max_gpus=s.job.max_gpus,
+                                   min_throughput=s.job.min_throughput, elapsed_s=t - s.job.arrival_s,
+                                   remaining_steps=s.remaining, total_steps=s.job.total_steps)
+                for s in self.active.values() if s.job.service is None}
 
     def _leaves_at_risk(self, t: float) -> bool:
         """Whether a job on a board at risk reached the point where it leaves it (keep_work): the
