@@ -32,9 +32,8 @@ from telemetry.agent.nvml import NvmlBackend  # noqa: E402
 WARM_UP_FRACTION = 0.2
 
 
-def levels_for(info) -> list[float]:
+def levels_for(info, default: float) -> list[float]:
     """The limits a round may choose for this board, lowest first, then its default."""
-    default = info.power_limit_default_w or info.power_limit_w
     below = type_levels(default, [(info.power_limit_min_w, info.power_limit_max_w, default, None)])
     return [*below, default]
 
@@ -75,7 +74,7 @@ def run_job(argv: list[str], env: dict, sample, every_s: float) -> dict:
 def measure(backend: NvmlBackend, index: int, job_argv: list[str], env: dict, every_s: float = 1.0) -> dict:
     """Every level of GPU `index` in turn, then its default limit back; the report."""
     info = backend.devices()[index]
-    uuid = info.uuid
+    uuid, default = info.uuid, info.power_limit_default_w or info.power_limit_w
     report = {"gpu": info.product_name, "uuid": uuid, "default_w": info.power_limit_default_w,
               "range_w": [info.power_limit_min_w, info.power_limit_max_w], "levels": []}
 
@@ -83,7 +82,7 @@ def measure(backend: NvmlBackend, index: int, job_argv: list[str], env: dict, ev
         return [s for s in backend.sample(time.time()) if s.uuid == uuid]
 
     try:
-        for watts in levels_for(info):
+        for watts in levels_for(info, default):
             level = {"limit_w": watts}
             report["levels"].append(level)
             try:
@@ -94,7 +93,6 @@ def measure(backend: NvmlBackend, index: int, job_argv: list[str], env: dict, ev
             level["enforced_w"] = backend.power_limit(index)
             level.update(run_job(job_argv, env, sample, every_s))
     finally:
-        default = info.power_limit_default_w or info.power_limit_w
         try:
             backend.set_power_limit(index, default)
         except PowerLimitRefused as refused:
