@@ -1,16 +1,18 @@
 """The round's problem carries each job's pace (optimizer.finish_time), as simulate computes it:
 the steps/s that bring its finish-time fairness to PACE_RHO, from its time since submission and
-its steps left, against its time with 1/n of the cluster."""
+its steps left, against its time with 1/n of the cluster; and the jobs of a tenant holding less
+than its entitlement (optimizer.entitlement) their fastest rate as pace."""
 from datetime import timedelta
 
 import pytest
 
-from scheduler import services
+from scheduler import problem_source, services
 from scheduler.models import Job, SolverConfig
 from scheduler.problem_source import problem_from_database
 
 
-def test_a_job_behind_gets_the_pace_that_brings_it_back(measured, alice, bob, resnet50):
+def test_a_job_behind_gets_the_pace_that_brings_it_back(measured, alice, bob, resnet50, monkeypatch):
+    monkeypatch.setattr(problem_source, "behind_entitlement", lambda jobs, *args: jobs)  # the pace alone
     behind = services.job_submit(owner=alice, workload=resnet50, min_throughput=4.0, max_gpus=1, total_steps=28800).job
     new = services.job_submit(owner=bob, workload=resnet50, min_throughput=5.0, max_gpus=1, total_steps=28800).job
     unknown = services.job_submit(owner=bob, workload=resnet50, min_throughput=4.0, max_gpus=1).job
@@ -32,3 +34,19 @@ def test_with_one_tenant_no_job_is_paced(measured, alice, resnet50):
     Job.objects.filter(pk=behind.pk).update(submitted_at=behind.submitted_at - timedelta(hours=1.5), steps_done=14400)
     (spec,) = problem_from_database(SolverConfig.load()).jobs
     assert spec.pace == 0.0
+
+
+def test_the_jobs_of_tenants_below_their_entitlement_get_their_best_rate_as_pace(measured, alice, bob, resnet50):
+    """Nothing runs: both tenants hold none of the GPUs their jobs ask, so each job is marked
+    behind with its fastest predicted rate within D_j (10 steps/s on a V100) as pace, with or
+    without total_steps."""
+    services.job_submit(owner=alice, workload=resnet50, min_throughput=4.0, max_gpus=1, total_steps=28800)
+    services.job_submit(owner=bob, workload=resnet50, min_throughput=4.0, max_gpus=1)
+    specs = problem_from_database(SolverConfig.load()).jobs
+    assert [(spec.behind_share, spec.pace) for spec in specs] == [(True, pytest.approx(10.0))] * 2
+
+
+def test_with_one_tenant_no_job_is_marked_behind(measured, alice, resnet50):
+    services.job_submit(owner=alice, workload=resnet50, min_throughput=4.0, max_gpus=1, total_steps=28800)
+    (spec,) = problem_from_database(SolverConfig.load()).jobs
+    assert not spec.behind_share and spec.pace == 0.0
