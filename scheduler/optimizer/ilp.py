@@ -37,7 +37,6 @@ from .ilp_model import (
     level_maxima,
     objective,
     quota_maxima,
-    released_floors,
     start_of,
 )
 from .instance import Instance
@@ -114,7 +113,7 @@ class IlpSolver(Solver):
                 inst, known, Limit.of(started, ADMISSION_SHARE * settings.time_limit_s, settings.node_limit), notes,
                 latest,
             )
-            model = build(inst, phase="power", admit_floors=floors, quota_floors=released_floors(inst, quota_floors))
+            model = build(inst, phase="power", admit_floors=floors, quota_floors=quota_floors)
             status, gap, bound = self._run(model, settings.backend, limit, settings.gap, "power")
             if status != "optimal":
                 notes.append(f"Power phase stopped at {limit_words(settings)}.")

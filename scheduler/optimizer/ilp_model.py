@@ -184,19 +184,6 @@ def quota_maxima(inst: Instance) -> dict[int, float]:
     return out
 
 
-def released_floors(inst: Instance, quota_floors: dict[int, float]) -> dict[int, float]:
-    """The power phase's in-quota floors less the units of the jobs whose pace is out of reach
-    (JobSpec.pace_urgency > 1, finish_time.urgency): such a job may leave its tenant's quota
-    for a faster type it borrows (a recsys job on its K80 quota for an idle V100), admitted all
-    the same; the admission stages counted it within its quota like any other job."""
-    units = level_units(inst)
-    out = dict(quota_floors)
-    for j, job in enumerate(inst.jobs):
-        if job.pace_urgency > 1 and inst.values[j] > 0 and job.priority in out:
-            out[job.priority] = max(out[job.priority] - inst.values[j] / units[job.priority], 0.0)
-    return out
-
-
 def admitted_by_level(inst: Instance, choices: list[Choice]) -> dict[int, float]:
     """Admitted value per priority level, in units of the level's plain job."""
     out: dict[int, float] = {}

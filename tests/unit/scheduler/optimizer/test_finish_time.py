@@ -19,7 +19,6 @@ from scheduler.optimizer.finish_time import (
     shared_by_tenants,
     urgency,
 )
-from scheduler.optimizer.problem import QuotaSpec
 
 from .factory import TablePredictions, gpu_type, job, node, problem
 
@@ -153,17 +152,3 @@ def test_the_job_furthest_behind_outbids_a_job_within_reach_for_the_one_fast_gpu
     result = get_solver("ilp").solve(problem(jobs, node("slow", "s", 1) + node("fast", "f", 1), [SLOW, FAST], preds))
     assert result.placements["2"].gpu_type == "fast"
     assert result.placements["1"].gpu_type == "slow"
-
-
-def test_a_job_whose_pace_is_out_of_reach_may_leave_its_tenants_quota_for_a_faster_type():
-    """Tenant a owns the slow GPU, b (no jobs now) the fast one. A (tenant a, T_min 5, pace 20)
-    within reach is held within its quota: the power phase keeps the admission's in-quota
-    count, so it stays on the slow GPU although the fast one is worth more. Out of reach
-    (urgency 3) it is released from that count and borrows the idle fast GPU, admitted all the
-    same."""
-    quotas = (QuotaSpec("a", "slow", 1), QuotaSpec("b", "fast", 1))
-    base = replace(problem([replace(job(1, "a", tenant="a", tmin=5), pace=20.0)],
-                           node("slow", "s", 1) + node("fast", "f", 1), [SLOW, FAST], TWO), quotas=quotas)
-    assert get_solver("ilp").solve(base).placements["1"].gpu_type == "slow"
-    urgent = replace(base, jobs=(replace(base.jobs[0], pace_urgency=3.0),))
-    assert get_solver("ilp").solve(urgent).placements["1"].gpu_type == "fast"
