@@ -8,17 +8,7 @@ import pytest
 
 from scheduler.optimizer import get_solver
 from scheduler.optimizer.feasibility import pace_worth
-from scheduler.optimizer.finish_time import (
-    PACE_URGENCY_CAP,
-    PACE_VALUE_W,
-    best_rate,
-    fair_rate,
-    job_pace,
-    pace,
-    pace_value,
-    shared_by_tenants,
-    urgency,
-)
+from scheduler.optimizer.finish_time import PACE_VALUE_W, best_rate, fair_rate, pace, pace_value, shared_by_tenants
 
 from .factory import TablePredictions, gpu_type, job, node, problem
 
@@ -74,28 +64,6 @@ def test_no_pace_where_rho_cannot_be_told(total, tmin, fair, left):
     assert pace(500, left, total, tmin, fair, 10.0) == 0.0
 
 
-def test_urgency_is_how_far_out_of_reach_the_pace_is_up_to_the_cap():
-    # the module's job (2000 steps, fair rate 2, bound 2): within reach at 1 step/s, best 3
-    assert urgency(1000, 1000, 2000, 2.0, 3.0, bound=2.0) == 1.0
-    # 1000 steps in 200 s need 5/s, the best is 2: 2.5 x out of reach
-    assert urgency(1800, 1000, 2000, 2.0, 2.0, bound=2.0) == pytest.approx(2.5)
-    # past the bound: the cap; nothing known: 1
-    assert urgency(5000, 1000, 2000, 2.0, 3.0, bound=2.0) == PACE_URGENCY_CAP
-    assert urgency(5000, 1000, 0, 2.0, 3.0, bound=2.0) == 1.0
-
-
-def test_job_pace_gives_the_pace_and_its_urgency_from_the_predictions():
-    # D_j 1 on 2 x GPUs with 1/2 of them: fair rate 10, best 10. 2000 steps: rho 2 at 400 s.
-    assert job_pace(PREDS, {"x": 2}, 2, workload="w", max_gpus=1, min_throughput=1.0, elapsed_s=100,
-                    remaining_steps=1500, total_steps=2000) == (pytest.approx(5.0), 1.0)
-    # at 350 s with 1500 left: 30/s needed, the best is 10: pace 10, urgency 3
-    assert job_pace(PREDS, {"x": 2}, 2, workload="w", max_gpus=1, min_throughput=1.0, elapsed_s=350,
-                    remaining_steps=1500, total_steps=2000) == (10.0, pytest.approx(3.0))
-    # no pace: no urgency
-    assert job_pace(PREDS, {"x": 2}, 2, workload="w", max_gpus=1, min_throughput=9.0, elapsed_s=0,
-                    remaining_steps=2000, total_steps=2000) == (0.0, 1.0)
-
-
 def test_an_option_is_worth_the_part_of_the_way_to_the_pace_it_covers():
     assert pace_value(1.0, 3.0, 1.0) == 0.0  # at T_min
     assert pace_value(1.0, 3.0, 2.0) == pytest.approx(0.5)
@@ -109,7 +77,6 @@ def test_pace_worth_counts_the_energy_weight_at_least_one_and_never_for_a_probe(
     assert pace_worth(paced, 2.0, 2.0) == pytest.approx(2.0 * 0.5 * PACE_VALUE_W)
     assert pace_worth(replace(paced, probe=True), 2.0, 1.0) == 0.0
     assert pace_worth(job(1, tmin=1.0), 2.0, 1.0) == 0.0
-    assert pace_worth(replace(paced, pace_urgency=2.5), 2.0, 1.0) == pytest.approx(2.5 * 0.5 * PACE_VALUE_W)
 
 
 SLOW, FAST = gpu_type("slow", tdp=100), gpu_type("fast", tdp=300)
@@ -141,14 +108,3 @@ def test_a_pace_never_costs_another_job_its_place():
 def test_paces_are_for_a_cluster_shared_by_two_tenants_or_more():
     assert not shared_by_tenants(0) and not shared_by_tenants(1)
     assert shared_by_tenants(2) and shared_by_tenants(4)
-
-
-def test_the_job_furthest_behind_outbids_a_job_within_reach_for_the_one_fast_gpu():
-    """One fast GPU, one slow; A and B alike (T_min 5, slow 6/s, fast 20/s, pace 20). At equal
-    urgency the tie goes either way; B 3 x out of reach is worth 3 x as much on the fast GPU:
-    fast for B, slow for A."""
-    preds = TablePredictions(taus={("a", "slow", 1, True): 6, ("a", "fast", 1, True): 20})
-    jobs = [replace(job(1, "a", tmin=5), pace=20.0), replace(job(2, "a", tmin=5), pace=20.0, pace_urgency=3.0)]
-    result = get_solver("ilp").solve(problem(jobs, node("slow", "s", 1) + node("fast", "f", 1), [SLOW, FAST], preds))
-    assert result.placements["2"].gpu_type == "fast"
-    assert result.placements["1"].gpu_type == "slow"
