@@ -193,11 +193,10 @@ def _with_paces(specs, jobs, predictions, gpu_specs, kept_jobs, kept_gpus) -> tu
         if job is None or not job.total_steps or spec.service or spec.probe:
             out.append(spec)
             continue
-        rate, urgency = job_pace(
+        out.append(replace(spec, pace=job_pace(
             predictions, capacity, n, workload=spec.workload, max_gpus=spec.max_gpus,
             min_throughput=spec.min_throughput, elapsed_s=(now - job.submitted_at).total_seconds(),
-            remaining_steps=job.total_steps - (job.steps_done or 0), total_steps=job.total_steps)
-        out.append(replace(spec, pace=rate, pace_urgency=urgency))
+            remaining_steps=job.total_steps - (job.steps_done or 0), total_steps=job.total_steps)))
     return tuple(out)
 
 

@@ -181,9 +181,8 @@ def pace_worth(job: JobSpec, tau: float, weight: float) -> float:
     PACE_VALUE_W, at the round's energy weight (at least 1, so a busy round's dearer power does
     not outweigh it and a quiet one's cheaper power does not make it cheap), times the part of
     the way from T_min to its pace that `tau` covers; per GPU it asks for a job whose tenant is
-    behind its entitlement (entitlement.py), so that its D_j GPUs are worth their power; times
-    its urgency, so that the job furthest behind outbids the others for a fast GPU."""
+    behind its entitlement (entitlement.py), so that its D_j GPUs are worth their power."""
     if job.probe or job.pace <= job.min_throughput:
         return 0.0
-    worth = PACE_VALUE_W * (job.max_gpus if job.behind_share else 1) * job.pace_urgency
+    worth = PACE_VALUE_W * (job.max_gpus if job.behind_share else 1)
     return max(weight, 1.0) * worth * pace_value(job.min_throughput, job.pace, tau)

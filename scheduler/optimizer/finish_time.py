@@ -41,10 +41,6 @@ PACE_RHO = 2.0
 #: above the power of one V100 over a K80 (about 140 W), so a single-GPU job behind moves to a
 #: faster type where one is free; a job that needs several more GPUs gets them only in part.
 PACE_VALUE_W = 400.0
-#: At most this many times PACE_VALUE_W for a job whose pace is out of reach (`urgency`): the
-#: fast GPUs of a busy cluster are all held, so a job behind on a slow one only gets one by
-#: outbidding a job that is less behind.
-PACE_URGENCY_CAP = 3.0
 
 
 def shared_by_tenants(tenants: int) -> bool:
@@ -79,35 +75,20 @@ def pace(elapsed_s: float, remaining_steps: float, total_steps: float, min_throu
     its T_min is enough or where rho cannot be told (no steps known, no fair rate)."""
     if not 0 < total_steps < math.inf or fair <= 0 or min_throughput <= 0 or remaining_steps <= 0:
         return 0.0
-    needed = _needed(elapsed_s, remaining_steps, total_steps, fair, bound)
+    room = bound * total_steps / fair - max(elapsed_s, 0.0)
+    needed = remaining_steps / room if room > 0 else math.inf
     if needed <= min_throughput:
         return 0.0
     return min(needed, best) if best > min_throughput else 0.0
 
 
-def urgency(elapsed_s: float, remaining_steps: float, total_steps: float, fair: float, best: float,
-            bound: float = PACE_RHO) -> float:
-    """How far out of reach the job's pace is: the steps/s that would bring its rho to `bound`
-    over its best rate, from 1 (within reach, or not told) to PACE_URGENCY_CAP (past the bound)."""
-    if not 0 < total_steps < math.inf or fair <= 0 or best <= 0 or remaining_steps <= 0:
-        return 1.0
-    return min(max(_needed(elapsed_s, remaining_steps, total_steps, fair, bound) / best, 1.0), PACE_URGENCY_CAP)
-
-
-def _needed(elapsed_s: float, remaining_steps: float, total_steps: float, fair: float, bound: float) -> float:
-    room = bound * total_steps / fair - max(elapsed_s, 0.0)
-    return remaining_steps / room if room > 0 else math.inf
-
-
 def job_pace(predictions: Predictions, capacity: Mapping[str, int], n: float, *, workload: str, max_gpus: int,
-             min_throughput: float, elapsed_s: float, remaining_steps: float,
-             total_steps: float) -> tuple[float, float]:
-    """A job's (pace, urgency) from the round's predictions, with 1/n of `capacity` as its fair
-    share: the one computation of the control plane (problem_source) and the simulator."""
-    fair = fair_rate(predictions, workload, max_gpus, capacity, n)
-    best = best_rate(predictions, workload, max_gpus, capacity)
-    rate = pace(elapsed_s, remaining_steps, total_steps, min_throughput, fair, best)
-    return rate, (urgency(elapsed_s, remaining_steps, total_steps, fair, best) if rate > 0 else 1.0)
+             min_throughput: float, elapsed_s: float, remaining_steps: float, total_steps: float) -> float:
+    """A job's pace from the round's predictions, with 1/n of `capacity` as its fair share: the one
+    computation of the control plane (problem_source) and the simulator."""
+    return pace(elapsed_s, remaining_steps, total_steps, min_throughput,
+                fair_rate(predictions, workload, max_gpus, capacity, n),
+                best_rate(predictions, workload, max_gpus, capacity))
 
 
 def pace_value(min_throughput: float, job_pace: float, tau: float) -> float:

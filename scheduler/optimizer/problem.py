@@ -134,8 +134,6 @@ class JobSpec:
     # Its tenant holds fewer GPUs than its entitlement (entitlement.py): its pace is its fastest
     # rate within D_j and is worth finish_time.PACE_VALUE_W per GPU it asks.
     behind_share: bool = False
-    # How far out of reach its pace is (finish_time.urgency, 1..PACE_URGENCY_CAP): its pace's worth times this.
-    pace_urgency: float = 1.0
     # A replica of an inference service (docs/services.md): its T_min is its latency SLO, so a
     # shared GPU where it no longer meets it is not kept (candidates.py), and it keeps its GPU
     # when its partner leaves (placement.py); keep_work.py prices its moves higher.

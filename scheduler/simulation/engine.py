@@ -223,7 +223,7 @@ class Simulation(ServiceRounds):
         gpus = tuple(replace(g, speed=self.watch.planned_speed(g.id, t), slow=self.watch.planned_slow(g.id),
                              at_risk=self.watch.planned_at_risk(g.id))
                      for g in self.sc.gpus if g.id in self.alive and g.id not in self.reserved)
-        jobs = keep_work(tuple((self._spec(s, fair.get(s.job.tenant, 1.0), *paces.get(s.job.id, (0.0, 1.0))),
+        jobs = keep_work(tuple((self._spec(s, fair.get(s.job.tenant, 1.0), paces.get(s.job.id, 0.0)),
                                 self._running_work(s, t)) for s in solved),
                          self.settings, frozenset(g.id for g in gpus if g.at_risk))
         if self.predictions is not None and shared_by_tenants(len(self.sc.tenants)):
@@ -246,8 +246,8 @@ class Simulation(ServiceRounds):
         for state in solved:
             self._place(state, allocation.placements.get(state.job.id), t)
 
-    def _paces(self, t: float) -> dict[str, tuple[float, float]]:
-        """Each active training job's (pace, urgency) (finish_time.py) from the predictions, with 1/n of the
+    def _paces(self, t: float) -> dict[str, float]:
+        """Each active training job's pace (finish_time.py) from the predictions, with 1/n of the
         live GPUs, n the jobs in the system now, as the control plane computes it (none with one
         tenant, nor for a policy planning without predictions)."""
         if self.predictions is None or not shared_by_tenants(len(self.sc.tenants)):
@@ -276,14 +276,14 @@ class Simulation(ServiceRounds):
         newly, self.below = below - self.below, below
         return bool(newly)
 
-    def _spec(self, state: JobState, fair_share: float = 1.0, pace: float = 0.0, urgency: float = 1.0) -> JobSpec:
+    def _spec(self, state: JobState, fair_share: float = 1.0, pace: float = 0.0) -> JobSpec:
         """The job as a round states it to the solver (before keep_work)."""
         p = state.placement
         return JobSpec(state.job.id, state.job.workload, state.job.tenant, state.job.min_throughput,
                        state.job.max_gpus, priority=int(SERVICES_FIRST and state.job.service is not None),
                        service=state.job.service is not None,
                        current=CurrentPlacement(p.gpu_ids, p.partners, p.power_limit_w) if p else None,
-                       fair_share=fair_share, pace=pace, pace_urgency=urgency)
+                       fair_share=fair_share, pace=pace)
 
     def _running_work(self, state: JobState, t: float) -> RunningWork | None:
         """What a placed job would lose, as a control plane knows it: its rate observed once it
