@@ -9,11 +9,16 @@ fair-share factor cannot see it (it compares a tenant's usage with its share of 
 usage, not with what it could have had).
 
 `behind_entitlement` gives the training jobs of a tenant holding less than its entitlement a
-pace at their fastest predicted rate within D_j (finish_time.best_rate), worth PACE_VALUE_W per
-GPU they ask (`behind_share`, feasibility.pace_worth): in the power phase, with the capacity and
-power the admitted jobs' T_min leave, they get their D_j GPUs and faster types first. Like the
-pace it is a value, not a constraint: admission, every admitted job's T_min and the owners'
-quotas come first. With one tenant there is nothing to compare (the caller's gate,
+pace at their fastest predicted rate within D_j (finish_time.best_rate), worth PACE_VALUE_W times
+their D_j times the tenant's shortfall (the part of its entitlement it does not hold; a job
+whose own finish-time pace is worth more keeps it): in the power phase, with the capacity
+and power the admitted jobs' T_min leave, they get their D_j GPUs and faster types first, the
+more so the further their tenant is below its entitlement. Scaled by the shortfall, a tenant
+near its entitlement stops crowding the fast GPUs that other tenants' jobs behind their own
+pace need (worth D_j x PACE_VALUE_W whatever the shortfall, the rule pushed the 3 jobs per hour
+run's max finish-time fairness from 2.79 to 3.40, docs/tenants.md). Like the pace it is a
+value, not a constraint: admission, every admitted job's T_min and the owners' quotas come
+first. With one tenant there is nothing to compare (the caller's gate,
 finish_time.shared_by_tenants). The control plane (problem_source) and the simulator call it
 alike.
 """
@@ -51,9 +56,9 @@ def held_gpus(job: JobSpec) -> float:
     return len(job.current.gpu_ids) / (1 + len(job.current.partners))
 
 
-def tenants_behind(jobs: tuple[JobSpec, ...], gpus: int, shares: Mapping[str, float]) -> frozenset[str]:
-    """Tenants whose training jobs hold fewer GPUs than the tenant's water-filled entitlement of
-    `gpus` (a tenant without shares counts one)."""
+def shortfalls(jobs: tuple[JobSpec, ...], gpus: int, shares: Mapping[str, float]) -> dict[str, float]:
+    """Tenant -> the part of its water-filled entitlement of `gpus` its training jobs do not hold
+    (0..1), for the tenants holding less than it (a tenant without shares counts one)."""
     held: dict[str, float] = defaultdict(float)
     demand: dict[str, float] = defaultdict(float)
     for job in jobs:
@@ -62,20 +67,22 @@ def tenants_behind(jobs: tuple[JobSpec, ...], gpus: int, shares: Mapping[str, fl
         demand[job.tenant] += job.max_gpus
         held[job.tenant] += held_gpus(job)
     fair = water_fill(min(gpus, sum(demand.values())), demand, {t: shares.get(t, 1) for t in demand})
-    return frozenset(t for t, entitled in fair.items() if held[t] < entitled - 1e-9)
+    return {t: 1.0 - held[t] / entitled for t, entitled in fair.items() if held[t] < entitled - 1e-9}
 
 
 def behind_entitlement(jobs: tuple[JobSpec, ...], gpus: int, shares: Mapping[str, float],
                        predictions: Predictions, gpu_types) -> tuple[JobSpec, ...]:
-    """The jobs with the training jobs of tenants behind their entitlement (`tenants_behind`)
-    marked `behind_share`, their pace raised to their fastest predicted rate within D_j on
-    `gpu_types` (see the module's text); the other jobs as they are."""
-    behind = tenants_behind(jobs, gpus, shares)
+    """The jobs with the training jobs of tenants below their entitlement (`shortfalls`) given
+    their fastest predicted rate within D_j on `gpu_types` as pace and D_j x the shortfall as
+    pace_weight, except a job whose own pace is worth more (a weight of 1 or less: its pace
+    stands); the other jobs as they are."""
+    short = shortfalls(jobs, gpus, shares)
     out = []
     for job in jobs:
-        if job.tenant not in behind or job.service or job.probe:
+        best = best_rate(predictions, job.workload, job.max_gpus, gpu_types)
+        if job.tenant not in short or job.service or job.probe or best <= job.min_throughput:
             out.append(job)
             continue
-        best = best_rate(predictions, job.workload, job.max_gpus, gpu_types)
-        out.append(replace(job, behind_share=True, pace=max(job.pace, best if best > job.min_throughput else 0.0)))
+        weight = job.max_gpus * short[job.tenant]
+        out.append(job if job.pace > 0 and weight <= 1 else replace(job, pace=best, pace_weight=weight))
     return tuple(out)
