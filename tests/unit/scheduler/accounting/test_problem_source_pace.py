@@ -37,15 +37,15 @@ def test_with_one_tenant_no_job_is_paced(measured, alice, resnet50):
 
 
 def test_the_jobs_of_tenants_below_their_entitlement_get_their_best_rate_as_pace(measured, alice, bob, resnet50):
-    """Nothing runs: both tenants hold none of the GPUs their jobs ask (short by all, D_j 1:
-    weight 1). bob's job, with no pace of its own (no total_steps), gets its fastest predicted
-    rate within D_j (10 steps/s on a V100) as pace; alice's keeps its own (28800 steps at rho 2
-    with fair rate 8: just over its T_min 4), worth as much."""
+    """Nothing runs: both tenants hold none of the GPUs their jobs ask (short by all). bob's job
+    of D_j 2 gets its fastest predicted rate within D_j (10 steps/s on one V100; two are not
+    measured) as pace, worth 2 x 1 x 400 W; alice's single-GPU job keeps its own pace (28800
+    steps at rho 2 with fair rate 8: just over its T_min 4), worth 400 W."""
     services.job_submit(owner=alice, workload=resnet50, min_throughput=4.0, max_gpus=1, total_steps=28800)
-    services.job_submit(owner=bob, workload=resnet50, min_throughput=4.0, max_gpus=1)
+    services.job_submit(owner=bob, workload=resnet50, min_throughput=4.0, max_gpus=2)
     specs = problem_from_database(SolverConfig.load()).jobs
     assert [(spec.pace_weight, spec.pace) for spec in specs] == [(1.0, pytest.approx(4.0, rel=1e-3)),
-                                                                 (1.0, pytest.approx(10.0))]
+                                                                 (2.0, pytest.approx(10.0))]
 
 
 def test_with_one_tenant_no_job_is_paced_for_its_entitlement(measured, alice, resnet50):

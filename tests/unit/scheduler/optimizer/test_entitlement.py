@@ -62,14 +62,21 @@ def test_a_short_tenants_jobs_get_their_best_rate_as_pace_worth_d_j_times_the_sh
 
 
 def test_a_jobs_own_pace_stands_where_the_shortfall_is_worth_less():
-    """D_j 1, its tenant short by 1/2: 0.5 x PACE_VALUE_W at its best rate would be worth less
-    than its own pace, kept; short by all (nothing held) and D_j 2: weight 2, raised."""
-    own = replace(job(1, tenant="a", tmin=5), pace=8.0)
-    held = job(2, tenant="a", tmin=5, current=(["g0"], []))
+    """D_j 2, its tenant short by 1/4 (holds 3 of the 4 asked): 2 x 1/4 = 0.5 x PACE_VALUE_W at
+    its best rate would be worth less than its own pace, kept; short by all (nothing held):
+    weight 2, raised."""
+    own = replace(job(1, tenant="a", tmin=5, dj=2), pace=8.0)
+    held = job(2, tenant="a", tmin=5, dj=2, current=(["g0", "g1", "g2"], []))
     assert behind_entitlement((own, held), 8, {"a": 1}, PREDS, ["x"])[0] == own
-    wide = replace(job(1, tenant="a", tmin=5, dj=2), pace=12.0)
-    (raised,) = behind_entitlement((wide,), 8, {"a": 1}, PREDS, ["x"])
+    (raised,) = behind_entitlement((replace(own, pace=12.0),), 8, {"a": 1}, PREDS, ["x"])
     assert (raised.pace, raised.pace_weight) == (18.0, 2.0)
+
+
+def test_a_single_gpu_job_is_left_as_it_is():
+    """A single-GPU job holds its D_j once admitted: a faster type adds nothing to its tenant's
+    GPU time."""
+    single = (job(1, tenant="a", tmin=5),)
+    assert behind_entitlement(single, 8, {"a": 1}, PREDS, ["x"]) == single
 
 
 def test_a_pace_is_worth_its_weight_times_the_pace_value():
