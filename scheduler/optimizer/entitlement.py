@@ -81,10 +81,11 @@ def behind_entitlement(jobs: tuple[JobSpec, ...], gpus: int, shares: Mapping[str
     short = shortfalls(jobs, gpus, shares)
     out = []
     for job in jobs:
-        best = best_rate(predictions, job.workload, job.max_gpus, gpu_types)
-        if job.tenant not in short or job.max_gpus < 2 or job.service or job.probe or best <= job.min_throughput:
+        if job.tenant not in short or job.max_gpus < 2 or job.service or job.probe:
             out.append(job)
             continue
+        best = best_rate(predictions, job.workload, job.max_gpus, gpu_types)
         weight = job.max_gpus * short[job.tenant]
-        out.append(job if job.pace > 0 and weight <= 1 else replace(job, pace=best, pace_weight=weight))
+        keep = best <= job.min_throughput or (job.pace > 0 and weight <= 1)  # nothing to gain; its own pace
+        out.append(job if keep else replace(job, pace=best, pace_weight=weight))
     return tuple(out)
