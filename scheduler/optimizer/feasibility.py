@@ -180,7 +180,8 @@ def pace_worth(job: JobSpec, tau: float, weight: float) -> float:
     """What running at `tau` is worth to a job behind its finish-time fairness (finish_time.py):
     PACE_VALUE_W, at the round's energy weight (at least 1, so a busy round's dearer power does
     not outweigh it and a quiet one's cheaper power does not make it cheap), times the part of
-    the way from T_min to its pace that `tau` covers."""
+    the way from T_min to its pace that `tau` covers; times its pace_weight (entitlement.py: for
+    a job whose tenant holds less than its entitlement, its D_j GPUs times that shortfall)."""
     if job.probe or job.pace <= job.min_throughput:
         return 0.0
-    return max(weight, 1.0) * PACE_VALUE_W * pace_value(job.min_throughput, job.pace, tau)
+    return max(weight, 1.0) * PACE_VALUE_W * job.pace_weight * pace_value(job.min_throughput, job.pace, tau)

@@ -131,6 +131,9 @@ class JobSpec:
     # The steps/s that keep its finish-time fairness (finish_time.py; 0: T_min is enough): in
     # the power phase, throughput from T_min up to it is worth up to finish_time.PACE_VALUE_W.
     pace: float = 0.0
+    # Times finish_time.PACE_VALUE_W its pace is worth: its GPUs asked times its tenant's shortfall
+    # below its entitlement where the tenant holds less (entitlement.py), else 1.
+    pace_weight: float = 1.0
     # A replica of an inference service (docs/services.md): its T_min is its latency SLO, so a
     # shared GPU where it no longer meets it is not kept (candidates.py), and it keeps its GPU
     # when its partner leaves (placement.py); keep_work.py prices its moves higher.

@@ -42,6 +42,7 @@ import time
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field, replace
 
+from scheduler.optimizer.entitlement import behind_entitlement
 from scheduler.optimizer.finish_time import job_pace, shared_by_tenants
 from scheduler.optimizer.keep_work import MeasuredRate, RunningWork, below_tmin, keep_work, leaves_at_risk
 from scheduler.optimizer.problem import CurrentPlacement, JobSpec, Placement, Problem
@@ -227,6 +228,8 @@ class Simulation(ServiceRounds):
         jobs = keep_work(tuple((self._spec(s, fair.get(s.job.tenant, 1.0), paces.get(s.job.id, 0.0)),
                                 self._running_work(s, t)) for s in solved),
                          self.settings, frozenset(g.id for g in gpus if g.at_risk))
+        if self.predictions is not None and shared_by_tenants(len(self.sc.tenants)):
+            jobs = behind_entitlement(jobs, len(gpus), self.sc.tenants, self.predictions, self.sc.gpu_types)
         problem = release_outgrown(Problem(jobs=jobs, gpus=gpus,
                                            gpu_types=self.sc.gpu_types, predictions=self.predictions,
                                            settings=self.settings, load_history=tuple(self.load_history),

@@ -95,7 +95,7 @@ def tenant_metrics(run: PolicyRun) -> dict:
     """- tenant_jain: Jain's index over tenants of x_i = GPU time received / GPU time entitled,
       both over the stretches in which the tenant had jobs in the system; entitled: the
       cluster's GPUs (at most all tenants' demand, D_j per job) split by shares among the
-      tenants with jobs, none above its demand (weighted max-min, tenants.water_fill).
+      tenants with jobs, none above its demand (weighted max-min, optimizer.entitlement.water_fill).
     - max_finish_time_fairness: the largest rho over completed jobs, rho = JCT / JCT with 1/n
       of the cluster (gavel_policy.finish_time_fairness).
     - quota_violations: GPU-seconds a tenant was denied below its quota while others borrowed

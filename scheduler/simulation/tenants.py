@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
+from scheduler.optimizer.entitlement import water_fill
 from scheduler.optimizer.fair_share import decayed, factors, gpu_hour_weight
 from scheduler.optimizer.problem import GpuTypeSpec, QuotaSpec
 
@@ -74,25 +75,6 @@ def type_weights(gpu_types: Mapping[str, GpuTypeSpec]) -> dict[str, float]:
     """GPU type -> what one of its GPU-hours counts in fair-share usage (the control plane's
     accounting's weight)."""
     return {name: gpu_hour_weight(spec.tdp_w) for name, spec in gpu_types.items()}
-
-
-def water_fill(capacity: float, demand: Mapping[str, float], shares: Mapping[str, float]) -> dict[str, float]:
-    """Weighted max-min split of `capacity` among tenants with demand: by shares, none above
-    its demand, what one cannot use shared by the others."""
-    out = dict.fromkeys(demand, 0.0)
-    left = {tenant for tenant, d in demand.items() if d > 0}
-    while left and capacity > 1e-12:
-        total = sum(shares[t] for t in left)
-        sated = [t for t in left if demand[t] <= capacity * shares[t] / total]
-        if not sated:
-            for t in left:
-                out[t] = capacity * shares[t] / total
-            break
-        for t in sated:
-            out[t] = demand[t]
-            capacity -= demand[t]
-            left.discard(t)
-    return out
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,18 @@
 """The round's problem carries each job's pace (optimizer.finish_time), as simulate computes it:
 the steps/s that bring its finish-time fairness to PACE_RHO, from its time since submission and
-its steps left, against its time with 1/n of the cluster."""
+its steps left, against its time with 1/n of the cluster; and the jobs of a tenant holding less
+than its entitlement (optimizer.entitlement) their fastest rate as pace."""
 from datetime import timedelta
 
 import pytest
 
-from scheduler import services
+from scheduler import problem_source, services
 from scheduler.models import Job, SolverConfig
 from scheduler.problem_source import problem_from_database
 
 
-def test_a_job_behind_gets_the_pace_that_brings_it_back(measured, alice, bob, resnet50):
+def test_a_job_behind_gets_the_pace_that_brings_it_back(measured, alice, bob, resnet50, monkeypatch):
+    monkeypatch.setattr(problem_source, "behind_entitlement", lambda jobs, *args: jobs)  # the pace alone
     behind = services.job_submit(owner=alice, workload=resnet50, min_throughput=4.0, max_gpus=1, total_steps=28800).job
     new = services.job_submit(owner=bob, workload=resnet50, min_throughput=5.0, max_gpus=1, total_steps=28800).job
     unknown = services.job_submit(owner=bob, workload=resnet50, min_throughput=4.0, max_gpus=1).job
@@ -32,3 +34,21 @@ def test_with_one_tenant_no_job_is_paced(measured, alice, resnet50):
     Job.objects.filter(pk=behind.pk).update(submitted_at=behind.submitted_at - timedelta(hours=1.5), steps_done=14400)
     (spec,) = problem_from_database(SolverConfig.load()).jobs
     assert spec.pace == 0.0
+
+
+def test_the_jobs_of_tenants_below_their_entitlement_get_their_best_rate_as_pace(measured, alice, bob, resnet50):
+    """Nothing runs: both tenants hold none of the GPUs their jobs ask (short by all). bob's job
+    of D_j 2 gets its fastest predicted rate within D_j (10 steps/s on one V100; two are not
+    measured) as pace, worth 2 x 1 x 400 W; alice's single-GPU job keeps its own pace (28800
+    steps at rho 2 with fair rate 8: just over its T_min 4), worth 400 W."""
+    services.job_submit(owner=alice, workload=resnet50, min_throughput=4.0, max_gpus=1, total_steps=28800)
+    services.job_submit(owner=bob, workload=resnet50, min_throughput=4.0, max_gpus=2)
+    specs = problem_from_database(SolverConfig.load()).jobs
+    assert [(spec.pace_weight, spec.pace) for spec in specs] == [(1.0, pytest.approx(4.0, rel=1e-3)),
+                                                                 (2.0, pytest.approx(10.0))]
+
+
+def test_with_one_tenant_no_job_is_paced_for_its_entitlement(measured, alice, resnet50):
+    services.job_submit(owner=alice, workload=resnet50, min_throughput=4.0, max_gpus=1, total_steps=28800)
+    (spec,) = problem_from_database(SolverConfig.load()).jobs
+    assert spec.pace == 0.0 and spec.pace_weight == 1.0

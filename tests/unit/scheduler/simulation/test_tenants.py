@@ -13,7 +13,7 @@ from scheduler.simulation.engine import Simulation
 from scheduler.simulation.jobs import SimJob
 from scheduler.simulation.metrics import jain, policy_metrics
 from scheduler.simulation.policies import Policy
-from scheduler.simulation.tenants import BURST_SIZE, BURST_SPREAD_S, Holding, TenantLedger, water_fill, with_tenants
+from scheduler.simulation.tenants import BURST_SIZE, BURST_SPREAD_S, Holding, TenantLedger, with_tenants
 
 from .factory import ROWS, V100_BUSY_W, scenario, truth
 
@@ -23,13 +23,6 @@ HOUR = 3600.0
 
 def ledger(shares, quotas=(), half_life_s=HOUR):
     return TenantLedger(shares, quotas, {"v100": 1.0, "k80": 0.5}, half_life_s)
-
-
-def test_water_fill_splits_by_shares_and_gives_what_one_cannot_use_to_the_others():
-    assert water_fill(4, {"a": 4, "b": 4}, {"a": 3, "b": 1}) == {"a": 3, "b": 1}
-    # b asks for 1 of its 2: a gets the rest
-    assert water_fill(6, {"a": 10, "b": 1}, {"a": 2, "b": 2}) == {"a": 5, "b": 1}
-    assert water_fill(6, {"a": 0, "b": 2}, {"a": 2, "b": 2}) == {"a": 0.0, "b": 2}
 
 
 def test_tenant_jain_compares_received_with_entitled_gpu_time():
