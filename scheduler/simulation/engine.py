@@ -32,8 +32,10 @@ each service's replicas and their T_min (a replica's rate is its workload's true
 service's speed factor), moves a training partner off a replica whose new T_min their pair is no
 longer predicted to meet, and solves with the replicas admitted first; `dedicated` places them
 once on GPUs of their own that its solver never sees. The service watch (service_watch.py) takes what they truly
-gave; the replicas stay out of the training figures (their lost work, moves, tenants), but their
-throughput is reported like any job's (a learning policy learns their speed from it).
+gave; the replicas stay out of the training figures (their lost work, moves, tenants) and out of
+telemetry (`_run` keeps no configuration of theirs to report): as in the control plane, a replica's
+steps follow its traffic and its service's own speed, so they are no measurement of its workload,
+its power-limit curve or its board.
 """
 import random
 import time

@@ -16,7 +16,8 @@ calibration (an operator measures their service before provisioning it), on GPUs
 fastest type that no other job ever shares (at the peak itself: its trace's noise and spike on top).
 
 Replicas are jobs of the simulation (jobs.SimJob with `service` set): one GPU, no total steps to
-speak of (REPLICA_STEPS, never reached); telemetry reports their throughput as any job's.
+speak of (REPLICA_STEPS, never reached); telemetry reports none of their throughput (engine.py:
+as in the control plane, a replica's steps are no measurement of its workload or its board).
 """
 import bisect
 import math

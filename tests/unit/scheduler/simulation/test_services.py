@@ -217,3 +217,39 @@ def test_the_loop_learns_a_slower_replica_as_speed_and_an_overhead_as_latency():
     assert learnt["slower"].speed < 0.85 and learnt["slower"].latency == pytest.approx(1.0, abs=0.2)
     assert learnt["overhead"].speed == pytest.approx(1.0, abs=0.1)
     assert learnt["overhead"].latency == pytest.approx(1.25, abs=0.15)
+
+
+class _Recording(CatalogPredictions):
+    """The catalog's numbers, taking telemetry as a learning policy's predictions do (and recording it)."""
+
+    def __init__(self, rows):
+        super().__init__(rows)
+        self.seen: list[tuple[str, str | None]] = []
+
+    def observe(self, workload, gpu_type, num_gpus, consolidated, throughput, partner=None) -> bool:
+        self.seen.append((workload, partner))
+        return False
+
+    def observations(self, workload) -> int:
+        return 0
+
+    def throughput(self, workload, gpu_type, num_gpus, consolidated, partners=()) -> float | None:
+        return self.tau(workload, gpu_type, num_gpus, consolidated)
+
+
+def test_a_replicas_rate_is_no_measurement_of_its_workload_or_its_board():
+    """A replica at 0.7 of its workload's speed (its service's own) teaches neither the workload's
+    estimate (P2) nor its board's learnt speed, as in the control plane; training jobs beside it are
+    measured."""
+    served = (service(spike_at_s=None, speed_factor=0.7),)
+    alone = _Recording(ROWS)
+    sim = Simulation(scenario(served=served, jobs=()), Truth(ROWS, deviation=0.0, noise=0.0),
+                     Policy("gogh", "ilp", CATALOG), alone)
+    result = sim.run()
+    assert policy_metrics(result)["services"]["replicas_mean"] > 0  # replicas ran, unmeasured
+    assert alone.seen == []
+    assert sum(sim.watch.measured.values()) == 0
+    beside = _Recording(ROWS)
+    Simulation(scenario(served=served), Truth(ROWS, deviation=0.0, noise=0.0), Policy("gogh", "ilp", CATALOG),
+               beside).run()
+    assert beside.seen and {workload for workload, _ in beside.seen} == {"T"}
