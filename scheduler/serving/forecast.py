@@ -8,6 +8,13 @@ time), and multiplies it by the trend: the rate now over the mean rate at this t
 those days (clipped to TREND_BOUNDS, so one burst does not double tomorrow). With no history
 (a new service), the forecast is the rate observed now. A spike nothing predicted is caught by
 the rate observed now at the next round (the first one after it reaches the control plane).
+
+Down, a plan waits: the rate "now" it plans for is the highest of the last SCALE_DOWN_WAIT_S,
+each minute's mean over NOW_WINDOW_S (Kubernetes' HPA waits 300 s by default before it scales
+down). Traffic that just fell may rise again within a minute or two of noise, and a replica
+retired then is a replica to start again, with its start-up, while the P99 is over its bound
+(`simulate --services`, seed 3: the round after a 3x spike retired one of the six replicas it
+had just started and the P99 broke again for two minutes, a third round).
 """
 from collections.abc import Iterable
 
@@ -17,6 +24,11 @@ DAYS = 7
 WINDOW_S = 900.0
 #: The rate "now" is the mean of the samples of the last this many seconds.
 NOW_WINDOW_S = 300.0
+#: The rate planned for is the highest "now" of this many seconds back (one each SAMPLE_S).
+SCALE_DOWN_WAIT_S = 300.0
+SAMPLE_S = 60.0
+#: How far back from now forecast_rate reads the samples.
+RECENT_SPAN_S = NOW_WINDOW_S + SCALE_DOWN_WAIT_S
 TREND_BOUNDS = (0.5, 2.0)
 
 
@@ -31,6 +43,14 @@ def current_rate(samples: Iterable[tuple[float, float]], now_s: float, window_s:
     return sum(rates) / len(rates) if rates else 0.0
 
 
+def held_rate(samples: Iterable[tuple[float, float]], now_s: float) -> float:
+    """The highest current_rate at now and at each SAMPLE_S back to SCALE_DOWN_WAIT_S ago: what a
+    plan scales down to only once the rate has stayed lower for that long."""
+    samples = list(samples)
+    steps = int(SCALE_DOWN_WAIT_S // SAMPLE_S)
+    return max(current_rate(samples, now_s - k * SAMPLE_S) for k in range(steps + 1))
+
+
 def forecast_rate(
     samples: Iterable[tuple[float, float]], now_s: float, horizon_s: float, *, days: int = DAYS,
 ) -> float:
@@ -38,6 +58,7 @@ def forecast_rate(
     `samples`: (time in s, requests/s), in any order; times on the same clock as now_s."""
     samples = [(float(t), float(rate)) for t, rate in samples if t <= now_s]
     now = current_rate(samples, now_s)
+    held = held_rate(samples, now_s)
     ahead, here = [], []
     for day in range(1, days + 1):
         back = now_s - day * DAY_S
@@ -47,8 +68,8 @@ def forecast_rate(
             ahead.append(rate_ahead)
             here.append(rate_here)
     if not ahead:
-        return now
+        return held
     mean_here = sum(here) / len(here)
     low, high = TREND_BOUNDS
     trend = min(max(now / mean_here, low), high) if mean_here > 0 else 1.0
-    return max(now, trend * sum(ahead) / len(ahead))
+    return max(held, trend * sum(ahead) / len(ahead))

@@ -24,7 +24,7 @@ import math
 import random
 from dataclasses import dataclass, field
 
-from scheduler.serving.forecast import DAYS, NOW_WINDOW_S, WINDOW_S, forecast_rate
+from scheduler.serving.forecast import DAYS, RECENT_SPAN_S, WINDOW_S, forecast_rate
 from scheduler.serving.latency import DEFAULT_MARGIN, Calibration
 from scheduler.serving.replicas import ReplicaPlan, plan_replicas
 
@@ -114,12 +114,12 @@ def dedicated_plan(service: SimService, true_best_speed: float) -> ReplicaPlan:
 
 
 def forecast_samples(history: list[tuple[float, float]], t: float, horizon_s: float) -> list[tuple[float, float]]:
-    """The samples forecast_rate reads at t (the last NOW_WINDOW_S, and around this time and
+    """The samples forecast_rate reads at t (the last RECENT_SPAN_S, and around this time and
     `horizon_s` later on each of the last DAYS days): the same answer as the whole history."""
     times = [at for at, _ in history]
     out = []
     for day in range(DAYS + 1):
         back = t - day * DAY_S
-        low, high = (back - NOW_WINDOW_S, back) if day == 0 else (back - WINDOW_S, back + horizon_s + WINDOW_S)
+        low, high = (back - RECENT_SPAN_S, back) if day == 0 else (back - WINDOW_S, back + horizon_s + WINDOW_S)
         out += history[bisect.bisect_left(times, low):bisect.bisect_right(times, high)]
     return out

@@ -196,6 +196,9 @@ def test_the_loop_reads_only_the_samples_the_forecast_needs_and_gets_the_same_an
     history = [(minute * 60.0, 100.0 + (minute % 1440) / 10.0 + (minute // 1440) * 5.0) for minute in range(3 * 1440)]
     for t in (3600.0, 1.5 * DAY_S, 2 * DAY_S + 600.0, 3 * DAY_S - 60.0):
         assert forecast_rate(forecast_samples(history, t, 360.0), t, 360.0) == forecast_rate(history, t, 360.0)
+    steps = [(minute * 60.0, 300.0 if minute % 90 < 45 else 50.0) for minute in range(2 * 1440)]
+    for t in (45 * 60.0 + 240, 1.5 * DAY_S + 45 * 60.0 + 480, 2 * DAY_S - 60.0):  # minutes after a fall, the wait
+        assert forecast_rate(forecast_samples(steps, t, 360.0), t, 360.0) == forecast_rate(steps, t, 360.0)
     assert len(forecast_samples(history, 2 * DAY_S + 600.0, 360.0)) < 200
 
 
