@@ -9,12 +9,12 @@ those days (clipped to TREND_BOUNDS, so one burst does not double tomorrow). Wit
 (a new service), the forecast is the rate observed now. A spike nothing predicted is caught by
 the rate observed now at the next round (the first one after it reaches the control plane).
 
-Down, a plan waits: the rate "now" it plans for is the highest of the last SCALE_DOWN_WAIT_S,
-each minute's mean over NOW_WINDOW_S (Kubernetes' HPA waits 300 s by default before it scales
-down). Traffic that just fell may rise again within a minute or two of noise, and a replica
-retired then is a replica to start again, with its start-up, while the P99 is over its bound
-(`simulate --services`, seed 3: the round after a 3x spike retired one of the six replicas it
-had just started and the P99 broke again for two minutes, a third round).
+Down, a plan waits (held_rate): its replicas are at least those the highest rate "now" of the
+last SCALE_DOWN_WAIT_S needs, each minute's mean over NOW_WINDOW_S (Kubernetes' HPA waits 300 s
+by default before it scales down), while each replica's T_min follows the forecast. Traffic that
+just fell may rise again within a minute or two of noise, and a replica retired then is one to
+start again, with its start-up, while the P99 is over its bound. Only the count is held: a T_min
+held too asks faster GPUs of every replica, which training then lacks (docs/services.md).
 """
 from collections.abc import Iterable
 
@@ -44,8 +44,9 @@ def current_rate(samples: Iterable[tuple[float, float]], now_s: float, window_s:
 
 
 def held_rate(samples: Iterable[tuple[float, float]], now_s: float) -> float:
-    """The highest current_rate at now and at each SAMPLE_S back to SCALE_DOWN_WAIT_S ago: what a
-    plan scales down to only once the rate has stayed lower for that long."""
+    """The highest current_rate at now and at each SAMPLE_S back to SCALE_DOWN_WAIT_S ago: the rate
+    whose replicas a plan keeps (replicas.plan_replicas' `hold_rps`), down only once the rate has
+    stayed lower that long."""
     samples = list(samples)
     steps = int(SCALE_DOWN_WAIT_S // SAMPLE_S)
     return max(current_rate(samples, now_s - k * SAMPLE_S) for k in range(steps + 1))
@@ -58,7 +59,6 @@ def forecast_rate(
     `samples`: (time in s, requests/s), in any order; times on the same clock as now_s."""
     samples = [(float(t), float(rate)) for t, rate in samples if t <= now_s]
     now = current_rate(samples, now_s)
-    held = held_rate(samples, now_s)
     ahead, here = [], []
     for day in range(1, days + 1):
         back = now_s - day * DAY_S
@@ -68,8 +68,8 @@ def forecast_rate(
             ahead.append(rate_ahead)
             here.append(rate_here)
     if not ahead:
-        return held
+        return now
     mean_here = sum(here) / len(here)
     low, high = TREND_BOUNDS
     trend = min(max(now / mean_here, low), high) if mean_here > 0 else 1.0
-    return max(held, trend * sum(ahead) / len(ahead))
+    return max(now, trend * sum(ahead) / len(ahead))

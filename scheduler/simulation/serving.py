@@ -24,7 +24,7 @@ import math
 import random
 from dataclasses import dataclass, field
 
-from scheduler.serving.forecast import DAYS, RECENT_SPAN_S, WINDOW_S, forecast_rate
+from scheduler.serving.forecast import DAYS, RECENT_SPAN_S, WINDOW_S, forecast_rate, held_rate
 from scheduler.serving.latency import DEFAULT_MARGIN, Calibration
 from scheduler.serving.replicas import ReplicaPlan, plan_replicas
 
@@ -89,12 +89,14 @@ class ServiceLoop:
                 rate, worst = latest
                 s.calibration = s.calibration.learnt(min(speeds), rate / len(speeds), service.batch_size,
                                                      self._noisy(worst))
-            rate = forecast_rate(forecast_samples(s.history, t, self.round_s), t, self.round_s)
+            samples = forecast_samples(s.history, t, self.round_s)
+            rate = forecast_rate(samples, t, self.round_s)
             s.plan = plan_replicas(
                 rate_rps=rate, bound_ms=service.bound_ms, batch_size=service.batch_size,
                 min_replicas=service.min_replicas, max_replicas=service.max_replicas,
                 best_steps_per_s=best_speed(service.workload), calibration=s.calibration.latency,
                 speed_factor=s.calibration.speed, margin=DEFAULT_MARGIN, cap_steps_per_s=sure_speed(service.workload),
+                hold_rps=held_rate(samples, t),
             )
         return {sid: s.plan for sid, s in self.state.items()}
 

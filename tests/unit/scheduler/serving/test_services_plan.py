@@ -45,6 +45,8 @@ def test_a_rising_rate_adds_replicas_and_a_falling_one_cancels_the_surplus(alice
     services_plan(now=later)
     service.refresh_from_db()
     assert service.replicas_target == 3 and len(_live(service)) == 3  # down only once lower for the whole wait
+    assert service.forecast_rps < 150  # the forecast is the rate now, and each replica's T_min follows it
+    assert len({job.min_throughput for job in _live(service)}) == 1 and _live(service)[0].min_throughput < need / 3
     latest = now + timedelta(seconds=forecast.RECENT_SPAN_S + 60)
     _report(service, first, 100.0, latest - timedelta(seconds=5))
     services_plan(now=latest)
