@@ -6,20 +6,18 @@ GPU type with one curve, so the type's curve becomes the pointwise mean of its b
 (each board's fitted curve where it has one, the datasheet's otherwise). Only curves fitted at
 the board's default power limit are used: the power at a lower limit is the predictions' part
 (Predictions.at_power_limit, docs/power_limits.md), as a fraction of the default-limit power.
-A speed learnt from fewer than MIN_SPEED_OBSERVATIONS measurements is too noisy to plan with:
-such a board is planned at 1.0. A board's health (telemetry.gpu_health.board_plan) lowers its
-speed at once while it is braked, and plans it like a flagged board while it is at risk or braked,
-before its jobs' measurements could show it.
+A speed learnt from fewer than telemetry.gpu_speed.MIN_OBSERVATIONS measurements is too noisy
+to plan with: such a board is planned at 1.0 (planned_speed, simulate's rule too). A board's
+health (telemetry.gpu_health.board_plan) lowers its speed at once while it is braked, and plans
+it like a flagged board while it is at risk or braked, before its jobs' measurements could show it.
 """
 from dataclasses import replace
 
 from telemetry.gpu_health import board_plan
-from telemetry.gpu_speed import SpeedTracker
+from telemetry.gpu_speed import planned_speed
 from telemetry.models import Gpu, GpuPowerCurve
 
 from .optimizer import GpuSpec, GpuTypeSpec, PowerCurve
-
-MIN_SPEED_OBSERVATIONS = SpeedTracker().min_observations
 
 
 def with_boards(
@@ -46,9 +44,9 @@ def board_speed(gpu: Gpu) -> dict:
 
 
 def learnt_speed(gpu: Gpu) -> float:
-    """The board's speed learnt from its jobs (1.0 below MIN_SPEED_OBSERVATIONS): what the round
-    plans it at, and what a limit reading on it is divided by (dispatch.limit_observations)."""
-    return gpu.speed_factor if gpu.speed_observations >= MIN_SPEED_OBSERVATIONS else 1.0
+    """The board's speed learnt from its jobs as the round plans it (planned_speed): what a limit
+    reading on it is divided by too (dispatch.limit_observations)."""
+    return planned_speed(gpu.speed_factor, gpu.speed_observations)
 
 
 def mean_curve(gpu_type: GpuTypeSpec, specs) -> PowerCurve:

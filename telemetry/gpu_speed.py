@@ -17,13 +17,24 @@ that lost 10 % read as 8-9 % slow and was flagged later; one that alone ran its 
 flagged. Until another board has measured the cell, a measurement teaches nothing about the board.
 
 A recent observation weighs more (half-life in observations), so a board that drifts slower is
-followed within a few jobs. A board whose factor falls below `1 - flag_drop` with at least
-`min_observations` behind it is flagged. Pure Python, no Django: the control plane and
-`simulate` use the same tracker.
+followed within a few jobs. A board is planned at its factor once `min_observations` measurements
+back it (`planned_speed`; 1.0 before): the slowest of a type's boards sets the type's plan, and
+among many boards measured once or twice the slowest is the noisiest reading, not a slow board.
+A board whose factor falls below `1 - flag_drop` with at least `min_observations` behind it is
+flagged.
+Pure Python, no Django: the control plane and `simulate` use the same tracker and rule.
 """
 import math
 from dataclasses import dataclass
 from typing import NamedTuple
+
+MIN_OBSERVATIONS = 5
+
+
+def planned_speed(factor: float, observations: int, min_observations: int = MIN_OBSERVATIONS) -> float:
+    """The speed a round plans a board at and divides its jobs' readings by: its learnt factor
+    once `min_observations` measurements back it, 1.0 before."""
+    return factor if observations >= min_observations else 1.0
 
 
 class Cell(NamedTuple):
@@ -45,7 +56,7 @@ class GpuSpeed:
 
 
 class SpeedTracker:
-    def __init__(self, half_life_obs: float = 8.0, flag_drop: float = 0.07, min_observations: int = 5):
+    def __init__(self, half_life_obs: float = 8.0, flag_drop: float = 0.07, min_observations: int = MIN_OBSERVATIONS):
         if half_life_obs <= 0 or not 0 < flag_drop < 1 or min_observations < 1:
             raise ValueError("half_life_obs > 0, 0 < flag_drop < 1 and min_observations >= 1")
         self.alpha = 1.0 - 0.5 ** (1.0 / half_life_obs)
@@ -83,6 +94,11 @@ class SpeedTracker:
     def speed(self, gpu: str) -> GpuSpeed:
         ewma, var, count = self._gpu.get(gpu, (0.0, 0.0, 0))
         return GpuSpeed(math.exp(ewma), math.sqrt(var) if count > 1 else math.inf, count)
+
+    def planned(self, gpu: str) -> float:
+        """The board's speed as a round plans it (planned_speed)."""
+        s = self.speed(gpu)
+        return planned_speed(s.factor, s.observations, self.min_observations)
 
     def flag(self, gpu: str) -> str | None:
         """Why the board is flagged as slow, or None."""

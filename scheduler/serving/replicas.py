@@ -65,7 +65,7 @@ class ReplicaPlan:
 def plan_replicas(
     *, rate_rps: float, bound_ms: float, batch_size: int, min_replicas: int, max_replicas: int,
     best_steps_per_s: float | None, calibration: float = 1.0, speed_factor: float = 1.0, margin: float = 0.0,
-    cap_steps_per_s: float | None = None,
+    cap_steps_per_s: float | None = None, hold_rps: float | None = None,
 ) -> ReplicaPlan:
     """The plan for `rate_rps`; `best_steps_per_s`: the fastest predicted single-GPU speed of
     the workload on any type (None: unknown, the minimum replicas are planned); `calibration`
@@ -73,7 +73,16 @@ def plan_replicas(
     speed_factor x its predicted speed, so its T_min in predicted steps/s is what it truly
     needs over that); `cap_steps_per_s`: the fastest speed a GPU is counted on to give
     (surest_single_gpu; None: `best_steps_per_s`), of which a plan that cannot meet the SLO even
-    with `max_replicas` asks UTILIZATION_TARGET at most."""
+    with `max_replicas` asks UTILIZATION_TARGET at most; `hold_rps`: the highest recent rate
+    (forecast.held_rate), whose replicas the plan keeps, each at the T_min of `rate_rps`."""
+    if hold_rps is not None and hold_rps > rate_rps:
+        held = plan_replicas(
+            rate_rps=hold_rps, bound_ms=bound_ms, batch_size=batch_size, min_replicas=min_replicas,
+            max_replicas=max_replicas, best_steps_per_s=best_steps_per_s, calibration=calibration,
+            speed_factor=speed_factor, margin=margin, cap_steps_per_s=cap_steps_per_s,
+        )
+        min_replicas = max(min_replicas, held.replicas)
+
     def plan(n: int, reason: str = "") -> ReplicaPlan:
         per = max(rate_rps, 0.0) * (1.0 + RATE_HEADROOM) / n
         need = required_steps_per_s(per, bound_ms, batch_size, calibration, margin) / speed_factor

@@ -9,7 +9,7 @@ from catalog.models import GpuType
 from ..lifecycle import TERMINAL
 from ..models import Allocation, Job, Service, ServiceTraffic
 from ..selectors import tenant_of
-from .forecast import DAYS, DAY_S, NOW_WINDOW_S, WINDOW_S
+from .forecast import DAYS, DAY_S, RECENT_SPAN_S, WINDOW_S
 
 #: A replica's latest report older than this no longer counts in its service's rate
 #: (traffic.service_traffic_record sums the latest of each replica within it).
@@ -65,10 +65,10 @@ def replica_speeds(service: Service, predictions) -> list[float]:
 
 def forecast_samples(service: Service, *, now, horizon_s: float) -> list[tuple[float, float]]:
     """(seconds since the epoch, the service's total request rate) where the forecast looks:
-    the last NOW_WINDOW_S, and on each of the last DAYS days the windows around this time and
+    the last RECENT_SPAN_S, and on each of the last DAYS days the windows around this time and
     `horizon_s` later. Each report is one replica's rate: the total at a report is the sum of
     every replica's latest report within RECENT_S (as service_traffic_record sums it)."""
-    near = Q(at__gte=now - timedelta(seconds=NOW_WINDOW_S + RECENT_S), at__lte=now)
+    near = Q(at__gte=now - timedelta(seconds=RECENT_SPAN_S + RECENT_S), at__lte=now)
     for day in range(1, DAYS + 1):
         back = now - timedelta(seconds=day * DAY_S)
         near |= Q(at__gte=back - timedelta(seconds=WINDOW_S + RECENT_S),

@@ -129,9 +129,10 @@ def services_plan(*, now=None) -> list[Service]:
 def _replan(service: Service, speeds: Speeds, margin: float, horizon_s: float, now) -> Service:
     samples = selectors.forecast_samples(service, now=now, horizon_s=horizon_s)
     rate = forecast.forecast_rate(samples, now.timestamp(), horizon_s) if samples else service.expected_rate_rps
+    hold = forecast.held_rate(samples, now.timestamp()) if samples else None
     if selectors.newest_p99_report_since(service, service.planned_at):
         _learn(service, speeds)
-    plan = _planned(service, speeds, margin, rate)
+    plan = _planned(service, speeds, margin, rate, hold)
     _write_plan(service, plan, rate, now)
     replicas = list(selectors.live_replicas(service))
     changed = [job.pk for job in replicas if job.min_throughput != plan.steps_per_s]
@@ -166,13 +167,14 @@ def _learn(service: Service, speeds: Speeds) -> None:
     )
 
 
-def _planned(service: Service, speeds: Speeds, margin: float, rate: float) -> ReplicaPlan:
+def _planned(service: Service, speeds: Speeds, margin: float, rate: float, hold: float | None = None) -> ReplicaPlan:
     fastest = speeds.fastest(service.workload.name)
     return plan_replicas(
         rate_rps=rate, bound_ms=service.latency_bound_ms, batch_size=service.batch_size,
         min_replicas=service.min_replicas, max_replicas=service.max_replicas,
         best_steps_per_s=fastest[1] if fastest else None, calibration=service.calibration,
         speed_factor=service.speed_factor, margin=margin, cap_steps_per_s=speeds.surest(service.workload.name),
+        hold_rps=hold,
     )
 
 

@@ -4,11 +4,12 @@
   plane's rule): a learning policy feeds it every round's observed throughput of each job on
   each of its boards, in its cell (workload, type, GPUs, partner, limit: the tracker compares
   it with the other boards' in the same cell); the solver plans each GPU at its learnt speed
-  (`GpuSpec.speed`). The oracle plans at
-  the boards' true speeds, the other policies at 1.
+  once 5 measurements back it, at 1.0 before (`GpuSpec.speed`, telemetry.gpu_speed.planned_speed,
+  the control plane's rule), and a job's readings are divided by that speed before P2 and the
+  limit curves learn from them. The oracle plans at the boards' true speeds, the other policies at 1.
 - The report's figures: `power_limit_share` (GPU-hours at a limit below the default over all
   busy GPU-hours), `prediction_mape_by_gpu_age` (per board-age bucket, the mean absolute
-  percentage error of the per-board prediction, the type's prediction x the learnt speed of the
+  percentage error of the per-board prediction, the type's prediction x the planned speed of the
   job's slowest board, against the true throughput, counted once every board of the placement
   has been measured `MIN_OBSERVATIONS` times, the issue's "after 10 observations per GPU": a
   board's measurements, not the tracker's comparisons, of which a board gets one only where
@@ -73,7 +74,7 @@ class BoardWatch:
 
     def plan(self, gpu: str) -> BoardPlan:
         """A learning policy's plan of the board, by the control plane's rule (board_plan)."""
-        return board_plan(self.tracker.speed(gpu).factor, self.tracker.flag(gpu) is not None,
+        return board_plan(self.tracker.planned(gpu), self.tracker.flag(gpu) is not None,
                           self.health.get(gpu, {}))
 
     def read_health(self, alive, t: float) -> bool:
@@ -99,8 +100,9 @@ class BoardWatch:
         self.failed_at.setdefault(gpu, t)
         self.failed_lost_s += lost_gpu_s
 
-    def learnt_slowest(self, gpus) -> float:
-        return min((self.tracker.speed(g).factor for g in gpus), default=1.0)
+    def planned_slowest(self, gpus) -> float:
+        """The slowest of the boards' speeds as the round plans them (SpeedTracker.planned)."""
+        return min((self.tracker.planned(g) for g in gpus), default=1.0)
 
     def observe(self, gpus, cell: Cell, measured: float, t: float) -> None:
         """One round's observed throughput of a job in `cell` on `gpus`."""
@@ -119,7 +121,7 @@ class BoardWatch:
             return
         if any(self.measured[g] < MIN_OBSERVATIONS for g in gpus):
             return
-        estimate = predicted * self.learnt_slowest(gpus)
+        estimate = predicted * self.planned_slowest(gpus)
         oldest = max(self.boards.age_days(g, t) for g in gpus)
         self.errors[age_bucket(oldest)].append(abs(estimate - true) / true)
 

@@ -506,7 +506,7 @@ class Simulation(ServiceRounds):
                     p = state.placement
                     if p is not None and not partners and (gpus, limit) == (p.gpu_ids, p.power_limit_w):
                         state.measured.append(measured)
-                    board = self.watch.learnt_slowest(gpus) if self.boards.varies else 1.0
+                    board = self.watch.planned_slowest(gpus) if self.boards.varies else 1.0
                     if not any(braked_now(self.watch.health.get(g, {})) for g in gpus):
                         moved |= self._read_limit(state.job.workload, (gpu_type, k, consolidated), partners, limit,
                                                   measured / board)
@@ -572,7 +572,7 @@ class Simulation(ServiceRounds):
                 estimate *= self._planned_limit_speed(state.job.workload, gpu_type, p.power_limit_w)
             self.watch.score(p.gpu_ids, self.now, estimate, true)
             if estimate and self.boards.varies:
-                estimate *= self.watch.learnt_slowest(p.gpu_ids)
+                estimate *= self.watch.planned_slowest(p.gpu_ids)
             if true > 0 and estimate:
                 self.curve[n].append(abs(estimate - true) / true)
 

@@ -24,7 +24,7 @@ import math
 import random
 from dataclasses import dataclass, field
 
-from scheduler.serving.forecast import DAYS, NOW_WINDOW_S, WINDOW_S, forecast_rate
+from scheduler.serving.forecast import DAYS, RECENT_SPAN_S, WINDOW_S, forecast_rate, held_rate
 from scheduler.serving.latency import DEFAULT_MARGIN, Calibration
 from scheduler.serving.replicas import ReplicaPlan, plan_replicas
 
@@ -89,12 +89,14 @@ class ServiceLoop:
                 rate, worst = latest
                 s.calibration = s.calibration.learnt(min(speeds), rate / len(speeds), service.batch_size,
                                                      self._noisy(worst))
-            rate = forecast_rate(forecast_samples(s.history, t, self.round_s), t, self.round_s)
+            samples = forecast_samples(s.history, t, self.round_s)
+            rate = forecast_rate(samples, t, self.round_s)
             s.plan = plan_replicas(
                 rate_rps=rate, bound_ms=service.bound_ms, batch_size=service.batch_size,
                 min_replicas=service.min_replicas, max_replicas=service.max_replicas,
                 best_steps_per_s=best_speed(service.workload), calibration=s.calibration.latency,
                 speed_factor=s.calibration.speed, margin=DEFAULT_MARGIN, cap_steps_per_s=sure_speed(service.workload),
+                hold_rps=held_rate(samples, t),
             )
         return {sid: s.plan for sid, s in self.state.items()}
 
@@ -114,12 +116,12 @@ def dedicated_plan(service: SimService, true_best_speed: float) -> ReplicaPlan:
 
 
 def forecast_samples(history: list[tuple[float, float]], t: float, horizon_s: float) -> list[tuple[float, float]]:
-    """The samples forecast_rate reads at t (the last NOW_WINDOW_S, and around this time and
+    """The samples forecast_rate reads at t (the last RECENT_SPAN_S, and around this time and
     `horizon_s` later on each of the last DAYS days): the same answer as the whole history."""
     times = [at for at, _ in history]
     out = []
     for day in range(DAYS + 1):
         back = t - day * DAY_S
-        low, high = (back - NOW_WINDOW_S, back) if day == 0 else (back - WINDOW_S, back + horizon_s + WINDOW_S)
+        low, high = (back - RECENT_SPAN_S, back) if day == 0 else (back - WINDOW_S, back + horizon_s + WINDOW_S)
         out += history[bisect.bisect_left(times, low):bisect.bisect_right(times, high)]
     return out

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from telemetry.gpu_speed import Cell, SpeedTracker
+from telemetry.gpu_speed import MIN_OBSERVATIONS, Cell, SpeedTracker, planned_speed
 
 
 def feed(tracker, rounds, slow=1.0, boards=4, start=0, workload="w", rate=10.0):
@@ -29,6 +29,20 @@ def test_a_board_that_slowed_ten_percent_reads_ten_percent_slow_and_is_flagged()
     assert tracker.speed("0").factor == pytest.approx(0.9, abs=0.01)  # its own measurements do not pull its baseline
     assert all(tracker.speed(str(g)).factor == pytest.approx(1.0, abs=0.04) for g in (1, 2, 3))
     assert "runs at 90% of its type's other boards' speed" in tracker.flag("0")
+
+
+def test_a_board_is_planned_at_its_factor_only_once_five_measurements_back_it():
+    """Among many boards measured once or twice the slowest is the noisiest reading: planning a
+    type at it would plan every board of the type slow."""
+    assert MIN_OBSERVATIONS == 5
+    assert planned_speed(0.9, 4) == 1.0 and planned_speed(0.9, 5) == 0.9 and planned_speed(1.1, 0) == 1.0
+    tracker = SpeedTracker()
+    feed(tracker, 3, slow=0.9)  # the first round compares nothing yet: 2 observations behind board 0
+    assert tracker.speed("0").factor < 0.95 and tracker.speed("0").observations < 5
+    assert tracker.planned("0") == 1.0
+    feed(tracker, 5, slow=0.9, start=3)
+    assert tracker.speed("0").observations >= 5
+    assert tracker.planned("0") == tracker.speed("0").factor < 0.95
 
 
 def test_workloads_of_different_rates_blame_no_board():

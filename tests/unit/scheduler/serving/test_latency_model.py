@@ -6,7 +6,7 @@ import pytest
 
 from scheduler.optimizer.problem import SolverSettings
 from scheduler.serving import latency
-from scheduler.serving.forecast import DAY_S, forecast_rate
+from scheduler.serving.forecast import DAY_S, NOW_WINDOW_S, SCALE_DOWN_WAIT_S, current_rate, forecast_rate, held_rate
 from scheduler.serving.latency import Calibration, p99_ms, required_steps_per_s, target_ms, unloaded_floor_ms
 from scheduler.serving.replicas import RATE_HEADROOM, UTILIZATION_TARGET, plan_replicas, surest_single_gpu
 
@@ -120,6 +120,31 @@ def test_forecast_without_history_is_the_rate_now():
     samples = [(1000.0 - s, 40.0) for s in range(0, 300, 30)]
     assert forecast_rate(samples, 1000.0, 600) == pytest.approx(40)
     assert forecast_rate([], 1000.0, 600) == 0
+
+
+def test_the_held_rate_falls_only_once_the_rate_stayed_lower_for_the_wait():
+    now = 10_000.0
+    samples = [(now - s, 120.0 if s > 200 else 40.0) for s in range(0, 900, 30)]  # 120 until 200 s ago, then 40
+    assert forecast_rate(samples, now, 600) == pytest.approx(current_rate(samples, now))
+    assert current_rate(samples, now) < 70
+    assert held_rate(samples, now) == pytest.approx(120)  # 5 minutes ago "now" was 120
+    later = now + SCALE_DOWN_WAIT_S + NOW_WINDOW_S
+    samples += [(later - s, 40.0) for s in range(0, int(later - now), 30)]
+    assert held_rate(samples, later) == pytest.approx(40)  # lower for the whole wait
+    rising = [(now - s, 40.0 if s > 60 else 200.0) for s in range(0, 900, 30)]
+    assert held_rate(rising, now) == pytest.approx(current_rate(rising, now))
+    assert current_rate(rising, now) > 40
+
+
+def test_a_held_rate_keeps_its_replicas_each_at_the_t_min_of_the_rate_now():
+    args = {"bound_ms": 100, "batch_size": 16, "min_replicas": 1, "max_replicas": 8, "best_steps_per_s": 20,
+            "margin": 0.2}
+    busy, quiet = plan_replicas(rate_rps=400, **args), plan_replicas(rate_rps=100, **args)
+    assert busy.replicas > quiet.replicas
+    held = plan_replicas(rate_rps=100, hold_rps=400, **args)
+    assert held.replicas == busy.replicas and held.rate_per_replica_rps == pytest.approx(100 * 1.2 / busy.replicas)
+    assert held.steps_per_s < quiet.steps_per_s
+    assert plan_replicas(rate_rps=400, hold_rps=100, **args) == busy  # a lower held rate changes nothing
 
 
 def test_forecast_anticipates_yesterdays_rise_scaled_by_todays_trend():

@@ -11,7 +11,7 @@ from django.utils import timezone
 from scheduler.lifecycle import JobState
 from scheduler.models import Allocation, ServiceState, ServiceTraffic, SolveRun
 from scheduler.services import job_transition, scheduling_round_run
-from scheduler.serving import latency
+from scheduler.serving import forecast, latency
 from scheduler.serving.forecast import DAY_S
 from scheduler.serving.services import service_create, service_stop, services_plan
 
@@ -40,9 +40,16 @@ def test_a_rising_rate_adds_replicas_and_a_falling_one_cancels_the_surplus(alice
     assert [job.name for job in _live(service)][1:] == ["ranker replica 2", "ranker replica 3"]
 
     job_transition(job=first, to=JobState.PLACED.value)
-    later = now + timedelta(seconds=400)  # the 1500 requests/s are out of the window of "now"
+    later = now + timedelta(seconds=400)  # the 1500 requests/s are out of the window of "now", not of the wait
     _report(service, first, 100.0, later - timedelta(seconds=5))
     services_plan(now=later)
+    service.refresh_from_db()
+    assert service.replicas_target == 3 and len(_live(service)) == 3  # down only once lower for the whole wait
+    assert service.forecast_rps < 150  # the forecast is the rate now, and each replica's T_min follows it
+    assert len({job.min_throughput for job in _live(service)}) == 1 and _live(service)[0].min_throughput < need / 3
+    latest = now + timedelta(seconds=forecast.RECENT_SPAN_S + 60)
+    _report(service, first, 100.0, latest - timedelta(seconds=5))
+    services_plan(now=latest)
     service.refresh_from_db()
     assert service.replicas_target == 1
     assert [job.pk for job in _live(service)] == [first.pk]  # the pending ones went, the placed one stays

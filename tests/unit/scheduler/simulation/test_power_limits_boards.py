@@ -167,6 +167,25 @@ def test_the_flag_delay_counts_from_the_fall_to_the_next_flag_and_is_null_when_n
     assert watch.metrics()["slow_gpu_flagged_after_h"] < 1.0
 
 
+def test_simulate_plans_a_board_as_the_control_plane_does_at_one_until_five_measurements_back_it():
+    """simulate's plan of a board (and what it divides a reading on it by) is the round's
+    (scheduler.boards.learnt_speed): a board read slow once or twice is planned at 1.0."""
+    boards = Boards(["a", "b", "c"], seed=0, ageing=False, span_s=DAY_S)
+    watch = BoardWatch(boards, learns=True, truth_speeds=False)
+    for i in range(3):
+        watch.observe(["a"], Cell("w", "v100"), 8.0, i)
+        watch.observe(["b"], Cell("w", "v100"), 10.0, i)
+        watch.observe(["c"], Cell("w", "v100"), 10.0, i)
+    assert watch.tracker.speed("a").factor < 0.9 and watch.tracker.speed("a").observations < 5
+    assert watch.planned_speed("a", 3) == 1.0 and watch.planned_slowest(["a", "b"]) == 1.0
+    for i in range(3, 6):
+        watch.observe(["a"], Cell("w", "v100"), 8.0, i)
+        watch.observe(["b"], Cell("w", "v100"), 10.0, i)
+    factor = watch.tracker.speed("a").factor
+    assert watch.tracker.speed("a").observations >= 5 and factor < 0.9
+    assert watch.planned_speed("a", 6) == factor and watch.planned_slowest(["a", "b"]) == factor
+
+
 def test_a_placement_is_scored_once_each_of_its_boards_was_measured_ten_times_compared_or_not():
     """The issue's "MAPE after 10 observations per GPU": a board's own measurements count, also
     those the tracker could not compare (no other board measured the cell)."""

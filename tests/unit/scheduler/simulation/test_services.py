@@ -7,7 +7,7 @@ import pytest
 
 from catalog.measurement_record import MeasurementRecord
 from scheduler.optimizer.catalog_predictions import CatalogPredictions
-from scheduler.serving.forecast import forecast_rate
+from scheduler.serving.forecast import forecast_rate, held_rate
 from scheduler.serving.latency import LN_100, p99_ms
 from scheduler.simulation.cluster import build_gpus, gpu_types
 from scheduler.simulation.engine import Simulation
@@ -196,6 +196,10 @@ def test_the_loop_reads_only_the_samples_the_forecast_needs_and_gets_the_same_an
     history = [(minute * 60.0, 100.0 + (minute % 1440) / 10.0 + (minute // 1440) * 5.0) for minute in range(3 * 1440)]
     for t in (3600.0, 1.5 * DAY_S, 2 * DAY_S + 600.0, 3 * DAY_S - 60.0):
         assert forecast_rate(forecast_samples(history, t, 360.0), t, 360.0) == forecast_rate(history, t, 360.0)
+    steps = [(minute * 60.0, 300.0 if minute % 90 < 45 else 50.0) for minute in range(2 * 1440)]
+    # 4 minutes after a fall the wait still holds the rate before it; 44 minutes after, not
+    for t, held in ((45 * 60.0 + 240, 300.0), (1.5 * DAY_S + 45 * 60.0 + 240, 300.0), (2 * DAY_S - 60.0, 50.0)):
+        assert held_rate(forecast_samples(steps, t, 360.0), t) == held_rate(steps, t) == held
     assert len(forecast_samples(history, 2 * DAY_S + 600.0, 360.0)) < 200
 
 
