@@ -166,8 +166,8 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
     job_specs = keep_work([(spec, works.get(int(spec.id))) for spec in job_specs], settings, at_risk)
     predictions = planning_predictions({j.workload for j in job_specs}, include_shadow=config.shadow_mode)
     job_specs = _with_paces(job_specs, jobs, predictions, gpu_specs, kept_jobs, kept_gpus)
-    if shared_by_tenants(Tenant.objects.count()):
-        shares = dict(Tenant.objects.values_list("slug", "shares"))
+    shares = dict(Tenant.objects.values_list("slug", "shares"))
+    if shared_by_tenants(len(shares)):
         job_specs = behind_entitlement(job_specs, len(gpu_specs), shares, predictions, types)
     return release_outgrown(Problem(
         jobs=job_specs, gpus=gpu_specs, gpu_types=types,

@@ -9,18 +9,16 @@ fair-share factor cannot see it (it compares a tenant's usage with its share of 
 usage, not with what it could have had).
 
 `behind_entitlement` gives the multi-GPU training jobs of a tenant holding less than its
-entitlement a pace at their fastest predicted rate within D_j (finish_time.best_rate), worth PACE_VALUE_W times
-their D_j times the tenant's shortfall (the part of its entitlement it does not hold; a job
-whose own finish-time pace is worth more keeps it): in the power phase, with the capacity
-and power the admitted jobs' T_min leave, they get their D_j GPUs and faster types first, the
-more so the further their tenant is below its entitlement. A single-GPU job holds its D_j once
-admitted: a faster type would add nothing to its tenant's GPU time, only crowd the fast GPUs
-(with them the 3 jobs per hour run's SLO violation rose to 2.13 %). Scaled by the shortfall, a tenant
-near its entitlement stops crowding the fast GPUs that other tenants' jobs behind their own
-pace need (worth D_j x PACE_VALUE_W whatever the shortfall, the rule pushed the 3 jobs per hour
-run's max finish-time fairness from 2.79 to 3.40, docs/tenants.md). Like the pace it is a
-value, not a constraint: admission, every admitted job's T_min and the owners' quotas come
-first. With one tenant there is nothing to compare (the caller's gate,
+entitlement a pace at their fastest predicted rate within D_j (finish_time.best_rate), worth
+PACE_VALUE_W times their D_j times the tenant's shortfall (the part of its entitlement it does
+not hold; a job whose own finish-time pace is worth more keeps it): in the power phase, with
+the capacity and power the admitted jobs' T_min leave, they get their D_j GPUs and faster types
+first, the more so the further their tenant is below its entitlement. A single-GPU job holds
+its D_j once admitted: a faster type would add nothing to its tenant's GPU time, only crowd the
+fast GPUs. Scaled by the shortfall, a tenant near its entitlement stops crowding the fast GPUs
+that other tenants' jobs behind their own pace need (docs/tenants.md measures both). Like the
+pace it is a value, not a constraint: admission, every admitted job's T_min and the owners'
+quotas come first. With one tenant there is nothing to compare (the caller's gate,
 finish_time.shared_by_tenants). The control plane (problem_source) and the simulator call it
 alike.
 """
