@@ -13,6 +13,10 @@ from .serving import dedicated_plan, replica_job
 from .work import JobState, start_run
 
 
+class CannotProvision(ValueError):
+    """`dedicated` cannot give a service GPUs of its own for its peak on this cluster."""
+
+
 class ServiceRounds:
     """Methods of engine.Simulation (its state: active, states, predictions, serving, reserved...)."""
 
@@ -78,22 +82,35 @@ class ServiceRounds:
         state.placement = None
 
     def _provision(self, t: float) -> None:
-        """dedicated: each service's peak replicas on free GPUs of its truly fastest type, for good."""
+        """dedicated: each service's peak replicas on free GPUs of its truly fastest type, for good;
+        where that type has too few free GPUs, of the fastest type that has enough for its own
+        plan (as an operator provisions where capacity is); CannotProvision where no type has."""
         for service in self.sc.services:
             speeds = {g: self.truth.throughput(service.workload, g, 1, True) * service.speed_factor
                       for g in self.sc.gpu_types}
-            gpu_type = max(speeds, key=speeds.get)
-            plan = dedicated_plan(service, speeds[gpu_type])
-            free = [g.id for g in self.sc.gpus if g.gpu_type == gpu_type and g.id in self.alive
-                    and g.id not in self.reserved]
-            if len(free) < plan.replicas:
-                raise ValueError(f"dedicated: {service.id} needs {plan.replicas} {gpu_type} GPUs, {len(free)} are free")
+            gpu_type, plan, free = self._dedicated_gpus(service, speeds)
             power = self.truth.gpu_power_alone(self.sc.gpu_types[gpu_type], service.workload)
             for gpu_id in free[:plan.replicas]:
                 state = self._new_replica(service, plan.steps_per_s, t)
                 placement = Placement(state.job.id, gpu_type, (gpu_id,), True, (), speeds[gpu_type], power)
                 start_run(state, placement, t, self.sc.restart_overhead(service.workload))
                 self.reserved.add(gpu_id)
+
+    def _dedicated_gpus(self, service, speeds: dict[str, float]):
+        """(type, plan, free GPUs of the type) of the fastest type whose free GPUs hold the
+        service's peak plan at its speed there."""
+        wanted = []
+        for gpu_type in sorted(speeds, key=lambda g: (-speeds[g], g)):
+            if speeds[gpu_type] <= 0:
+                continue
+            plan = dedicated_plan(service, speeds[gpu_type])
+            free = [g.id for g in self.sc.gpus if g.gpu_type == gpu_type and g.id in self.alive
+                    and g.id not in self.reserved]
+            if len(free) >= plan.replicas:
+                return gpu_type, plan, free
+            wanted.append(f"{plan.replicas} {gpu_type} ({len(free)} free)")
+        raise CannotProvision(f"dedicated: no GPU type has the free GPUs for {service.id}'s peak: it needs "
+                              + ", or ".join(wanted))
 
     def _replicas_now(self, now: float, rates: dict[str, float], power: dict[str, float]) -> list[ReplicaNow]:
         """The placed replicas as the truth has them for the stretch from `now`."""

@@ -28,6 +28,7 @@ from scheduler.simulation.run import (
     scenario_summary,
 )
 from scheduler.simulation.scenario import Failure
+from scheduler.simulation.service_rounds import CannotProvision
 from scheduler.simulation.tenants import DEFAULT_HALF_LIFE_H
 from scheduler.simulation.trace import TraceError
 from scheduler.simulation.truth import Truth
@@ -181,9 +182,12 @@ class Command(BaseCommand):
             self.stderr.write(
                 f"warning: the truth data has no measurements on {', '.join(missing)}; jobs cannot run there"
             )
-        report = run_all(scenario, truth, truth_records, catalog_records, seed=o["seed"], quick=o["quick"],
-                         architecture=o["architecture"], policies=[known[name] for name in chosen],
-                         log=self.stderr.write, exploration=None if o["no_explore"] else EXPLORATION)
+        try:
+            report = run_all(scenario, truth, truth_records, catalog_records, seed=o["seed"], quick=o["quick"],
+                             architecture=o["architecture"], policies=[known[name] for name in chosen],
+                             log=self.stderr.write, exploration=None if o["no_explore"] else EXPLORATION)
+        except CannotProvision as exc:
+            raise CommandError(f"{exc}; nothing written (run without `dedicated`, or on another seed)") from None
         report["scenario"] = scenario_summary(
             scenario, seed=o["seed"], truth=o["truth"] or "reference (Gavel)",
             catalog=o["catalog"] or "reference (Gavel)", trace=o["trace"], deviation=o["deviation"],

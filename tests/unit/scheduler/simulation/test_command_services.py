@@ -1,6 +1,7 @@
 """manage.py simulate --services: the services figures in the report and the table; options that
 cannot go with it exit 1 with the reason and write nothing."""
 import json
+from dataclasses import replace
 from io import StringIO
 
 import pytest
@@ -46,4 +47,24 @@ def test_options_that_do_not_go_with_services_exit_1_and_write_nothing(tmp_path,
     assert exited.value.code == 1
     err = capsys.readouterr().err
     assert says in err and "Traceback" not in err
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_a_cluster_that_cannot_give_dedicated_its_peak_exits_1_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    """On some seeds a service's peak needs more GPUs of each type than the cluster has free:
+    `dedicated` cannot be run there, and the command says which service and what it needs."""
+    from scheduler.simulation import run as run_module
+
+    real = run_module.scenario_services
+
+    def louder(*args, **kwargs):
+        return tuple(replace(s, peak_rps=s.peak_rps * 40) for s in real(*args, **kwargs))
+
+    monkeypatch.setattr(run_module, "scenario_services", louder)
+    with pytest.raises(SystemExit) as exited:
+        run_as_from_shell("simulate", "--json", str(tmp_path / "x.json"), "--services", "--jobs", "2", "--quick",
+                          "--policies", "dedicated")
+    assert exited.value.code == 1
+    err = capsys.readouterr().err
+    assert "dedicated: no GPU type has the free GPUs for" in err and "free)" in err and "Traceback" not in err
     assert not (tmp_path / "x.json").exists()

@@ -17,6 +17,7 @@ from scheduler.simulation.metrics import policy_metrics
 from scheduler.simulation.policies import CATALOG, DEDICATED, NO_SERVICES, Policy
 from scheduler.simulation.run import comparison
 from scheduler.simulation.scenario import Scenario
+from scheduler.simulation.service_rounds import CannotProvision
 from scheduler.simulation.service_watch import ServiceWatch
 from scheduler.simulation.services import (
     DAY_S,
@@ -135,6 +136,30 @@ def test_dedicated_replicas_never_share_their_gpus():
         others = {g for i, gpus in placed.items() if not i.startswith("svc-") for g in gpus}
         assert replica_gpus and not replica_gpus & others
     assert policy_metrics(result)["services"]["replicas_mean"] == pytest.approx(2.0)
+
+
+def test_dedicated_takes_the_next_fastest_type_where_the_fastest_has_too_few_free_gpus():
+    """One V100 free, a peak that needs two there: an operator provisions the service on P100s
+    instead, where S runs at 5 steps/s and its peak needs 8 of them."""
+    rows = [*ROWS, MeasurementRecord("S", "p100", 5.0), MeasurementRecord("T", "p100", 5.0)]
+    sc = Scenario(jobs=(), gpus=build_gpus((("v100", 1), ("p100", 10))), gpu_types=gpu_types(["v100", "p100"]),
+                  horizon_s=3600.0, services=(service(spike_at_s=None),),
+                  traces={"svc": request_trace(service(spike_at_s=None), 3600.0, seed=0)})
+    sim = Audited(sc, Truth(rows, deviation=0.0, noise=0.0), Policy("dedicated", "ilp", CATALOG, services=DEDICATED),
+                  CatalogPredictions(rows))
+    sim.run()
+    replica_gpus = {g for _, placed, _, _ in sim.seen for i, gpus in placed.items() if i.startswith("svc-")
+                    for g in gpus}
+    assert replica_gpus and all(g.startswith("p100") for g in replica_gpus)
+    assert len(replica_gpus) == 8
+
+
+def test_dedicated_that_no_type_can_hold_says_what_the_service_needs():
+    sc = Scenario(jobs=(), gpus=build_gpus((("v100", 1),)), gpu_types=gpu_types(["v100"]), horizon_s=3600.0,
+                  services=(service(spike_at_s=None),), traces={"svc": request_trace(service(spike_at_s=None), 3600.0,
+                                                                                      seed=0)})
+    with pytest.raises(CannotProvision, match=r"svc's peak: it needs 2 v100 \(1 free\)"):
+        run(sc, services=DEDICATED)
 
 
 def test_the_shared_loop_adds_replicas_after_a_spike_and_the_p99_holds_again_within_two_rounds():
