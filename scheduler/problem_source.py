@@ -20,7 +20,17 @@ from telemetry.models import Gpu, GpuState, NodeState
 
 from .boards import with_boards
 from .lifecycle import JobState
-from .models import Allocation, Job, JobMeasurement, SolveRun, SolverConfig, Tenant, TenantQuota, TenantUsage
+from .models import (
+    Allocation,
+    Job,
+    JobMeasurement,
+    Service,
+    SolveRun,
+    SolverConfig,
+    Tenant,
+    TenantQuota,
+    TenantUsage,
+)
 from .optimizer import (
     CurrentPlacement,
     GpuSpec,
@@ -137,6 +147,7 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
     jobs = list(jobs)
     current = _current_placements()
     fair_share = dict(TenantUsage.objects.values_list("tenant_id", "factor"))  # none yet: 1.0, as all others
+    at_risk = _slo_at_risk({job.service_id for job in jobs} - {None})
     job_specs = tuple(
         JobSpec(
             id=str(job.pk),
@@ -149,6 +160,7 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
             current=current.get(job.pk),
             fair_share=fair_share.get(job.tenant_id, 1.0),
             service=job.service_id is not None,
+            alone=job.service_id in at_risk,
         )
         for job in jobs
     )
@@ -265,6 +277,14 @@ def _kept_in_place() -> tuple[set[int], set[int]]:
         if sharing <= jobs:
             return jobs, gpus
         jobs |= sharing
+
+
+def _slo_at_risk(service_ids: set[int]) -> set[int]:
+    """The services among `service_ids` whose plan says their SLO is at risk (Service.slo_note):
+    their replicas run alone (JobSpec.alone)."""
+    if not service_ids:
+        return set()
+    return set(Service.objects.filter(pk__in=service_ids).exclude(slo_note="").values_list("pk", flat=True))
 
 
 def _current_placements() -> dict[int, CurrentPlacement]:

@@ -102,8 +102,11 @@ class _Matcher:
         estimate it may count on, GroupEstimates.sure; a group running now
         stays a candidate below it: predictions fell since, and stopping it loses its work,
         unless a service replica is what misses its T_min, its latency SLO: docs/services.md), the
-        memory fits and no pinned member would change GPU."""
+        memory fits and no pinned member would change GPU; none with a replica that runs alone
+        (JobSpec.alone)."""
         jobs, out = self.jobs, []
+        if any(jobs[x].alone for x in members):
+            return out
         for t in self.types:
             spec = self.problem.gpu_types[t]
             needs = (self.memory[x] for x in members)

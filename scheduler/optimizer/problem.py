@@ -138,6 +138,10 @@ class JobSpec:
     # shared GPU where it no longer meets it is not kept (candidates.py), and it keeps its GPU
     # when its partner leaves (placement.py); keep_work.py prices its moves higher.
     service: bool = False
+    # A replica of a service whose plan cannot meet its SLO even at its most replicas
+    # (serving/replicas.py, a plan's reason): it shares its GPU with no one, so it serves at its
+    # full speed (candidates.py, service_partners.py), where a partner would hold it at its capped T_min.
+    alone: bool = False
 
 
 @dataclass(frozen=True)

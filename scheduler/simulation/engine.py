@@ -283,9 +283,15 @@ class Simulation(ServiceRounds):
         p = state.placement
         return JobSpec(state.job.id, state.job.workload, state.job.tenant, state.job.min_throughput,
                        state.job.max_gpus, priority=int(SERVICES_FIRST and state.job.service is not None),
-                       service=state.job.service is not None,
+                       service=state.job.service is not None, alone=self._slo_at_risk(state.job.service),
                        current=CurrentPlacement(p.gpu_ids, p.partners, p.power_limit_w) if p else None,
                        fair_share=fair_share, pace=pace)
+
+    def _slo_at_risk(self, service_id: str | None) -> bool:
+        """Whether the service's plan says its SLO is at risk (its replicas run alone, as the
+        control plane's problem_source reads Service.slo_note)."""
+        state = self.serving.state.get(service_id) if service_id is not None and self.serving else None
+        return bool(state and state.plan and state.plan.reason)
 
     def _running_work(self, state: JobState, t: float) -> RunningWork | None:
         """What a placed job would lose, as a control plane knows it: its rate observed once it

@@ -58,3 +58,21 @@ def test_rising_traffic_moves_the_training_partner_away_and_not_the_replica(shar
     assert replica.state == JobState.RUNNING.value and _gpus(replica) == {gpu.pk}
     assert training.state == JobState.PLACED.value and _gpus(training) and gpu.pk not in _gpus(training)
     assert not Allocation.objects.get(job=replica, end__isnull=True).partners.exists()
+
+
+def test_the_replicas_of_a_service_whose_slo_is_at_risk_are_stated_alone(shared_v100):
+    """A plan that cannot meet the SLO says so in slo_note; the round then states the service's
+    replicas as running alone (JobSpec.alone) and releases their partners (service_partners.py)."""
+    from scheduler.models import Service, SolverConfig
+    from scheduler.problem_source import problem_from_database
+
+    service, replica, training, _ = shared_v100
+    specs = {spec.id: spec for spec in problem_from_database(SolverConfig.load()).jobs}
+    assert not specs[str(replica.pk)].alone and not specs[str(training.pk)].alone
+    assert specs[str(replica.pk)].current.partners == (str(training.pk),)
+    Service.objects.filter(pk=service.pk).update(slo_note="at 5000 requests/s even 8 replicas need more")
+    problem = problem_from_database(SolverConfig.load())
+    specs = {spec.id: spec for spec in problem.jobs}
+    assert specs[str(replica.pk)].alone and specs[str(replica.pk)].service and not specs[str(training.pk)].alone
+    # the pair meets the replica's T_min (problem_from_database released nothing before), yet the partner goes
+    assert specs[str(training.pk)].current is None and specs[str(replica.pk)].current.partners == ()
