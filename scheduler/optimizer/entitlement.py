@@ -19,8 +19,8 @@ fast GPUs. Scaled by the shortfall, a tenant near its entitlement stops crowding
 that other tenants' jobs behind their own pace need (docs/tenants.md measures both). Like the
 pace it is a value, not a constraint: admission, every admitted job's T_min and the owners'
 quotas come first. With one tenant there is nothing to compare (the caller's gate,
-finish_time.shared_by_tenants). The control plane (problem_source) and the simulator call it
-alike.
+finish_time.shared_by_tenants), nor while only one tenant has training jobs (`shortfalls`). The
+control plane (problem_source) and the simulator call it alike.
 """
 from collections import defaultdict
 from collections.abc import Mapping
@@ -58,7 +58,9 @@ def held_gpus(job: JobSpec) -> float:
 
 def shortfalls(jobs: tuple[JobSpec, ...], gpus: int, shares: Mapping[str, float]) -> dict[str, float]:
     """Tenant -> the part of its water-filled entitlement of `gpus` its training jobs do not hold
-    (0..1), for the tenants holding less than it (a tenant without shares counts one)."""
+    (0..1), for the tenants holding less than it (a tenant without shares counts one); none while
+    fewer than two tenants have training jobs: with no other tenant to be fair to, T_min is the
+    whole promise and energy decides (a tenant with no jobs is no one to compare with)."""
     held: dict[str, float] = defaultdict(float)
     demand: dict[str, float] = defaultdict(float)
     for job in jobs:
@@ -66,6 +68,8 @@ def shortfalls(jobs: tuple[JobSpec, ...], gpus: int, shares: Mapping[str, float]
             continue
         demand[job.tenant] += job.max_gpus
         held[job.tenant] += held_gpus(job)
+    if len(demand) < 2:
+        return {}
     fair = water_fill(min(gpus, sum(demand.values())), demand, {t: shares.get(t, 1) for t in demand})
     return {t: 1.0 - held[t] / entitled for t, entitled in fair.items() if held[t] < entitled - 1e-9}
 

@@ -41,6 +41,16 @@ def test_a_tenant_holding_less_than_its_water_filled_entitlement_falls_short_by_
     assert shortfalls(jobs, 4, {"a": 3, "b": 1}) == {"a": pytest.approx(1 / 3)}
 
 
+def test_a_tenant_alone_with_jobs_is_short_of_no_one():
+    """Two tenants in the cluster, only one with training jobs: no other tenant to be fair to, so
+    its jobs are left at their T_min (the trade-off page's one-tenant preview, a real round)."""
+    jobs = (job(1, tenant="a", dj=2, current=(["g0"], [])),)
+    assert shortfalls(jobs, 8, {"a": 1, "b": 1}) == {}
+    assert behind_entitlement(jobs, 8, {"a": 1, "b": 1}, PREDS, ["x"]) == jobs
+    with_b = (*jobs, job(2, tenant="b", dj=1, current=(["g1"], [])))
+    assert shortfalls(with_b, 8, {"a": 1, "b": 1}) == {"a": pytest.approx(0.5)}
+
+
 def test_service_replicas_and_probes_are_not_counted_nor_marked():
     jobs = (replace(job(1, tenant="a", dj=2), service=True), replace(job(2, tenant="a", dj=2), probe=True),
             job(3, tenant="b", current=(["g0"], [])))
@@ -67,8 +77,9 @@ def test_a_jobs_own_pace_stands_where_the_shortfall_is_worth_less():
     weight 2, raised."""
     own = replace(job(1, tenant="a", tmin=5, dj=2), pace=8.0)
     held = job(2, tenant="a", tmin=5, dj=2, current=(["g0", "g1", "g2"], []))
-    assert behind_entitlement((own, held), 8, {"a": 1}, PREDS, ["x"])[0] == own
-    (raised,) = behind_entitlement((replace(own, pace=12.0),), 8, {"a": 1}, PREDS, ["x"])
+    other = job(3, tenant="b", tmin=5, current=(["g7"], []))  # b asks 1, holds it
+    assert behind_entitlement((own, held, other), 8, {"a": 1}, PREDS, ["x"])[0] == own
+    raised, _ = behind_entitlement((replace(own, pace=12.0), other), 8, {"a": 1}, PREDS, ["x"])
     assert (raised.pace, raised.pace_weight) == (18.0, 2.0)
 
 
@@ -87,13 +98,16 @@ def test_a_pace_is_worth_its_weight_times_the_pace_value():
 
 
 def test_a_behind_tenants_job_gets_its_d_j_gpus_while_they_are_idle():
-    """4 x GPUs (300 W each). A (tenant a, D_j 2, T_min 5): 10/s on one, 18/s on two. Unmarked,
-    one GPU meets T_min for less power. a holds nothing of its entitlement (2 of 2 asked: short by
-    all), so its pace is 18/s worth 2 x 400 W: two GPUs (600 W - 800) beat one (300 W - 800 x 5/13)."""
-    plain = problem([job(1, tenant="a", tmin=5, dj=2)], node("x", "n", 4), [X], PREDS)
-    assert len(get_solver("ilp").solve(plain).placements["1"].gpu_ids) == 1
+    """4 x GPUs (300 W each). A (tenant a, D_j 2, T_min 5): 10/s on one, 18/s on two; B (tenant b,
+    D_j 1, T_min 5). Unmarked, one GPU meets A's T_min for less power. a holds nothing of its
+    entitlement (2 of 2 asked, demand 3 of 4 GPUs: short by all), so A's pace is 18/s worth 2 x
+    400 W: two GPUs (600 W - 800) beat one (300 W - 800 x 5/13); B keeps its GPU."""
+    plain = problem([job(1, tenant="a", tmin=5, dj=2), job(2, tenant="b", tmin=5)], node("x", "n", 4), [X], PREDS)
+    unmarked = get_solver("ilp").solve(plain).placements
+    assert len(unmarked["1"].gpu_ids) == 1 and len(unmarked["2"].gpu_ids) == 1
     marked = replace(plain, jobs=behind_entitlement(plain.jobs, 4, {"a": 1}, PREDS, ["x"]))
-    assert len(get_solver("ilp").solve(marked).placements["1"].gpu_ids) == 2
+    placed = get_solver("ilp").solve(marked).placements
+    assert len(placed["1"].gpu_ids) == 2 and len(placed["2"].gpu_ids) == 1
 
 
 def test_a_behind_tenants_job_never_takes_another_jobs_place():
