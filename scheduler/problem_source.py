@@ -177,8 +177,8 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
     at_risk = frozenset(g.id for g in gpu_specs if g.at_risk)  # their jobs leave them (keep_work)
     job_specs = keep_work([(spec, works.get(int(spec.id))) for spec in job_specs], settings, at_risk)
     predictions = planning_predictions({j.workload for j in job_specs}, include_shadow=config.shadow_mode)
-    job_specs = _with_paces(job_specs, jobs, predictions, gpu_specs, kept_jobs, kept_gpus)
     shares = dict(Tenant.objects.values_list("slug", "shares"))
+    job_specs = _with_paces(job_specs, jobs, predictions, gpu_specs, kept_jobs, kept_gpus, len(shares))
     if shared_by_tenants(len(shares)):
         job_specs = behind_entitlement(job_specs, len(gpu_specs), shares, predictions, types)
     return release_outgrown(Problem(
@@ -189,12 +189,12 @@ def problem_from_database(config: SolverConfig, *, solver: str | None = None) ->
     ))
 
 
-def _with_paces(specs, jobs, predictions, gpu_specs, kept_jobs, kept_gpus) -> tuple[JobSpec, ...]:
+def _with_paces(specs, jobs, predictions, gpu_specs, kept_jobs, kept_gpus, tenants: int) -> tuple[JobSpec, ...]:
     """Each training job's pace (optimizer.finish_time, as simulate computes it): its time since
     submission and its steps left, against its time with 1/n of every usable GPU (the round's
     and those of jobs kept in place), n the active jobs. A job that gave no total_steps, and a
-    service replica, keep none; nor does any job while the cluster has one tenant."""
-    if not shared_by_tenants(Tenant.objects.count()):
+    service replica, keep none; nor does any job while the cluster has one tenant (`tenants`)."""
+    if not shared_by_tenants(tenants):
         return specs
     capacity = Counter(g.gpu_type for g in gpu_specs)
     capacity.update(Gpu.objects.filter(pk__in=kept_gpus, external_holder="").values_list("gpu_type__name", flat=True))
