@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
+from scheduler.models import Job, SolveRun
 from telemetry.models import Node
 
 from .conftest import free_port, wait_for_http, worker_argv
@@ -90,7 +91,21 @@ def wait_for(predicate, what: str, logs, timeout: float) -> None:
         if predicate():
             return
         time.sleep(0.3)
-    pytest.fail(f"{what} did not happen within {timeout} s:\n{tails(logs)}")
+    pytest.fail(f"{what} did not happen within {timeout} s:\n{jobs_now()}\n{tails(logs)}")
+
+
+def jobs_now() -> str:
+    """Every job's state, progress and pending reason as the database holds them, and the last
+    round's outcome: what a timeout's logs (daphne's requests, the worker's task lines) do not
+    say."""
+    rows = Job.objects.order_by("pk").values_list("pk", "priority", "state", "current_step", "pending_reason")
+    lines = [f"job {pk} priority {priority} {state} at step {step}: {reason or '-'}"
+             for pk, priority, state, step, reason in rows]
+    run = SolveRun.objects.order_by("-pk").first()
+    if run is not None:
+        lines.append(f"last round {run.pk}: {run.status}, {run.num_jobs} jobs, {run.num_placed} placed, "
+                     f"{run.fallback_reason or 'no fallback'}; {run.notes or 'no notes'}")
+    return "--- jobs now\n" + "\n".join(lines)
 
 
 class JobsWatch:
