@@ -101,6 +101,7 @@ class Simulation(ServiceRounds):
         self.explorer = explorer
         self.learns = hasattr(predictions, "observe")  # SimulatedLearning takes telemetry; the others are fixed
         self.rng = random.Random(f"telemetry:{seed}:{policy.name}")
+        self.power_rng = random.Random(f"power:{seed}:{policy.name}")  # its own: the rates' draws stay as they were
         self.states = {j.id: JobState(j, j.total_steps) for j in scenario.jobs}
         self.node = {g.id: g.node for g in scenario.gpus}
         self.per_server = max(Counter(self.node.values()).values(), default=1)
@@ -543,11 +544,18 @@ class Simulation(ServiceRounds):
     def _read_limit(self, workload, config, partners, limit_w, measured) -> bool:
         """A job alone on one GPU is a reading of its workload's limit curve on the type (at
         `limit_w`, the default when None): its rate over the policy's reference rate there
-        (learnt_limits; one GPU: the reference's error is one factor per workload and type)."""
+        (learnt_limits; one GPU: the reference's error is one factor per workload and type), and
+        its GPU's power and utilization (with telemetry's noise on the power)."""
         if partners or config[1] != 1 or not hasattr(self.predictions, "observe_limit"):
             return False
         reference = self.predictions.reference(workload, *config)
-        return bool(reference) and self.predictions.observe_limit(workload, config[0], limit_w, measured / reference)
+        if not reference:
+            return False
+        spec = self.sc.gpu_types[config[0]]
+        power = self.truth.gpu_power_alone(spec, workload) * self.truth.at_power_limit(spec, workload, limit_w)[1]
+        return self.predictions.observe_limit(workload, config[0], limit_w, measured / reference,
+                                              self.truth.observe(power, self.power_rng),
+                                              self.truth.utilization(workload, config[0]))
 
     def _planned_limit_speed(self, workload, gpu_type, limit_w) -> float:
         """The policy's own prediction of the speed fraction at `limit_w` (1 at the default)."""

@@ -32,6 +32,10 @@ on the type (`observe_limit`, catalog.predictors.learnt_limits): its rate over a
 telemetry never changes (the catalog's measured mean of the configuration, else P1's first
 estimate), at the limit it ran at (the default included), as the control plane's telemetry does
 (docs/power_limits.md, "Limit curves learnt from telemetry"); the curves survive a refit.
+Such an observation also carries the GPU's power: a reading of the power curve against the
+workload's draw at the default as learnt so far (none before the first), then, brought back to
+the default by the learnt fraction, one more value of that draw (draws.TelemetryDraws), as the
+control plane's measurements are.
 """
 import statistics
 
@@ -41,6 +45,8 @@ from catalog.predictors.learnt_limits import LearntLimits, LimitReading
 from scheduler.optimizer.catalog_predictions import CatalogPredictions
 from scheduler.predictions import LearnedPredictions, WorkloadEstimates
 from telemetry.agent.colocation import group_fraction
+
+from .draws import TelemetryDraws
 
 TOLERANCE = 0.01
 GPU_COUNTS = (2, 4, 8)
@@ -56,14 +62,16 @@ class SimulatedLearning:
         self._log: dict[str, list[Observation]] = {}  # every observation, replayed by refit
         self._estimates: dict[str, WorkloadEstimates] = {}
         self.limits = LearntLimits()
+        self.draws: TelemetryDraws | None = None
         self._prior: dict[str, dict[tuple, float]] = {}  # workload -> P1's first estimates, a reading's reference
         self.refit(model, catalog)
 
     def refit(self, model: PerformancePredictor, catalog: CatalogPredictions) -> None:
         self.model, self.catalog = model, catalog
+        self.draws = TelemetryDraws(catalog) if self.draws is None else self.draws.with_catalog(catalog)
         self._jobs = {}  # workload -> JobEstimate (P2 state)
         self._own: dict[str, dict[tuple, list[float]]] = {}  # observations of cells the model lacks
-        self._planning = LearnedPredictions(catalog, self._estimates, limits=self.limits)
+        self._planning = LearnedPredictions(self.draws, self._estimates, limits=self.limits)
         for workload in list(self._estimates):
             self._job(workload)
             for observation in self._log.get(workload, ()):
@@ -175,21 +183,28 @@ class SimulatedLearning:
         measured = self.catalog.tau(workload, gpu_type, num_gpus, consolidated)
         return measured or self._prior[workload].get((gpu_type, num_gpus, consolidated or num_gpus == 1)) or None
 
-    def observe_limit(self, workload, gpu_type, limit_w, ratio) -> bool:
-        """One reading of the job alone at `limit_w` (None: the default), at `ratio` x its
-        reference rate; True when the learnt speed at that limit moved by more than the tolerance.
-        A ratio no rate could give against its reference is left out."""
+    def observe_limit(self, workload, gpu_type, limit_w, ratio, power_w=None, utilization=None) -> bool:
+        """One reading of the job alone on one GPU at `limit_w` (None: the default), at `ratio` x
+        its reference rate, drawing `power_w` at `utilization`; True when the learnt speed or
+        power at that limit, or the learnt draw at the default, moved by more than the tolerance.
+        A reading no rate or draw could give against its reference is left out; the draw is still
+        one more value of the default's (as the control plane records the measurement)."""
         model = self.model_at_power_limit(workload, gpu_type, limit_w) if limit_w is not None else (1.0, 1.0)
         if model is None:
             return False
-        try:
-            reading = LimitReading(model_speed=model[0], speed=ratio)
-        except ValueError:
-            return False
+        drew = self.draws.power_w(workload, gpu_type)
+        power = power_w / drew if power_w and drew else None
         before = self.limits.at_power_limit(workload, gpu_type, model)
-        self.limits.add(workload, gpu_type, reading)
+        try:
+            self.limits.add(workload, gpu_type, LimitReading(
+                model_speed=model[0], speed=ratio, model_power=model[1] if power else None, power=power))
+        except ValueError:
+            pass
         after = self.limits.at_power_limit(workload, gpu_type, model)
-        return abs(after[0] - before[0]) > self.tolerance * before[0]
+        self.draws.add(workload, gpu_type, power_w / after[1] if power_w else None, utilization)
+        draw = self.draws.power_w(workload, gpu_type)
+        return (any(abs(a - b) > self.tolerance * b for a, b in zip(after, before))
+                or drew is None and draw is not None or bool(drew and abs(draw - drew) > self.tolerance * drew))
 
     def uncertainty(self, workload, gpu_type, num_gpus, consolidated) -> tuple[float, bool]:
         self._job(workload)
