@@ -1,58 +1,36 @@
-"""What a job draws at the default power limit, learnt from telemetry in the simulation as the
-control plane's catalog learns it: there every measurement that telemetry records carries the
-window's mean power and utilization (brought back to the default limit where the job ran below
-it, scheduler/dispatch/at_default_limit.py), and the catalog's means of a workload's single-GPU
-measurements on a type are what rounds plan power with (CatalogPredictions.power_w,
-.utilization) and what the power-limit model takes as the job's draw.
+"""What a job draws at the default power limit, learnt from telemetry in the simulation: per
+(workload, GPU type), the reference its power readings are read against and the utilization
+telemetry saw (learned.SimulatedLearning folds them in).
 
-The reference data holds no power and no utilization, so before telemetry a round plans a job
-at its type's power curve at full load, and the limit model takes the type's default limit as
-its draw. `TelemetryDraws` wraps the catalog a simulated policy plans with: once a workload ran
-alone on one GPU of a type, its means there are the observed ones (the catalog's own means
-count as one more value each, where it has any). Power is kept to the watt: the limit model
-caches its answers per draw.
+The reference is the draw the policy planned the pair with before any telemetry (the catalog's
+measured power, else the type's power curve at the catalog's utilization, else at full load: the
+optimiser's rule, scheduler.optimizer.instance.power_per_gpu_alone), kept from the first reading
+on: a reference that telemetry moved would make the readings chase it (a draw learnt from
+readings at a limit that caps the power fits any reference). The power-limit rule
+(catalog.predictors.learnt_limits) then learns the reference's error g at the default and the
+curve's c at limits from the readings, and the policy plans the draw at g x the reference.
 """
 
 
-class TelemetryDraws:
-    def __init__(self, catalog):
-        self.catalog = catalog
-        self._power: dict[tuple[str, str], tuple[float, int]] = {}  # (workload, type) -> (sum, count)
-        self._util: dict[tuple[str, str], tuple[float, int]] = {}
+class LearntDraws:
+    def __init__(self):
+        self._reference: dict[tuple[str, str], float] = {}
+        self._util: dict[tuple[str, str], tuple[float, int]] = {}  # (sum, count)
 
-    def __getattr__(self, name):
-        return getattr(self.catalog, name)
-
-    def with_catalog(self, catalog) -> "TelemetryDraws":
-        """The same observations over another catalog (a profiling campaign's, simulate's refit)."""
-        out = TelemetryDraws(catalog)
-        out._power, out._util = self._power, self._util
-        return out
-
-    def add(self, workload: str, gpu_type: str, power_w: float | None, utilization: float | None) -> None:
-        """One window of a job alone on one GPU: its draw at the default limit (W) and utilization (0..1)."""
-        if power_w is not None and power_w > 0:
-            self._fold(self._power, (workload, gpu_type), power_w)
+    def observe(self, workload: str, gpu_type: str, reference_w: float | None, utilization: float | None) -> None:
+        """One window of a job alone on one GPU: the draw it was planned with (kept only the first
+        time) and its utilization (0..1)."""
+        key = (workload, gpu_type)
+        if reference_w is not None and reference_w > 0:
+            self._reference.setdefault(key, reference_w)
         if utilization is not None and 0 <= utilization <= 1:
-            self._fold(self._util, (workload, gpu_type), utilization)
+            total, count = self._util.get(key, (0.0, 0))
+            self._util[key] = (total + utilization, count + 1)
 
-    def power_w(self, workload, gpu_type):
-        mean = self._mean(self._power, self.catalog.power_w(workload, gpu_type), workload, gpu_type)
-        return None if mean is None else round(mean)
+    def reference(self, workload: str, gpu_type: str) -> float | None:
+        return self._reference.get((workload, gpu_type))
 
-    def utilization(self, workload, gpu_type):
-        return self._mean(self._util, self.catalog.utilization(workload, gpu_type), workload, gpu_type)
-
-    @staticmethod
-    def _fold(sums: dict, key: tuple[str, str], value: float) -> None:
-        total, count = sums.get(key, (0.0, 0))
-        sums[key] = (total + value, count + 1)
-
-    @staticmethod
-    def _mean(sums: dict, catalog_value: float | None, workload: str, gpu_type: str) -> float | None:
-        total, count = sums.get((workload, gpu_type), (0.0, 0))
-        if not count:
-            return catalog_value
-        if catalog_value is not None:
-            total, count = total + catalog_value, count + 1
-        return total / count
+    def utilization(self, workload: str, gpu_type: str) -> float | None:
+        """The mean of what telemetry saw; None before any window."""
+        total, count = self._util.get((workload, gpu_type), (0.0, 0))
+        return total / count if count else None

@@ -553,9 +553,10 @@ class Simulation(ServiceRounds):
             return False
         spec = self.sc.gpu_types[config[0]]
         power = self.truth.gpu_power_alone(spec, workload) * self.truth.at_power_limit(spec, workload, limit_w)[1]
-        return self.predictions.observe_limit(workload, config[0], limit_w, measured / reference,
-                                              self.truth.observe(power, self.power_rng),
-                                              self.truth.utilization(workload, config[0]))
+        planned_w = self.predictions.prior_draw(workload, config[0], spec.power_curve)
+        return self.predictions.observe_limit(
+            workload, config[0], limit_w, measured / reference, self.truth.observe(power, self.power_rng), planned_w,
+            self.truth.utilization(workload, config[0]))
 
     def _planned_limit_speed(self, workload, gpu_type, limit_w) -> float:
         """The policy's own prediction of the speed fraction at `limit_w` (1 at the default)."""

@@ -32,10 +32,12 @@ on the type (`observe_limit`, catalog.predictors.learnt_limits): its rate over a
 telemetry never changes (the catalog's measured mean of the configuration, else P1's first
 estimate), at the limit it ran at (the default included), as the control plane's telemetry does
 (docs/power_limits.md, "Limit curves learnt from telemetry"); the curves survive a refit.
-Such an observation also carries the GPU's power: a reading of the power curve against the
-workload's draw at the default as learnt so far (none before the first), then, brought back to
-the default by the learnt fraction, one more value of that draw (draws.TelemetryDraws), as the
-control plane's measurements are.
+Such an observation also carries the GPU's power and utilization: the power is a reading of the
+curve's power fraction against the draw the pair was planned with before telemetry (draws.py says
+why that reference stays fixed), and the draw is then planned at the reading's learnt reference
+factor g x that reference; the utilization's mean is the pair's (shared GPUs are planned at the
+summed utilizations). The limit model keeps the catalog's draw as its input, as the readings'
+model fractions were computed with it.
 """
 import statistics
 
@@ -46,7 +48,7 @@ from scheduler.optimizer.catalog_predictions import CatalogPredictions
 from scheduler.predictions import LearnedPredictions, WorkloadEstimates
 from telemetry.agent.colocation import group_fraction
 
-from .draws import TelemetryDraws
+from .draws import LearntDraws
 
 TOLERANCE = 0.01
 GPU_COUNTS = (2, 4, 8)
@@ -62,16 +64,15 @@ class SimulatedLearning:
         self._log: dict[str, list[Observation]] = {}  # every observation, replayed by refit
         self._estimates: dict[str, WorkloadEstimates] = {}
         self.limits = LearntLimits()
-        self.draws: TelemetryDraws | None = None
+        self.draws = LearntDraws()
         self._prior: dict[str, dict[tuple, float]] = {}  # workload -> P1's first estimates, a reading's reference
         self.refit(model, catalog)
 
     def refit(self, model: PerformancePredictor, catalog: CatalogPredictions) -> None:
         self.model, self.catalog = model, catalog
-        self.draws = TelemetryDraws(catalog) if self.draws is None else self.draws.with_catalog(catalog)
         self._jobs = {}  # workload -> JobEstimate (P2 state)
         self._own: dict[str, dict[tuple, list[float]]] = {}  # observations of cells the model lacks
-        self._planning = LearnedPredictions(self.draws, self._estimates, limits=self.limits)
+        self._planning = LearnedPredictions(catalog, self._estimates, limits=self.limits)
         for workload in list(self._estimates):
             self._job(workload)
             for observation in self._log.get(workload, ()):
@@ -183,28 +184,37 @@ class SimulatedLearning:
         measured = self.catalog.tau(workload, gpu_type, num_gpus, consolidated)
         return measured or self._prior[workload].get((gpu_type, num_gpus, consolidated or num_gpus == 1)) or None
 
-    def observe_limit(self, workload, gpu_type, limit_w, ratio, power_w=None, utilization=None) -> bool:
+    def prior_draw(self, workload, gpu_type, power_curve) -> float:
+        """The draw the pair is planned with before telemetry: the catalog's measured power, else
+        `power_curve` (its type's) at the catalog's utilization, else at full load."""
+        measured = self.catalog.power_w(workload, gpu_type)
+        if measured is not None:
+            return measured
+        util = self.catalog.utilization(workload, gpu_type)
+        return power_curve(1.0 if util is None else util)
+
+    def observe_limit(self, workload, gpu_type, limit_w, ratio, power_w=None, reference_w=None,
+                      utilization=None) -> bool:
         """One reading of the job alone on one GPU at `limit_w` (None: the default), at `ratio` x
-        its reference rate, drawing `power_w` at `utilization`; True when the learnt speed or
-        power at that limit, or the learnt draw at the default, moved by more than the tolerance.
-        A reading no rate or draw could give against its reference is left out; the draw is still
-        one more value of the default's (as the control plane records the measurement)."""
+        its reference rate, drawing `power_w` (over the pair's reference draw: `reference_w` the
+        first time, prior_draw's) at `utilization`; True when the learnt speed or power at that
+        limit, or the draw planned at the default, moved by more than the tolerance. A reading no
+        rate or draw could give against its reference is left out."""
         model = self.model_at_power_limit(workload, gpu_type, limit_w) if limit_w is not None else (1.0, 1.0)
         if model is None:
             return False
-        drew = self.draws.power_w(workload, gpu_type)
-        power = power_w / drew if power_w and drew else None
-        before = self.limits.at_power_limit(workload, gpu_type, model)
+        self.draws.observe(workload, gpu_type, reference_w, utilization)
+        reference = self.draws.reference(workload, gpu_type)
+        power = power_w / reference if power_w and reference else None
+        before = (*self.limits.at_power_limit(workload, gpu_type, model), self.power_w(workload, gpu_type))
         try:
             self.limits.add(workload, gpu_type, LimitReading(
                 model_speed=model[0], speed=ratio, model_power=model[1] if power else None, power=power))
         except ValueError:
-            pass
-        after = self.limits.at_power_limit(workload, gpu_type, model)
-        self.draws.add(workload, gpu_type, power_w / after[1] if power_w else None, utilization)
-        draw = self.draws.power_w(workload, gpu_type)
-        return (any(abs(a - b) > self.tolerance * b for a, b in zip(after, before))
-                or drew is None and draw is not None or bool(drew and abs(draw - drew) > self.tolerance * drew))
+            return False
+        after = (*self.limits.at_power_limit(workload, gpu_type, model), self.power_w(workload, gpu_type))
+        return any(a != b if a is None or b is None else abs(a - b) > self.tolerance * b
+                   for a, b in zip(after, before))
 
     def uncertainty(self, workload, gpu_type, num_gpus, consolidated) -> tuple[float, bool]:
         self._job(workload)
@@ -220,10 +230,17 @@ class SimulatedLearning:
         return self._planning.rho(workload, partner, gpu_type)
 
     def utilization(self, workload, gpu_type):
-        return self._planning.utilization(workload, gpu_type)
+        seen = self.draws.utilization(workload, gpu_type)
+        return seen if seen is not None else self._planning.utilization(workload, gpu_type)
 
     def power_w(self, workload, gpu_type):
-        return self._planning.power_w(workload, gpu_type)
+        """The draw at the default: the power readings' learnt reference factor x the pair's
+        reference draw once a reading with power was taken, else the catalog's."""
+        reference = self.draws.reference(workload, gpu_type)
+        learnt = self.limits.corrections(workload, gpu_type)[1]
+        if reference is None or not learnt.readings:
+            return self._planning.power_w(workload, gpu_type)
+        return reference * learnt.reference
 
     def at_power_limit(self, workload, gpu_type, limit_w):
         return self._planning.at_power_limit(workload, gpu_type, limit_w)

@@ -45,23 +45,23 @@ def test_readings_at_the_default_and_at_a_limit_give_the_learnt_curve(learning):
     assert learning.at_power_limit(LM, "k80", 0.6 * 150) == learning.model_at_power_limit(LM, "k80", 0.6 * 150)
 
 
-def test_power_read_against_the_learnt_draw_teaches_the_power_curve(learning):
-    """The first window at the default has no draw to be read against: it gives the draw. Later
-    windows at the limit read the power fraction against it; each, brought back to the default
-    by the learnt fraction, is one more value of the draw."""
+def test_power_read_against_the_first_planned_draw_teaches_the_draw_and_the_power_curve(learning):
+    """Readings of power are read against the draw the pair was planned with before telemetry,
+    kept from the first: at the default they teach the draw (its reference factor), at a limit the
+    power fraction; the speed's curve is not touched by them."""
     assert learning.power_w(LM, "v100") is None and learning.utilization(LM, "v100") is None
-    assert learning.observe_limit(LM, "v100", None, 1.0, 250.0, 0.9)  # the draw is new: plan again
-    assert learning.limits.corrections(LM, "v100")[1].readings == 0
-    assert (learning.power_w(LM, "v100"), learning.utilization(LM, "v100")) == (250, 0.9)
+    assert learning.prior_draw(LM, "v100", lambda u: 300.0 * u) == 300.0  # no catalog power: full load
+    assert learning.observe_limit(LM, "v100", None, 1.0, 270.0, 300.0, 0.9)  # the draw is new: plan again
+    assert learning.power_w(LM, "v100") < 300.0 and learning.utilization(LM, "v100") == 0.9
     model = learning.model_at_power_limit(LM, "v100", LIMIT_W)
     seen = 1 - 0.5 * (1 - model[1])  # it saves half the power the model says
     for _ in range(20):
-        learning.observe_limit(LM, "v100", None, 1.0, 250.0, 0.9)
-        learning.observe_limit(LM, "v100", LIMIT_W, model[0], 250.0 * seen, 0.9)
+        learning.observe_limit(LM, "v100", None, 1.0, 270.0, 200.0, 0.9)  # a later reference is not taken
+        learning.observe_limit(LM, "v100", LIMIT_W, model[0], 270.0 * seen, 200.0, 0.9)
+    assert learning.power_w(LM, "v100") == pytest.approx(270.0, rel=0.01)
     learnt = learning.at_power_limit(LM, "v100", LIMIT_W)
-    assert learnt[0] == pytest.approx(model[0], abs=0.005)  # the speed as read
-    assert abs(learnt[1] - seen) < abs(model[1] - seen) / 5
-    assert learning.power_w(LM, "v100") == pytest.approx(250, abs=2)  # the limit's windows brought back
+    assert learnt[0] == pytest.approx(model[0]) and abs(learnt[1] - seen) < abs(model[1] - seen) / 5
+    assert learning.model_at_power_limit(LM, "v100", LIMIT_W) == model  # the model's input draw stays the catalog's
 
 
 def test_a_ratio_no_rate_could_give_is_left_out(learning):
@@ -115,15 +115,13 @@ def test_a_job_run_at_a_limit_teaches_its_curve_toward_the_truth(monkeypatch, re
     assert abs(learnt - true) < abs(model - true)
     errors = run.limit_speed_errors
     assert errors and errors[-1][1] < errors[0][1]  # planned later with the learnt fraction
-    # Its GPU's power too: planned at the limit where it ran (its draw at the default x the
-    # learnt fraction), from the type's power curve at full load before. One window at the
-    # default among many at the limit cannot tell the draw's error from the fraction's
-    # (docs/simulation.md), so only their product is held to the truth.
+    # Its GPU's power too: the draw at the default and the power fraction at the limit, from the
+    # type's power curve at full load and the model's fraction before.
     spec = scenario.gpu_types["v100"]
-    true_w = truth.gpu_power_alone(spec, LM) * truth.at_power_limit(spec, LM, LIMIT_W)[1]
-    planned_w = learning.power_w(LM, "v100") * learning.at_power_limit(LM, "v100", LIMIT_W)[1]
-    before_w = spec.power_curve(1.0) * learning.model_at_power_limit(LM, "v100", LIMIT_W)[1]
-    assert abs(planned_w - true_w) < min(0.03 * true_w, abs(before_w - true_w) / 3), (planned_w, before_w, true_w)
+    assert learning.power_w(LM, "v100") == pytest.approx(truth.gpu_power_alone(spec, LM), rel=0.02)
+    true_power = truth.at_power_limit(spec, LM, LIMIT_W)[1]
+    model_power = learning.model_at_power_limit(LM, "v100", LIMIT_W)[1]
+    assert abs(learning.at_power_limit(LM, "v100", LIMIT_W)[1] - true_power) < abs(model_power - true_power) / 3
     assert learning.utilization(LM, "v100") == pytest.approx(truth.utilization(LM, "v100"))
     report = limit_metrics(run)
     assert report["rounds"] == len(errors) and 0 <= report["late"] <= report["all"]
