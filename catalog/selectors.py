@@ -67,6 +67,24 @@ def learnt_limits(*, names: Iterable[str]):
     return LearntLimits(reversed(readings))
 
 
+def reference_draws(*, names: Iterable[str]) -> dict[tuple[str, str], float]:
+    """{(workload, GPU type): its draw alone on one GPU at the default limit as known without
+    telemetry}: the mean power of the catalog's reference and profiling measurements there, for
+    the workloads `names`. What the power-limit model takes as a job's draw and what a limit
+    observation's power is read against (docs/power_limits.md): the catalog's mean takes
+    telemetry's measurements too, and a reference that moved with them would make the readings
+    chase it."""
+    sums: dict[tuple[str, str], list[float]] = {}
+    for workload, gpu_type, power in (
+        Measurement.objects.filter(workload__name__in=set(names), num_gpus=1, partner__isnull=True,
+                                   source__in=(MeasurementSource.REFERENCE, MeasurementSource.PROFILING),
+                                   throughput__gt=0, power_w__gt=0)
+        .values_list("workload__name", "gpu_type__name", "power_w")
+    ):
+        sums.setdefault((workload, gpu_type), []).append(power)
+    return {key: sum(values) / len(values) for key, values in sums.items()}
+
+
 def reference_rate(*, workload: Workload, gpu_type: GpuType, num_gpus: int, consolidated: bool) -> float | None:
     """The workload's throughput alone in a configuration at the default limit as known without
     telemetry: the mean of the catalog's reference and profiling measurements there, else its

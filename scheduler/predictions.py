@@ -9,8 +9,9 @@ wherever they speak: they hold the observed cells' values and carry what was lea
 cluster's workload runs 12% slower than the reference said) to the GPU types and partners not
 yet observed, which the catalog's reference means cannot. Cells P2 says nothing about fall back
 to the measurements. Speed and power at a power limit: the Zeus-based model
-(catalog/predictors/power_limits.py), with the measured power as the job's draw, corrected per
-(workload, type) by what telemetry read at limits (catalog/predictors/learnt_limits.py).
+(catalog/predictors/power_limits.py), with the job's draw as known without telemetry (the
+reference and profiling measurements' power: what the limit readings were taken with), corrected
+per (workload, type) by what telemetry read at limits (catalog/predictors/learnt_limits.py).
 """
 from dataclasses import dataclass, field
 
@@ -64,12 +65,16 @@ class LearnedPredictions:
     """The optimiser's Predictions protocol over measured numbers with estimates as fallback."""
 
     def __init__(self, measured, estimates: dict[str, WorkloadEstimates], memory_gb: dict[str, float] | None = None,
-                 limits=None):
-        """`limits`: a catalog.predictors.learnt_limits.LearntLimits (None: the model alone)."""
+                 limits=None, draws: dict[tuple[str, str], float] | None = None):
+        """`limits`: a catalog.predictors.learnt_limits.LearntLimits (None: the model alone);
+        `draws`: {(workload, type): W}, the draws the power-limit model takes, as the limit
+        readings were taken with them (catalog.selectors.reference_draws; None: `measured`'s
+        power)."""
         self._measured = measured
         self._estimates = estimates
         self._memory_gb = memory_gb or {}
         self._limits = limits
+        self._draws = draws
 
     def tau(self, workload, gpu_type, num_gpus, consolidated):
         key = (gpu_type, num_gpus, consolidated or num_gpus == 1)
@@ -117,7 +122,8 @@ class LearnedPredictions:
         # round that offers no power limit never needs.
         from catalog.predictors.power_limits import default_model
 
-        return default_model().at_power_limit(workload, gpu_type, limit_w, draw_w=self.power_w(workload, gpu_type))
+        draw_w = self.power_w(workload, gpu_type) if self._draws is None else self._draws.get((workload, gpu_type))
+        return default_model().at_power_limit(workload, gpu_type, limit_w, draw_w=draw_w)
 
     def memory_gb(self, workload):
         """Peak GB per GPU telemetry saw the workload use; None when never seen (no constraint)."""

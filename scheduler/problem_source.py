@@ -14,7 +14,7 @@ from django.utils import timezone
 from catalog.measurement_record import MeasurementRecord
 from catalog.models import GpuType
 from catalog.predictors.data import apply_policy, cell_is_known, peak_memory
-from catalog.selectors import latest_estimates_by_workload, learnt_limits
+from catalog.selectors import latest_estimates_by_workload, learnt_limits, reference_draws
 from catalog.services.predictors_store import catalog_policy, catalog_window_records
 from telemetry.models import Gpu, GpuState, NodeState
 
@@ -105,8 +105,8 @@ def catalog_predictions(groups: dict[tuple, list[MeasurementRecord]] | None = No
 def planning_predictions(workloads: set[str], *, include_shadow: bool = False) -> LearnedPredictions:
     """Measured means, with the newest P1/P2 estimates of the jobs' workloads where nothing was
     measured; memory needs from the peaks seen of each workload running alone, over the same
-    records (one read of the catalog for both); speed and power at limits corrected by the
-    workloads' limit observations."""
+    records (one read of the catalog for both); speed and power at limits from the model at the
+    workloads' reference draws, corrected by their limit observations."""
     groups = policy_groups()
     estimates = latest_estimates_by_workload(names=workloads, include_shadow=include_shadow)
     peaks = peak_memory(groups)
@@ -115,6 +115,7 @@ def planning_predictions(workloads: set[str], *, include_shadow: bool = False) -
         {name: WorkloadEstimates.from_record(e) for name, e in estimates.items()},
         memory_gb={name: peaks[name] for name in workloads if name in peaks},
         limits=learnt_limits(names=workloads),
+        draws=reference_draws(names=workloads),
     )
 
 

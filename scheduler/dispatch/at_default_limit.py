@@ -7,7 +7,8 @@ measurement taken at a limit and stored as it is would teach a workload as slowe
 and the next rounds would price every limit from that lower base, round after round. So it is
 divided by the same fractions the optimiser applies: the power-limit model
 (catalog.predictors.power_limits) at the same limit, with the same draw at the default (the
-catalog's power of the workload alone on the type), corrected by the workload's limit readings
+reference and profiling measurements' power of the workload alone on the type, which telemetry
+never moves), corrected by the workload's limit readings
 (limit_observations.py), so that planning the job again at that limit predicts what was
 measured. The limit is the one the round set (the agent applies it within a poll of its
 assignments, and the job slows at once), except where the board refused it or none was set: then
@@ -16,6 +17,8 @@ the job as well). The lowest of the job's GPUs counts: a multi-GPU job moves at 
 GPU's pace. The limit in force as last reported lags by up to a heartbeat: a board reports a new
 limit an interval after its job slowed under it."""
 from collections.abc import Iterable
+
+from catalog.selectors import reference_draws
 
 #: A limit within this fraction of the default counts as the default (NVML rounds to whole W).
 AT_DEFAULT = 0.995
@@ -37,15 +40,14 @@ def limit_of(allocations: Iterable) -> float | None:
 def fractions_at(workload: str, gpu_type: str, limit_w: float | None) -> tuple[float, float, float | None] | None:
     """(speed, power) at `limit_w` (None: the default, (1, 1)) as fractions of the default limit's,
     as the power-limit model answers before telemetry's correction, and the workload's draw at the
-    default (W, None when unknown); None when the model knows nothing there (such a measurement is
-    not recorded)."""
+    default as known without telemetry (catalog.selectors.reference_draws: W, None when unknown),
+    which the model takes as the planner does; None when the model knows nothing there (such a
+    measurement is not recorded)."""
     # Imported here: the model loads numpy and the Zeus data, which a round at default limits
-    # never needs, and problem_source imports the dispatch's neighbours.
+    # never needs.
     from catalog.predictors.power_limits import default_model
 
-    from ..problem_source import catalog_predictions
-
-    draw_w = catalog_predictions().power_w(workload, gpu_type)
+    draw_w = reference_draws(names={workload}).get((workload, gpu_type))
     if limit_w is None:
         return 1.0, 1.0, draw_w
     answer = default_model().at_power_limit(workload, gpu_type, limit_w, draw_w=draw_w)

@@ -20,6 +20,19 @@ from telemetry.gpu_health import braked_now
 
 from ..boards import learnt_speed
 from ..models import Allocation, Job
+from ..optimizer.power import PowerCurve
+
+
+def reference_draw(gpu_type, known_w: float | None) -> float:
+    """What a reading's power is read against: the workload's draw known without telemetry
+    (`known_w`, catalog.selectors.reference_draws), else the type's power curve at full load (what
+    a round plans a workload with before any power is measured). Fixed, as the rate's reference
+    is: the catalog's mean power takes telemetry's measurements, each brought back to the default
+    by the fraction learnt against it, and read against that mean the readings chase it (`simulate`
+    learnt a 1015 W draw on a 225 W P100 so: docs/simulation.md)."""
+    if known_w:
+        return known_w
+    return PowerCurve.from_points(gpu_type.power_curve, gpu_type.idle_w, gpu_type.tdp_w)(1.0)
 
 
 def learnt_fractions(workload: str, gpu_type: str, model: tuple[float, float, float | None]) -> tuple[float, float]:
@@ -34,8 +47,9 @@ def limit_observation_from(job: Job, allocations: list[Allocation], limit_w: flo
                            model: tuple[float, float, float | None], steps_per_s: float, power_w: float | None, *,
                            reference: str, now) -> None:
     """Record the reading of a job alone on one GPU at `limit_w` (None: the default; `model`: the
-    model's speed and power fractions there and the workload's draw at the default, W), where a
-    reference rate is known. One GPU: the rule learns one error of the reference per (workload,
+    model's speed and power fractions there and the workload's draw at the default as known
+    without telemetry, W or None), where a reference rate is known; its power (`power_w`) over
+    `reference_draw`. One GPU: the rule learns one error of the reference per (workload,
     type), and a multi-GPU configuration's reference errs apart (P1's scaling, not a measurement).
     The rate is read over the board's learnt speed. A ratio no limit could give (a stalled job, a
     wrong reference) is left out, and so is a board a brake holds back (its health: the brake, not
@@ -49,7 +63,7 @@ def limit_observation_from(job: Job, allocations: list[Allocation], limit_w: flo
     if not rate:
         return
     default_w = gpu.power_limit_default_w or gpu.gpu_type.tdp_w
-    power = power_w / model[2] if power_w and model[2] else None
+    power = power_w / reference_draw(gpu.gpu_type, model[2]) if power_w else None
     try:
         limit_observation_record(
             workload=job.workload, gpu_type=gpu.gpu_type, limit_w=min(limit_w or default_w, default_w),

@@ -8,11 +8,14 @@ from django.utils import timezone
 from catalog.models import LimitObservation, Measurement
 from catalog.predictors.learnt_limits import correction
 from catalog.predictors.power_limits import default_model
-from catalog.selectors import LIMIT_WINDOW, learnt_limits, reference_rate
+from catalog.selectors import LIMIT_WINDOW, learnt_limits, reference_draws, reference_rate
 from catalog.services.limit_observations import limit_observation_record
 from scheduler import services
+from scheduler.dispatch.at_default_limit import fractions_at
+from scheduler.dispatch.limit_observations import limit_observation_from
 from scheduler.dispatch.progress import job_progress_report
 from scheduler.models import Allocation
+from scheduler.optimizer.power import PowerCurve
 from scheduler.problem_source import planning_predictions
 from telemetry.models import Gpu
 from tests.unit.gogh_web.broker import broker as broker  # fixtures, `as` marks them re-exported
@@ -116,6 +119,33 @@ def test_the_reference_is_the_catalogs_measurement_where_there_is_one(unmeasured
                                    observed_at=timezone.now())
     assert reference_rate(workload=unmeasured, gpu_type=v100, num_gpus=1, consolidated=True) == 12.0
     assert reference_rate(workload=unmeasured, gpu_type=v100, num_gpus=2, consolidated=True) is None  # P1: 0
+
+
+def test_the_draw_known_without_telemetry_is_the_reference_and_profiling_power(unmeasured, v100, k80):
+    """Telemetry's measurements (brought back to the default by fractions learnt against this
+    draw) never move it: read against a draw that moved with them, readings chase it."""
+    now = timezone.now()
+    for power_w, source, gpu_type, num_gpus in ((200.0, "reference", v100, 1), (260.0, "profiling", v100, 1),
+                                                (90.0, "telemetry", v100, 1), (500.0, "reference", v100, 2),
+                                                (100.0, "reference", k80, 1)):
+        Measurement.objects.create(workload=unmeasured, gpu_type=gpu_type, throughput=10.0, power_w=power_w,
+                                   source=source, num_gpus=num_gpus, observed_at=now)
+    Measurement.objects.create(workload=unmeasured, gpu_type=k80, throughput=10.0, source="reference", observed_at=now)
+    assert reference_draws(names={"New", "Other"}) == {("New", "v100"): 230.0, ("New", "k80"): 100.0}
+    speed, power, draw = fractions_at("New", "v100", 210.0)
+    assert draw == 230.0 and (speed, power) == default_model().at_power_limit("New", "v100", 210.0, draw_w=230.0)
+    assert planning_predictions({"New"}).at_power_limit("New", "v100", 210.0) == (speed, power)
+
+
+def test_a_readings_power_is_read_against_the_known_draw_else_the_full_load_curve(unmeasured, alice, agent):
+    job, allocation = _placed(alice, agent, unmeasured)
+    gpu_type = allocation.gpu.gpu_type
+    full_load = PowerCurve.from_points(gpu_type.power_curve, gpu_type.idle_w, gpu_type.tdp_w)(1.0)
+    for known_w, expected in ((None, 150.0 / full_load), (250.0, 150.0 / 250.0)):
+        limit_observation_from(job, [allocation], 210.0, (0.8, 0.7, known_w), 2.9, 150.0, reference="t",
+                               now=timezone.now())
+        seen = LimitObservation.objects.latest("id")
+        assert (seen.power_ratio, seen.model_power) == (pytest.approx(expected), 0.7)
 
 
 def test_the_service_refuses_a_reading_out_of_range_naming_it_and_stores_nothing(unmeasured, v100):

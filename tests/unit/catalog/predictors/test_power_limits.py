@@ -103,3 +103,11 @@ def test_the_optimisers_predictions_answer_at_a_limit_with_the_measured_draw(mod
     assert catalog.at_power_limit("LM (batch size 20)", "v100", 200.0) == expected
     assert LearnedPredictions(catalog, {}).at_power_limit("LM (batch size 20)", "v100", 200.0) == expected
     assert expected != model.at_power_limit("LM (batch size 20)", "v100", 200.0)  # the draw was used
+    # The control plane's rounds give the draws known without telemetry (the readings were taken
+    # with them), whatever the catalog's mean with telemetry says.
+    known = LearnedPredictions(catalog, {}, draws={("LM (batch size 20)", "v100"): 250.0})
+    assert known.at_power_limit("LM (batch size 20)", "v100", 200.0) == model.at_power_limit(
+        "LM (batch size 20)", "v100", 200.0, draw_w=250.0) != expected
+    assert LearnedPredictions(catalog, {}, draws={}).at_power_limit("LM (batch size 20)", "v100", 200.0) == (
+        model.at_power_limit("LM (batch size 20)", "v100", 200.0))
+    assert known.power_w("LM (batch size 20)", "v100") == 100.0  # the draw it plans power with stays the catalog's
