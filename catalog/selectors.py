@@ -1,7 +1,7 @@
 """Reads of the catalog, shared by the API, services and the scheduler's problem builder."""
 from collections.abc import Iterable
 
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import Avg, OuterRef, QuerySet, Subquery
 
 from .models import GpuType, LimitObservation, Measurement, MeasurementSource, PredictionRecord, Workload
 
@@ -74,15 +74,11 @@ def reference_draws(*, names: Iterable[str]) -> dict[tuple[str, str], float]:
     observation's power is read against (docs/power_limits.md): the catalog's mean takes
     telemetry's measurements too, and a reference that moved with them would make the readings
     chase it."""
-    sums: dict[tuple[str, str], list[float]] = {}
-    for workload, gpu_type, power in (
-        Measurement.objects.filter(workload__name__in=set(names), num_gpus=1, partner__isnull=True,
-                                   source__in=(MeasurementSource.REFERENCE, MeasurementSource.PROFILING),
-                                   throughput__gt=0, power_w__gt=0)
-        .values_list("workload__name", "gpu_type__name", "power_w")
-    ):
-        sums.setdefault((workload, gpu_type), []).append(power)
-    return {key: sum(values) / len(values) for key, values in sums.items()}
+    rows = (Measurement.objects.filter(workload__name__in=set(names), num_gpus=1, partner__isnull=True,
+                                       source__in=(MeasurementSource.REFERENCE, MeasurementSource.PROFILING),
+                                       throughput__gt=0, power_w__gt=0)
+            .values_list("workload__name", "gpu_type__name").annotate(mean=Avg("power_w")).order_by())
+    return {(workload, gpu_type): mean for workload, gpu_type, mean in rows}
 
 
 def reference_rate(*, workload: Workload, gpu_type: GpuType, num_gpus: int, consolidated: bool) -> float | None:

@@ -294,12 +294,20 @@ def memory_need(problem: Problem, job: JobSpec) -> float | None:
 
 
 def power_per_gpu_alone(problem: Problem, workload: str, gpu_type: str) -> float:
-    """W per GPU of a workload running alone: measured where known, else the type's power curve
-    at its utilization (full load when that is unknown too). The trade-off page prices where
-    jobs run now by the same rule as the options a solver chooses from."""
-    util = problem.predictions.utilization(workload, gpu_type)
-    measured = problem.predictions.power_w(workload, gpu_type)
-    return measured if measured is not None else problem.gpu_types[gpu_type].power_curve(1.0 if util is None else util)
+    """W per GPU of a workload running alone (draw_alone with the problem's predictions and the
+    type's power curve). The trade-off page prices where jobs run now by the same rule as the
+    options a solver chooses from."""
+    return draw_alone(problem.predictions, workload, gpu_type, problem.gpu_types[gpu_type].power_curve)
+
+
+def draw_alone(predictions, workload: str, gpu_type: str, power_curve) -> float:
+    """`predictions`' measured power of the workload alone on the type where known, else
+    `power_curve` at its utilization (full load when that is unknown too)."""
+    measured = predictions.power_w(workload, gpu_type)
+    if measured is not None:
+        return measured
+    util = predictions.utilization(workload, gpu_type)
+    return power_curve(1.0 if util is None else util)
 
 
 def _job_options(problem, j, job, gpu_type, cap, sizes, current, weight, idle_on) -> list[Option]:

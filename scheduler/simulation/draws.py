@@ -4,7 +4,7 @@ telemetry saw (learned.SimulatedLearning folds them in).
 
 The reference is the draw the policy planned the pair with before any telemetry (the catalog's
 measured power, else the type's power curve at the catalog's utilization, else at full load: the
-optimiser's rule, scheduler.optimizer.instance.power_per_gpu_alone), kept from the first reading
+optimiser's rule, scheduler.optimizer.instance.draw_alone), kept from the first reading
 on: a reference that telemetry moved would make the readings chase it (a draw learnt from
 readings at a limit that caps the power fits any reference). The power-limit rule
 (catalog.predictors.learnt_limits) then learns the reference's error g at the default and the

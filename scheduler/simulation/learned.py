@@ -45,6 +45,7 @@ from catalog.predictors import Observation, PerformancePredictor, UnknownGpuType
 from catalog.predictors.gpu_specs import UNMEASURED_LOG_SD, estimate_unmeasured
 from catalog.predictors.learnt_limits import LearntLimits, LimitReading
 from scheduler.optimizer.catalog_predictions import CatalogPredictions
+from scheduler.optimizer.instance import draw_alone
 from scheduler.predictions import LearnedPredictions, WorkloadEstimates
 from telemetry.agent.colocation import group_fraction
 
@@ -185,13 +186,9 @@ class SimulatedLearning:
         return measured or self._prior[workload].get((gpu_type, num_gpus, consolidated or num_gpus == 1)) or None
 
     def prior_draw(self, workload, gpu_type, power_curve) -> float:
-        """The draw the pair is planned with before telemetry: the catalog's measured power, else
-        `power_curve` (its type's) at the catalog's utilization, else at full load."""
-        measured = self.catalog.power_w(workload, gpu_type)
-        if measured is not None:
-            return measured
-        util = self.catalog.utilization(workload, gpu_type)
-        return power_curve(1.0 if util is None else util)
+        """The draw the pair is planned with before telemetry: the optimiser's rule
+        (instance.draw_alone) over the catalog, `power_curve` its type's."""
+        return draw_alone(self.catalog, workload, gpu_type, power_curve)
 
     def observe_limit(self, workload, gpu_type, limit_w, ratio, power_w=None, reference_w=None,
                       utilization=None) -> bool:
