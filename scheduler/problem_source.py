@@ -8,7 +8,7 @@ docs/services.md)."""
 from collections import Counter
 from dataclasses import replace
 
-from django.db.models import F
+from django.db.models import F, OuterRef, Subquery
 from django.utils import timezone
 
 from catalog.measurement_record import MeasurementRecord
@@ -316,8 +316,9 @@ def _current_placements() -> dict[int, CurrentPlacement]:
 def running_work(jobs: list[Job], *, now=None) -> dict[int, RunningWork]:
     """{job id: what it would lose if stopped now} for placed and running jobs (with an open
     allocation): progress since its checkpoint, the steps left, its rate (the newest
-    throughput its agent observed since it was placed, else the round's prediction), all its
-    agent observed since it was placed (keep_work.below_tmin reads their mean), its power
+    throughput its agent observed where it runs now, else the round's prediction), all its agent
+    observed there (since its open allocation began: its GPUs, and its partners on a shared GPU;
+    keep_work.below_tmin reads their mean), its power
     (the predicted power of its open allocations), its workload's restart overhead
     (selectors.restart_overheads), the seconds since it was placed or moved, its preemptions in
     the last hour and its moves so far."""
@@ -328,7 +329,7 @@ def running_work(jobs: list[Job], *, now=None) -> dict[int, RunningWork]:
         "job_id", "predicted_throughput", "predicted_power_w"
     ):
         rows.setdefault(job_id, []).append((throughput, power))
-    observed = _observed_since_placed(jobs)
+    observed = _observed_where_it_runs(jobs)
     overheads = restart_overheads({job.workload.name for job in jobs})
     preempted = preemptions_last_hour(ids, now=now)
     moved = moves_so_far(ids)
@@ -353,13 +354,16 @@ def running_work(jobs: list[Job], *, now=None) -> dict[int, RunningWork]:
     return out
 
 
-def _observed_since_placed(jobs: list[Job]) -> dict[int, list[float]]:
-    """{job id: the throughputs its agent observed since it was placed, oldest first} (one
-    measured before a move was on other GPUs), reading only the measurements since."""
+def _observed_where_it_runs(jobs: list[Job]) -> dict[int, list[float]]:
+    """{job id: the throughputs its agent observed since its open allocation began, oldest
+    first}: where it runs now, on its GPUs beside its partners (a partner that joins or leaves
+    reopens the allocation, services.change_partners; one measured before was another rate)."""
+    began = Allocation.objects.filter(job_id=OuterRef("job_id"), end__isnull=True).order_by("-start").values("start")
     observed: dict[int, list[float]] = {}
     for job_id, throughput in (
-        JobMeasurement.objects.filter(job_id__in=[job.pk for job in jobs if job.placed_at is not None],
-                                      measurement__observed_at__gte=F("job__placed_at"))
+        JobMeasurement.objects.filter(job_id__in=[job.pk for job in jobs if job.placed_at is not None])
+        .annotate(began=Subquery(began[:1]))
+        .filter(measurement__observed_at__gte=F("began"))
         .order_by("measurement__observed_at", "measurement_id")
         .values_list("job_id", "measurement__throughput")
     ):

@@ -41,8 +41,9 @@ the work it expects to lose at the failure, if the board fails before it ends (f
 exponential lifetime of mean AT_RISK_MEAN_LIFE_S), is more than a move throws away now; one
 about to end stays.
 
-A running job alone on its GPUs whose measurements there put it below its T_min (`below_tmin`:
-by BELOW_TMIN_Z standard errors) is planned at its measured rate, not its prediction, and moves
+A running job whose measurements where it runs (on its GPUs, with its partners there) put it
+below its T_min (`below_tmin`: by BELOW_TMIN_Z standard errors) is planned at its measured rate,
+not its prediction, alone or in the group it shares now, and moves
 where a configuration is predicted to meet T_min at a rate at which the move pays
 (below_tmin.py), at its next checkpoint (as a job leaving a board at risk: a move then throws away at
 most LEAVE_AT_RISK_S of its work) or sooner where what it lacks by staying, its shortfall over its
@@ -90,7 +91,7 @@ MIN_MEASUREMENTS = 5
 
 @dataclass(frozen=True)
 class MeasuredRate:
-    """What a job's telemetry measured where it runs now (alone, at its current GPUs and limit)."""
+    """What a job's telemetry measured where it runs now (its current GPUs, partners and limit)."""
 
     mean: float  # steps/s
     std: float  # the measurements' standard deviation
@@ -124,7 +125,7 @@ class RunningWork:
     preemptions_last_hour: int
     running: bool  # started (False: placed, not started: nothing lost but the placement)
     moves: int = 0  # times a round has moved it so far
-    measured: MeasuredRate | None = None  # its telemetry where it runs now (alone); None: not measured there
+    measured: MeasuredRate | None = None  # its telemetry where it runs now, beside its partners; None: none
     checkpointed: bool = True  # it saved at least once (False: a stop throws away all its progress)
 
 
@@ -162,8 +163,10 @@ def _kept(spec: JobSpec, work: RunningWork | None, settings: SolverSettings, top
 
 
 def below_tmin(spec: JobSpec, work: RunningWork) -> tuple[float, float] | None:
-    """(its measured rate, the least predicted rate at which a move pays) for a running job alone
-    on its GPUs whose measurements there say it runs below its T_min (MeasuredRate.surely_below)
+    """(its measured rate, the least predicted rate at which a move pays) for a running job whose
+    measurements where it runs (alone, or with its partners on a shared GPU: a group's prediction
+    errs like any other, health seed 2 of simulate ran one job 0.5 % below its T_min beside its
+    partner for 165 h) say it runs below its T_min (MeasuredRate.surely_below)
     and for which a move now is worth the work it throws away (worth_moving_below), whatever its
     prediction says; None otherwise, or where no move can pay. A move pays where the job, redoing
     its steps since its checkpoint and paying its restart overhead, still ends sooner than where it
@@ -172,7 +175,7 @@ def below_tmin(spec: JobSpec, work: RunningWork) -> tuple[float, float] | None:
     With its total steps unknown it runs on, and any configuration meeting T_min pays. This is the
     one predicate of a move below T_min: the round's (keep_work) and simulate's (the round it solves)."""
     rate = work.measured
-    if not work.running or rate is None or (spec.current and spec.current.partners):
+    if not work.running or rate is None:
         return None
     if not rate.surely_below(spec.min_throughput) or rate.mean <= 0:
         return None

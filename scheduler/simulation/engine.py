@@ -324,8 +324,8 @@ class Simulation(ServiceRounds):
             new = replace(new, power_limit_w=None)  # a policy without limits never sets one
         if old is not None and new is not None and new.gpu_ids == old.gpu_ids:
             state.placement = new  # stays; its partners may have changed
-            if new.power_limit_w != old.power_limit_w:
-                state.measured.clear()  # measured at another limit
+            if (new.power_limit_w, new.partners) != (old.power_limit_w, old.partners):
+                state.measured.clear()  # measured at another limit, or beside other partners
             return
         if old is not None:
             self._interrupt(state, "moved" if new is not None else "preempted", t)
@@ -486,6 +486,7 @@ class Simulation(ServiceRounds):
                 partner.placement = replace(
                     partner.placement, partners=tuple(p for p in partner.placement.partners if p != job_id)
                 )
+                partner.measured.clear()  # measured beside the job that ended
         state.placement = None
 
     def _fail(self, gpu_id: str, t: float) -> None:
@@ -511,7 +512,8 @@ class Simulation(ServiceRounds):
                     rate = self._true_rate(state.job.workload, gpu_type, k, consolidated, partners, gpus, limit)
                     measured = self.truth.observe(rate, self.rng)
                     p = state.placement
-                    if p is not None and not partners and (gpus, limit) == (p.gpu_ids, p.power_limit_w):
+                    here = p is not None and (gpus, limit) == (p.gpu_ids, p.power_limit_w)
+                    if here and partners == self._config(state)[1]:
                         state.measured.append(measured)
                     board = self.watch.planned_slowest(gpus) if self.boards.varies else 1.0
                     if not any(braked_now(self.watch.health.get(g, {})) for g in gpus):

@@ -39,7 +39,7 @@ class JobState:
     system_jobs_s: float = 0.0  # integral of the jobs in the system over its time there (finish-time fairness)
     active_s: float = 0.0  # its time in the system since it joined a round
     ftf_rho: float | None = None  # its finish-time fairness once it completed (tenants.py)
-    measured: list[float] = field(default_factory=list)  # telemetry's rates alone where it runs now (keep_work)
+    measured: list[float] = field(default_factory=list)  # telemetry's rates where it runs now (keep_work)
 
     @property
     def step(self) -> float:

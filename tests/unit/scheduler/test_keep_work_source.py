@@ -23,9 +23,11 @@ def interrupt(job, kind, at, overhead_s=None):
 
 
 def running(job, *, step, checkpoint, placed_ago_s):
+    """The job running since it was placed `placed_ago_s` ago (its open allocation began then)."""
+    placed_at = timezone.now() - timedelta(seconds=placed_ago_s)
     Job.objects.filter(pk=job.pk).update(state="running", current_step=step, steps_done=step,
-                                         checkpoint_step=checkpoint,
-                                         placed_at=timezone.now() - timedelta(seconds=placed_ago_s))
+                                         checkpoint_step=checkpoint, placed_at=placed_at)
+    Allocation.objects.filter(job=job, end__isnull=True).update(start=placed_at)
 
 
 def spec_of(problem, job):
@@ -69,6 +71,26 @@ def test_rate_power_cool_down_preemptions_and_moves_come_from_the_job_and_its_al
     assert work.placed_s_ago == pytest.approx(60, abs=5) and work.preemptions_last_hour == 1 and work.moves == 1
     assert not work.checkpointed  # no checkpoint yet: a stop throws away all of its 500 steps
     assert spec_of(problem_from_database(SolverConfig.load()), job).pinned  # placed a minute ago
+
+
+@pytest.mark.usefixtures("default_power_limits")
+def test_its_measurements_are_those_since_its_open_allocation_began(measured, alice, resnet50):
+    """A partner joining (or leaving) reopens the allocation on the same GPU (services.change_partners):
+    the rate measured before was measured beside other partners, and keep_work.below_tmin reads
+    only what it measures where it runs now."""
+    job = submit(alice, resnet50, total_steps=2500)
+    services.scheduling_round_run(trigger="manual")
+    running(job, step=500, checkpoint=400, placed_ago_s=3600)
+    now = timezone.now()
+    gpu = Allocation.objects.get(job=job).gpu
+    Allocation.objects.filter(job=job).update(end=now - timedelta(seconds=60))
+    Allocation.objects.create(job=job, gpu=gpu, start=now - timedelta(seconds=60))
+    for seconds_ago, throughput in ((600, 12.5), (120, 12.0), (30, 7.0), (10, 7.5)):
+        m = Measurement.objects.create(workload=resnet50, gpu_type=gpu.gpu_type, num_gpus=1, throughput=throughput,
+                                       source="telemetry", observed_at=now - timedelta(seconds=seconds_ago))
+        JobMeasurement.objects.create(job=job, measurement=m)
+    work = running_work([Job.objects.select_related("workload").get(pk=job.pk)], now=now)[job.pk]
+    assert (work.measured.count, work.measured.mean, work.steps_per_s) == (2, pytest.approx(7.25), 7.5)
 
 
 def test_restart_overhead_is_the_median_of_the_last_measured_restarts_else_the_catalog_default(

@@ -44,7 +44,7 @@ def test_a_move_pays_above_the_rate_at_which_the_job_still_ends_sooner():
     assert below_tmin(spec, RunningWork(**running(rate(9.95)))) is None  # not surely below
     assert below_tmin(spec, RunningWork(**running(None))) is None  # not measured there
     shared = job(1, tmin=10.0, current=(["v-0"], ["2"]))
-    assert below_tmin(shared, RunningWork(**running(rate(9.0)))) is None  # sharing: not this rule
+    assert below_tmin(shared, RunningWork(**running(rate(9.0)))) == (9.0, 10.0)  # measured beside its partner
 
 
 def test_keep_work_marks_it_and_its_move_budget_no_longer_holds_it():
@@ -91,6 +91,52 @@ def test_with_no_room_for_a_configuration_meeting_tmin_it_keeps_running_where_it
     plan = solve("ilp", replace(p, jobs=(*p.jobs, holder)))
     assert plan.placements["1"].gpu_ids == ("v-0",) and plan.placements["2"].gpu_ids == ("p-0",)
     assert plan.placements["1"].predicted_throughput == 1.8  # planned at what it measured
+
+
+def shared_on_v100(measured, *, holder=False):
+    """Jobs 1 (a, T_min 2.0) and 2 (b, T_min 1.5) share v-0: predicted at 2.2 x 0.95 = 2.09 and
+    2.0 x 0.95 = 1.9 there, so the pair meets both T_min and saves a GPU. Job 1 alone is predicted
+    at 2.5 on p-0 (280 W); b has no prediction on a p100. With `holder`, a pinned job of a higher
+    level holds p-0."""
+    taus = {("a", "v100", 1, True): 2.2, ("a", "p100", 1, True): 2.5, ("b", "v100", 1, True): 2.0}
+    rhos = {("a", "b", "v100"): 0.95, ("b", "a", "v100"): 0.95}
+    powers = {("a", "v100"): 250.0, ("a", "p100"): 280.0, ("b", "v100"): 200.0}
+    jobs = [job(1, "a", tmin=2.0, current=(["v-0"], ["2"])), job(2, "b", tmin=1.5, current=(["v-0"], ["1"]))]
+    if holder:
+        jobs.append(job(3, "a", tmin=2.0, current=(["p-0"], [])))
+    p = problem(jobs, node("v100", "v", 1) + node("p100", "p", 1), [V100, P100],
+                PowerTable(taus, rhos, powers=powers), theta=2)
+    works = {
+        "1": replace(work_of(Placement("1", "v100", ("v-0",), True, ("2",), 2.09, 150.0)), measured=measured),
+        "2": work_of(Placement("2", "v100", ("v-0",), True, ("1",), 1.9, 150.0)),
+    }
+    kept = keep_work([(spec, works.get(spec.id)) for spec in p.jobs], p.settings)
+    if holder:
+        kept = (*kept[:2], replace(kept[2], priority=5, pinned=True))
+    return replace(p, jobs=kept)
+
+
+@pytest.mark.parametrize("solver", ["ilp", "genetic"])
+def test_measured_below_tmin_beside_its_partner_it_leaves_the_shared_gpu(solver):
+    """Measured at 1.8 beside job 2 (predicted 2.09): the pair is parted, job 1 goes alone to p-0
+    where it is predicted to meet T_min, and job 2 keeps v-0 alone (only its partner changes)."""
+    plan = solve(solver, shared_on_v100(rate(1.8, std=0.1)))
+    assert (plan.placements["1"].gpu_ids, plan.placements["1"].partners) == (("p-0",), ())
+    assert (plan.placements["2"].gpu_ids, plan.placements["2"].partners) == (("v-0",), ())
+
+
+def test_measured_at_its_prediction_beside_its_partner_the_pair_stays():
+    for measured in (rate(2.09, std=0.1), None):
+        plan = solve("ilp", shared_on_v100(measured))
+        assert plan.placements["1"].partners == ("2",) and plan.placements["1"].gpu_ids == ("v-0",)
+        assert plan.placements["2"].partners == ("1",)
+
+
+def test_with_no_room_elsewhere_the_pair_stays_planned_at_what_it_measured():
+    plan = solve("ilp", shared_on_v100(rate(1.8, std=0.1), holder=True))
+    assert plan.placements["1"].partners == ("2",) and plan.placements["3"].gpu_ids == ("p-0",)
+    assert plan.placements["1"].predicted_throughput == pytest.approx(1.8)
+    assert plan.placements["2"].predicted_throughput == pytest.approx(1.9)
 
 
 def test_it_moves_at_its_checkpoint_or_where_its_shortfall_outweighs_the_work_thrown_away():

@@ -223,3 +223,27 @@ def test_a_job_far_enough_below_its_tmin_moves_before_its_checkpoint():
     assert run.interruptions == {"moved": 1} and len(state.last_gpus) == 2
     assert run.lost_gpu_s["moved"] == pytest.approx(800.0)
     assert state.below_s == pytest.approx(1800.0 + sc.restart_overhead("A"))
+
+
+def test_a_job_measured_below_its_tmin_beside_its_partner_leaves_the_shared_gpu():
+    """Jobs a (A, T_min 8.5) and b (B, T_min 5) are predicted at 9 each sharing a V100 (10 alone),
+    so the plan shares one and leaves the other idle. Truly, a runs at 8 beside b. Noise 0: after
+    five rounds its measurements there put it surely below, and at its checkpoint (every 300 s)
+    the pair parts: one of them takes the idle V100, and a runs alone at 10. The rule used to
+    measure only jobs running alone, and a ran below its T_min beside b to its end."""
+    from catalog.measurement_record import MeasurementRecord
+    from scheduler.optimizer.keep_work import MIN_MEASUREMENTS
+
+    def rows(a_shared):
+        alone = [MeasurementRecord(w, "v100", 10.0) for w in ("A", "B")]
+        return alone + [MeasurementRecord("A", "v100", a_shared, partner="B", partner_throughput=9.0),
+                        MeasurementRecord("B", "v100", 9.0, partner="A", partner_throughput=a_shared)]
+
+    jobs = (SimJob("a", "A", 0.0, 1, 5 * HOUR_S * 8.0, 8.5, 300.0), SimJob("b", "B", 0.0, 1, 6 * HOUR_S * 9.0, 5.0))
+    sc = Scenario(jobs=jobs, gpus=build_gpus((("v100", 2),)), gpu_types=gpu_types(["v100"]), boards=Boards(()))
+    run = Simulation(sc, Truth(rows(8.0), deviation=0.0, noise=0.0), Policy("g", "ilp", "catalog"),
+                     ObservedCatalog(rows(9.0))).run()
+    a, b = run.jobs
+    assert a.below_s <= (MIN_MEASUREMENTS + 2) * sc.round_s + sc.restart_overhead("A")
+    assert a.done_at < 5 * HOUR_S and a.placement is None
+    assert run.interruptions == {"moved": 1}
