@@ -14,9 +14,7 @@ checkpointed) and pays its workload's restart overhead before it progresses agai
   MOVE_HORIZON_S), plus the hysteresis margin and the flat `migration_cost_w`, so a move is
   chosen only when its saving over that time beats what it costs;
 - `pinned`: placed or moved less than `move_cooldown_s` ago, or moved `max_moves_per_job` times
-  already, or a move would throw away more than MAX_THROWN_AWAY_S of its work, it keeps its
-  configuration (it may still be preempted by a job of a higher level, which the admission
-  values weigh by the work each victim loses);
+  already, it keeps its configuration;
 - `work_at_risk`: GPU-seconds lost if it stopped now; among the jobs of one level the
   admission values keep those with the most at risk, so victims lose the least work.
 
@@ -84,15 +82,6 @@ LEAVE_AT_RISK_S = 600.0
 #: fleet's failures are at hand to fit it; the field studies behind the at-risk rule saw memory
 #: errors precede failures by hours (simulate --health draws 6-24 h, docs/gpu_health.md).
 AT_RISK_MEAN_LIFE_S = 12 * 3600.0
-#: A move that throws away more than this much of a job's work (its time since its checkpoint, all
-#: of it for one that never checkpointed) is not made: the job is pinned, unless it leaves a board
-#: at risk or runs below its T_min, where the rules weigh what it throws away. Its move penalty
-#: already keeps energy moves off such a job (the redo energy over at most MOVE_HORIZON_S is more
-#: than its power), but the admission stage, which fits the most jobs before any price counts,
-#: moved a job that never checkpointed to free a GPU for a waiting job of its own level: simulate
-#: --tenants (3/h) threw away 32.9 and 94.5 GPU-hours in two such moves (docs/simulation.md).
-#: A job checkpointing at least hourly is never held by it.
-MAX_THROWN_AWAY_S = 3600.0
 #: A job is measured below its T_min where it runs once the mean of its measurements there is below
 #: T_min by this many standard errors, over at least MIN_MEASUREMENTS of them: one reading is noise
 #: (simulate's telemetry: 5 % a round), and a job moved on noise pays a restart for nothing.
@@ -164,7 +153,7 @@ def _kept(spec: JobSpec, work: RunningWork | None, settings: SolverSettings, top
         move_penalty_w=service_move_penalty_w(work, settings) if spec.service else move_penalty_w(work, settings),
         pinned=not leaves and (
             on_risk or spec.probe or work.placed_s_ago < settings.move_cooldown_s
-            or (below is None and (work.moves >= settings.max_moves_per_job or too_much_to_redo(work)))
+            or (work.moves >= settings.max_moves_per_job and below is None)
         ),
         work_at_risk=work_at_risk(work),
         leaving=leaves,
@@ -199,11 +188,6 @@ def below_tmin(spec: JobSpec, work: RunningWork) -> tuple[float, float] | None:
         return None
     pays_at = (work.remaining_steps + work.steps_since_checkpoint) / (stay_s - work.restart_overhead_s)
     return rate.mean, max(pays_at, spec.min_throughput)
-
-
-def too_much_to_redo(work: RunningWork) -> bool:
-    """Would a move throw away more than MAX_THROWN_AWAY_S of a running job's work?"""
-    return work.running and thrown_away_s(work) > MAX_THROWN_AWAY_S
 
 
 def worth_moving_below(t_min: float, measured: float, work: RunningWork) -> bool:

@@ -237,24 +237,3 @@ def test_a_pair_that_only_ties_the_cheapest_alone_is_offered_from_the_first_roun
     assert {pl.gpu_ids for pl in plan.placements.values()} == {("n0-0",)} and plan.power_w == pytest.approx(300.0)
     again = solve(solver, next_round(p, plan, placed_s_ago=5000.0))
     assert moves(plan, again) == {}
-
-
-def making_room(since_checkpoint: float):
-    """Job 1 (a) runs on f-0, the one fast GPU; it could run on s-0 too. Job 2 (b), of the same
-    priority, waits and runs only on a fast GPU. Admitting job 2 means moving job 1 to s-0,
-    throwing away its steps since its checkpoint (at 4 steps/s)."""
-    taus = {("a", "fast", 1, True): 4.0, ("a", "slow", 1, True): 2.0, ("b", "fast", 1, True): 3.0}
-    p = problem([job(1, "a", current=(["f-0"], [])), job(2, "b")], node("fast", "f", 1) + node("slow", "s", 1),
-                [SLOW, FAST], PowerTable(taus, {}))
-    placed = Placement("1", "fast", ("f-0",), True, (), 4.0, 300.0)
-    return with_work(p, {"1": work_of(placed, since_checkpoint=since_checkpoint, remaining=1e6)})
-
-
-@pytest.mark.parametrize("solver", ["ilp", "genetic"])  # the greedy fill keeps running jobs where they are
-def test_a_job_moves_to_make_room_only_where_it_throws_away_at_most_an_hour_of_work(solver):
-    """1200 steps since its checkpoint (300 s): it moves to s-0 and job 2 starts on f-0. 16,000
-    steps (4000 s, more than MAX_THROWN_AWAY_S): it stays, job 2 waits."""
-    plan = solve(solver, making_room(1200.0))
-    assert plan.placements["1"].gpu_ids == ("s-0",) and plan.placements["2"].gpu_ids == ("f-0",)
-    plan = solve(solver, making_room(16_000.0))
-    assert plan.placements["1"].gpu_ids == ("f-0",) and "2" not in plan.placements
