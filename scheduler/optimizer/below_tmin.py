@@ -24,16 +24,15 @@ from dataclasses import replace
 
 def price_staying(inst) -> None:
     """Rewrite, in place, the current options and groups of the instance's jobs measured below T_min."""
-    for j, job in enumerate(inst.jobs):
-        if job.measured_throughput is None:
-            continue
-        paying = _paying(inst, j)
+    paying = {j: _paying(inst, j) for j, job in enumerate(inst.jobs) if job.measured_throughput is not None}
+    for j, costs in paying.items():
+        measured = inst.jobs[j].measured_throughput
         for i in (i for i in inst.job_options[j] if inst.all_options[i].current):
             opt = inst.all_options[i]
-            cost = max(opt.cost, max(paying) + inst.problem.settings.migration_cost_w) if paying else opt.cost
-            inst.all_options[i] = replace(opt, tau=min(opt.tau, job.measured_throughput), meets_slo=False, cost=cost)
+            cost = max(opt.cost, max(costs) + inst.problem.settings.migration_cost_w) if costs else opt.cost
+            inst.all_options[i] = replace(opt, tau=min(opt.tau, measured), meets_slo=False, cost=cost)
     for g, group in enumerate(inst.groups):
-        below = [x for x in group.members if inst.jobs[x].measured_throughput is not None]
+        below = {x: [] if inst.jobs[x].pinned else paying[x] for x in group.members if x in paying}  # pinned: it stays
         if group.current and below:
             inst.groups[g] = _priced_group(inst, group, below)
 
@@ -47,14 +46,14 @@ def _paying(inst, j: int) -> list[float]:
             and inst.all_options[i].tau >= job.move_pays_at]
 
 
-def _priced_group(inst, group, below: list[int]):
+def _priced_group(inst, group, paying: dict[int, list[float]]):
     """The running group planned at its members' measured rates and priced to part where a member
-    measured below has somewhere that pays: above the dearest paying option of each member that
-    has one and the dearest option of each other member (unchanged where none pays, or a member
-    has no option alone: the group is then all it has)."""
-    taus = tuple(min(tau, inst.jobs[x].measured_throughput) if x in below else tau
+    measured below has somewhere that pays (`paying`: each such member's paying option costs):
+    above the dearest paying option of each member that has one and the dearest option of each
+    other member (unchanged where none pays, or a member has no option alone: the group is then
+    all it has)."""
+    taus = tuple(min(tau, inst.jobs[x].measured_throughput) if x in paying else tau
                  for x, tau in zip(group.members, group.taus))
-    paying = {x: [] if inst.jobs[x].pinned else _paying(inst, x) for x in below}  # pinned: it stays
     if not any(paying.values()):
         return replace(group, taus=taus)
     parted = 0.0
