@@ -5,6 +5,7 @@ import time
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from . import admission_keeps
 from .choices import Choice
 from .instance import Instance, compile_instance
 from .placement import place
@@ -34,6 +35,9 @@ class Solver:
     # Quotas are constraints of its model (the ILP); other solvers get the jobs within quota
     # lifted above all others (quotas.lift_within_quota), and their plans say so.
     formulates_quotas: ClassVar[bool] = False
+    # Its admission keeps running jobs that would throw away much work (admission_keeps.py):
+    # the pending reasons say so.
+    keeps_running_work: ClassVar[bool] = False
 
     def solve(self, problem: Problem) -> Plan:
         started = time.perf_counter()
@@ -41,13 +45,13 @@ class Solver:
         outcome = self.decide(inst)
         if not self.formulates_quotas and binding(problem):
             outcome.notes.append(LIFTED.format(solver=self.name))
-        return finish(inst, outcome, self.name, self.optimising, started)
+        return finish(inst, outcome, self.name, self.optimising, started, self.keeps_running_work)
 
     def decide(self, inst: Instance) -> Outcome:
         raise NotImplementedError
 
 
-def finish(inst: Instance, outcome: Outcome, name: str, optimising: bool, started: float) -> Plan:
+def finish(inst: Instance, outcome: Outcome, name: str, optimising: bool, started: float, keeps: bool = False) -> Plan:
     placements, failed, placed = place(inst, outcome.choices, retry=optimising)
     moved = sum(1 for j, c in enumerate(placed) if c != outcome.choices[j] and inst.jobs[j].id in placements)
     capped, dropped = enforce_caps(inst, [c if inst.jobs[j].id in placements else None for j, c in enumerate(placed)])
@@ -56,12 +60,13 @@ def finish(inst: Instance, outcome: Outcome, name: str, optimising: bool, starte
         placements = {job_id: p for job_id, p in placements.items() if job_id in kept}
         outcome.notes.append(CAPPED_DROPPED.format(n=dropped))
     reasons = {}
+    kept_jobs = admission_keeps.kept(inst) if keeps else {}
     power = objective = 0.0
     used_gpus = set()
     for j, job in enumerate(inst.jobs):
         placement = placements.get(job.id)
         if placement is None:
-            reasons[job.id] = failed.get(j) or pending_reason(inst, j, name, optimising, capped)
+            reasons[job.id] = failed.get(j) or pending_reason(inst, j, name, optimising, capped, kept_jobs)
             continue
         power += placement.predicted_power_w
         objective += inst.cost(j, placed[j])

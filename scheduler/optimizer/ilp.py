@@ -96,6 +96,7 @@ def backend(name: str, *, limit: Limit, gap: float, abs_gap: float | None = None
 class IlpSolver(Solver):
     name = "ilp"
     formulates_quotas = True
+    keeps_running_work = True
 
     def decide(self, inst: Instance) -> Outcome:
         settings = inst.problem.settings

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import pulp
 
+from .admission_keeps import kept
 from .choices import Choice
 from .fairness import fairness_price_w, least_share, rate, tenant_sizes
 from .instance import Instance
@@ -87,9 +88,9 @@ def build(
     quota_floors = {lvl: f for lvl, f in (quota_floors or {}).items() if f > 0}
     in_quota = _in_quota_terms(inst, lp, x, y, cat, units) if quota_level is not None or quota_floors else {}
     if phase == "admit" and quota_level is not None:
-        lp += pulp.LpAffineExpression(list(in_quota.get(quota_level, {}).items()))
+        lp += _with_moves_of_kept(inst, x, y, quota_level, in_quota.get(quota_level, {}))
     elif phase == "admit" and level is not None:
-        lp += pulp.LpAffineExpression(list(level_terms.get(level, {}).items()))
+        lp += _with_moves_of_kept(inst, x, y, level, level_terms.get(level, {}))
     elif phase == "admit":
         lp += admitted
     else:
@@ -116,6 +117,22 @@ def build(
         if in_quota.get(lvl):
             lp += pulp.LpAffineExpression(list(in_quota[lvl].items())) >= floor - 1e-6, f"in_quota_{lvl}"
     return Model(lp, x, y, in_quota)
+
+
+def _with_moves_of_kept(inst: Instance, x: dict, y: dict, level: int, value: dict) -> pulp.LpAffineExpression:
+    """A level's admitted `value` (variable -> coefficient) less the moves of every kept job of
+    a higher level (admission_keeps.py): each choice that moves one costs one more than the
+    level's whole admitted value (in units of its plain job), so no number of the level's jobs
+    admitted pays for the move."""
+    price = 1.0 + level_maxima(inst).get(level, 0.0)
+    terms = dict(value)
+    for j, stays in kept(inst).items():
+        if inst.jobs[j].priority > level:
+            moves = [x[i] for i in inst.job_options[j] if ("o", i) not in stays]
+            moves += [y[p] for p in inst.job_groups[j] if ("g", p) not in stays]
+            for var in moves:
+                terms[var] = terms.get(var, 0.0) - price
+    return pulp.LpAffineExpression(list(terms.items()))
 
 
 def _in_quota_terms(inst: Instance, lp, x: dict, y: dict, cat, units: dict[int, float]) -> dict[int, dict]:

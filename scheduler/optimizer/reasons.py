@@ -1,4 +1,5 @@
 """Why a job stays pending: every job a solver leaves out gets one of these, never silence."""
+from .admission_keeps import KEEPS_WORK_S
 from .feasibility import memory_fits, uncertainty, why_below_tmin, why_margin_held, why_no_memory
 from .instance import Instance
 from .quotas import quota_reason
@@ -15,6 +16,10 @@ FAIR_SHARE_AFTER = (
     " Its tenant's fair-share factor is {factor:.2f}: within its priority level, jobs of tenants that used less "
     "of their share went first ({tenants})."
 )
+KEPT_AFTER = (
+    " {n} running job(s) on {types} would throw away more than {hours:g} GPU-hour(s) of work each if moved: they are "
+    "not moved to make room for it."
+)
 PROBE_NO_TYPE = "Probe on {gpu_type}: the cluster has no healthy GPU of that type on a ready node."
 PROBE_NO_ROOM = "Probe on {gpu_type}: no {k} x {gpu_type} fits its memory and layout in the cluster."
 PROBE_FULL = (
@@ -23,8 +28,10 @@ PROBE_FULL = (
 )
 
 
-def pending_reason(inst: Instance, j: int, solver: str, optimising: bool, choices: list | None = None) -> str:
-    """Why job j waits; `choices`: the decision (as placed), for the quota reasons."""
+def pending_reason(inst: Instance, j: int, solver: str, optimising: bool, choices: list | None = None,
+                   kept: dict[int, list] | None = None) -> str:
+    """Why job j waits; `choices`: the decision (as placed), for the quota reasons; `kept`: the
+    running jobs the solver's admission kept where they run (admission_keeps.kept)."""
     job = inst.jobs[j]
     if not inst.capacity:
         return NO_GPUS
@@ -52,7 +59,19 @@ def pending_reason(inst: Instance, j: int, solver: str, optimising: bool, choice
         full = FULL.format(k=least.num_gpus, gpu_type=least.gpu_type) + _margin_held(inst, j)
     else:
         full = FULL.format(k="a shared 1", gpu_type=inst.groups[inst.job_groups[j][0]].gpu_type)
-    return full + _fair_share_after(inst, j, choices)
+    return full + _fair_share_after(inst, j, choices) + _kept_after(inst, j, kept or {})
+
+
+def _kept_after(inst: Instance, j: int, kept: dict[int, list]) -> str:
+    """Where running jobs of a higher admission level on the GPU types job j could take were kept
+    from moving for it (admission_keeps.py), a sentence saying so ('' otherwise)."""
+    types = {inst.all_options[i].gpu_type for i in inst.job_options[j]}
+    types |= {inst.groups[p].gpu_type for p in inst.job_groups[j]}
+    on = [inst.type_of(stays[0]) for k, stays in kept.items() if inst.jobs[k].priority > inst.jobs[j].priority]
+    on = [t for t in on if t in types]
+    if not on:
+        return ""
+    return KEPT_AFTER.format(n=len(on), types=", ".join(sorted(set(on))), hours=KEEPS_WORK_S / 3600)
 
 
 def _fair_share_after(inst: Instance, j: int, choices: list | None) -> str:
