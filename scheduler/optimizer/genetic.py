@@ -68,6 +68,7 @@ TIMED_OUT = "Stopped at the time limit before the generation budget (the answer 
 
 class GeneticSolver(Solver):
     name = "genetic"
+    keeps_running_work = True
 
     def decide(self, inst: Instance) -> Outcome:
         settings = inst.problem.settings

@@ -1,4 +1,5 @@
-"""Admission keeps a running job whose move would throw away much work (admission_keeps.py):
+"""Admission keeps a running job whose move would throw away much work (admission_keeps.py), in
+the ILP's admission programs and the genetic algorithm's fitness:
 one fast and one slow GPU worked out by hand. Job 1 (workload a: 10 steps/s on fast, 8 on slow,
 T_min 5) runs on the fast GPU; job 2 (workload b: 10 on fast, 2 on slow, T_min 5) waits and
 runs only on the fast GPU. Admitting job 2 means moving job 1 to the slow GPU."""
@@ -13,6 +14,7 @@ from scheduler.optimizer.problem import QuotaSpec
 
 from .factory import TablePredictions, gpu_type, job, node, problem
 
+SOLVERS = ["ilp", "genetic"]
 FAST, SLOW = gpu_type("fast", tdp=300), gpu_type("slow", tdp=100)
 PREDS = TablePredictions(taus={("a", "fast", 1, True): 10, ("a", "slow", 1, True): 8,
                                ("b", "fast", 1, True): 10, ("b", "slow", 1, True): 2})
@@ -36,9 +38,10 @@ def cluster(since_checkpoint: float, *, waiting_priority=0, tenants=("t", "t"), 
 MORE_THAN_A_GPU_DAY = 30 * 3600 * 10.0  # steps: thirty hours at 10 steps/s
 
 
+@pytest.mark.parametrize("solver", SOLVERS)
 @pytest.mark.parametrize("checkpointed", [True, False])
-def test_the_waiting_job_waits_rather_than_move_a_job_with_hours_of_work(checkpointed):
-    plan = get_solver("ilp").solve(cluster(MORE_THAN_A_GPU_DAY, checkpointed=checkpointed))
+def test_the_waiting_job_waits_rather_than_move_a_job_with_hours_of_work(solver, checkpointed):
+    plan = get_solver(solver).solve(cluster(MORE_THAN_A_GPU_DAY, checkpointed=checkpointed))
     assert plan.placements["1"].gpu_ids == ("f-0",) and "2" not in plan.placements
     assert plan.reasons["2"].endswith(
         "1 running job(s) on fast would throw away more than 24 GPU-hour(s) of work each if moved: they are not "
@@ -46,27 +49,31 @@ def test_the_waiting_job_waits_rather_than_move_a_job_with_hours_of_work(checkpo
     )
 
 
-def test_a_job_with_less_than_a_gpu_day_of_work_at_risk_moves_for_the_waiting_job():
-    plan = get_solver("ilp").solve(cluster(20 * 3600 * 10.0))
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_job_with_less_than_a_gpu_day_of_work_at_risk_moves_for_the_waiting_job(solver):
+    plan = get_solver(solver).solve(cluster(20 * 3600 * 10.0))
     assert plan.placements["1"].gpu_ids == ("s-0",) and plan.placements["2"].gpu_ids == ("f-0",)
 
 
-def test_a_waiting_job_of_a_higher_priority_still_moves_it():
-    plan = get_solver("ilp").solve(cluster(MORE_THAN_A_GPU_DAY, waiting_priority=1))
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_waiting_job_of_a_higher_priority_still_moves_it(solver):
+    plan = get_solver(solver).solve(cluster(MORE_THAN_A_GPU_DAY, waiting_priority=1))
     assert plan.placements["1"].gpu_ids == ("s-0",) and plan.placements["2"].gpu_ids == ("f-0",)
 
 
-def test_an_owner_reclaims_its_quota_from_a_borrower_with_hours_of_work():
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_an_owner_reclaims_its_quota_from_a_borrower_with_hours_of_work(solver):
     """Tenant own holds the quota of the fast GPU; job 1 of tenant b borrows it."""
-    plan = get_solver("ilp").solve(cluster(MORE_THAN_A_GPU_DAY, tenants=("b", "own"), quotas=[("own", "fast", 1)]))
+    plan = get_solver(solver).solve(cluster(MORE_THAN_A_GPU_DAY, tenants=("b", "own"), quotas=[("own", "fast", 1)]))
     assert plan.placements["1"].gpu_ids == ("s-0",) and plan.placements["2"].gpu_ids == ("f-0",)
 
 
-def test_a_job_running_within_its_tenants_quota_is_kept_from_a_borrower():
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_job_running_within_its_tenants_quota_is_kept_from_a_borrower(solver):
     """Job 1's tenant own runs within its quota of the fast GPU (and holds one of the slow GPU,
     so a move keeps it within quota); job 2 of tenant b would borrow the fast GPU."""
     quotas = [("own", "fast", 1), ("own", "slow", 1)]
-    plan = get_solver("ilp").solve(cluster(MORE_THAN_A_GPU_DAY, tenants=("own", "b"), quotas=quotas))
+    plan = get_solver(solver).solve(cluster(MORE_THAN_A_GPU_DAY, tenants=("own", "b"), quotas=quotas))
     assert plan.placements["1"].gpu_ids == ("f-0",) and "2" not in plan.placements
 
 
