@@ -17,8 +17,7 @@ FAIR_SHARE_AFTER = (
     "of their share went first ({tenants})."
 )
 KEPT_AFTER = (
-    " {n} running job(s) on {types} would throw away more than {hours:g} GPU-hour(s) of work each if moved: they are "
-    "not moved to make room for it."
+    " {n} running job(s) on {types} would lose over {hours:g} GPU-hours of work each if moved: not moved for it."
 )
 PROBE_NO_TYPE = "Probe on {gpu_type}: the cluster has no healthy GPU of that type on a ready node."
 PROBE_NO_ROOM = "Probe on {gpu_type}: no {k} x {gpu_type} fits its memory and layout in the cluster."
@@ -59,7 +58,7 @@ def pending_reason(inst: Instance, j: int, solver: str, optimising: bool, choice
         full = FULL.format(k=least.num_gpus, gpu_type=least.gpu_type) + _margin_held(inst, j)
     else:
         full = FULL.format(k="a shared 1", gpu_type=inst.groups[inst.job_groups[j][0]].gpu_type)
-    return full + _fair_share_after(inst, j, choices) + _kept_after(inst, j, kept or {})
+    return full + _kept_after(inst, j, kept or {}) + _fair_share_after(inst, j, choices)
 
 
 def _kept_after(inst: Instance, j: int, kept: dict[int, list]) -> str:

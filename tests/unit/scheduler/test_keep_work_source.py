@@ -188,3 +188,32 @@ def test_a_board_at_risk_takes_no_new_job_and_is_not_counted_as_capacity(measure
     services.scheduling_round_run(trigger="manual")
     held = list(Allocation.objects.filter(end__isnull=True).values_list("job_id", "gpu_id"))
     assert held in ([(first.pk, cluster[0].pk)], [(second.pk, cluster[0].pk)])
+
+
+@pytest.mark.parametrize("hours_of_work, kept", [(30, True), (1, False)])
+def test_a_round_does_not_move_a_job_with_a_gpu_day_of_work_to_start_a_waiting_one(
+        measured, alice, resnet50, lm, v100, hours_of_work, kept):
+    """Four ResNet-50 jobs (T_min 5: only a V100 meets it) fill the four V100s; their T_min then
+    falls to 3, which a K80 (4 steps/s) meets. An LM job of the same priority runs only on a
+    V100. With `hours_of_work` of steps since their start (never checkpointed, 10 steps/s) a
+    move throws away that much: 30 h keeps them (admission_keeps.py), and the LM job waits with
+    the reason; 1 h moves one of them to a K80 for it."""
+    Measurement.objects.create(workload=lm, gpu_type=v100, num_gpus=1, throughput=20.0, source="reference",
+                               observed_at=timezone.now())
+    jobs = [services.job_submit(owner=alice, workload=resnet50, min_throughput=5.0, max_gpus=1).job for _ in range(4)]
+    services.scheduling_round_run(trigger="manual")
+    before = {job.pk: Allocation.objects.get(job=job, end__isnull=True).gpu.gpu_type.name for job in jobs}
+    assert set(before.values()) == {"v100"}
+    steps = hours_of_work * 3600 * 10
+    for job in jobs:
+        running(job, step=steps, checkpoint=None, placed_ago_s=hours_of_work * 3600)
+    Job.objects.filter(pk__in=[job.pk for job in jobs]).update(min_throughput=3.0)
+    waiting = services.job_submit(owner=alice, workload=lm, min_throughput=10.0, max_gpus=1).job
+    services.scheduling_round_run(trigger="submit")
+    waiting.refresh_from_db()
+    on_k80 = Allocation.objects.filter(job__in=jobs, end__isnull=True, gpu__gpu_type__name="k80").count()
+    if kept:
+        assert waiting.state == "pending" and on_k80 == 0
+        assert "4 running job(s) on v100 would lose over 24 GPU-hours of work each if moved" in waiting.pending_reason
+    else:
+        assert waiting.state == "placed" and on_k80 == 1

@@ -44,8 +44,7 @@ def test_the_waiting_job_waits_rather_than_move_a_job_with_hours_of_work(solver,
     plan = get_solver(solver).solve(cluster(MORE_THAN_A_GPU_DAY, checkpointed=checkpointed))
     assert plan.placements["1"].gpu_ids == ("f-0",) and "2" not in plan.placements
     assert plan.reasons["2"].endswith(
-        "1 running job(s) on fast would throw away more than 24 GPU-hour(s) of work each if moved: they are not "
-        "moved to make room for it."
+        "1 running job(s) on fast would lose over 24 GPU-hours of work each if moved: not moved for it."
     )
 
 
