@@ -1,18 +1,18 @@
 """From the aggregated decision to concrete GPUs.
 
-Jobs that keep their current configuration stay on their GPUs, and so do the jobs of a shared GPU
-whose partners change (one leaves, or one joins) where their GPU is still free (a service
-replica's first, then a pinned job's, then the one with the most work at risk: `stay_order`);
-consolidated multi-GPU jobs go next, largest first, each onto the node of its type with the fewest
-free GPUs that still hold it (best fit, so whole nodes stay whole for the next large job); single
-GPUs, groups and spread-out jobs fill what is left. With topology-aware isolation a PCIe switch
-serves one tenant only, and a tenant's jobs take GPUs on its own switches before they open another
-(so switches are not split among tenants needlessly). Boards flagged slow are taken last, and only
-by jobs whose T_min holds at their own speed (board_speeds.serves). A board at risk takes no job
-that is not on it already (at_risk.py): the jobs on it stay until they leave, and no unit is
-packed onto it. A job leaving it (JobSpec.leaving) is not kept on its GPUs: its unit is packed on
-other boards, then (with retry) its other configurations are tried, and only where none found room
-does it stay where it is. A job that cannot be placed stays pending with the reason.
+Jobs that keep their current configuration stay on their GPUs, and so do the jobs of a shared
+GPU whose partners change (one leaves, or one joins) where their GPU is still free (a service
+replica's first, then a pinned job's); consolidated multi-GPU jobs go next, largest first,
+each onto the node of its type with the fewest free GPUs that still hold it (best fit, so
+whole nodes stay whole for the next large job); single GPUs, groups and spread-out jobs fill what is left. With
+topology-aware isolation a PCIe switch serves one tenant only, and a tenant's jobs take GPUs on
+its own switches before they open another (so switches are not split among tenants
+needlessly). Boards flagged slow are taken last, and only by jobs whose T_min holds at their
+own speed (board_speeds.serves). A board at risk takes no job that is not on it already
+(at_risk.py): the jobs on it stay until they leave, and no unit is packed onto it. A job leaving
+it (JobSpec.leaving) is not kept on its GPUs: its unit is packed on other boards, then (with retry)
+its other configurations are tried, and only where none found room does it stay where it is. A
+job that cannot be placed stays pending with the reason.
 """
 from collections import defaultdict
 
@@ -35,7 +35,8 @@ def place(
     jobs' exact GPUs nor PCIe switches)."""
     packer = _Packer(inst, choices)
     rest = [unit for unit in _units(inst, packer.choices) if not packer.keep(unit)]  # 1. current GPUs
-    rest.sort(key=lambda u: min(stay_order(inst, j) for j in u["jobs"]))
+    rest.sort(key=lambda u: (not any(inst.jobs[j].service for j in u["jobs"]),
+                             not any(inst.jobs[j].pinned for j in u["jobs"]), inst.jobs[u["jobs"][0]].id))
     rest = [unit for unit in rest if not packer.stay(unit)]  # 1b. a shared GPU's jobs that stay on it
     # 2. consolidated blocks, largest first, best fit; 3. single GPUs, pairs, spread-out jobs
     rest.sort(key=lambda u: (not (u["consolidated"] and u["k"] > 1), -u["k"], inst.jobs[u["jobs"][0]].id))
@@ -177,11 +178,11 @@ class _Packer:
         the GPU one of its jobs holds now, where that is of its type and still free: the job
         keeps running there (only its partners change), where any free GPU would restart it.
         Service replicas' units go first (a training partner moves away, not the replica:
-        docs/services.md), then pinned jobs', then by work at risk (`stay_order`). A board at
-        risk keeps only a unit all of whose jobs are on it already (it takes no new job)."""
+        docs/services.md), then pinned jobs'. A board at risk keeps only a unit all of whose jobs
+        are on it already (it takes no new job)."""
         if unit["k"] != 1 or any(self.inst.jobs[j].leaving for j in unit["jobs"]):
             return False
-        for j in sorted(unit["jobs"], key=lambda x: stay_order(self.inst, x)):
+        for j in unit["jobs"]:
             current = self.inst.jobs[j].current
             gpu = self.gpu_by_id.get(current.gpu_ids[0]) if current and len(current.gpu_ids) == 1 else None
             tenant = self.inst.jobs[j].tenant
@@ -224,14 +225,6 @@ class _Packer:
                 self.record(j, gpus)
                 del self.failed[j]
                 break
-
-
-def stay_order(inst: Instance, j: int) -> tuple:
-    """Which job keeps its GPU first where a shared GPU's jobs change (one leaves or one joins)
-    and only one of them can stay on it: a service replica (its latency SLO), then a pinned job,
-    then the one a move would throw away the most work of (keep_work.py), then by id."""
-    job = inst.jobs[j]
-    return not job.service, not job.pinned, -job.work_at_risk, job.id
 
 
 def _units(inst: Instance, choices: list[Choice]) -> list[dict]:

@@ -223,20 +223,6 @@ def test_a_job_whose_partner_leaves_stays_on_its_gpu(solver, pinned):
     assert plan.placements["2"].gpu_ids == ("f-0",)
 
 
-@pytest.mark.parametrize("solver", OPTIMISING)
-@pytest.mark.parametrize("more_at_risk", ["1", "2"])
-def test_where_a_pair_parts_the_job_with_more_work_at_risk_keeps_the_gpu(solver, more_at_risk):
-    """The pair above parts, neither job pinned: the one whose move would throw away more (10000
-    steps since its checkpoint against 100) keeps f-1, the other restarts on f-0."""
-    p = shared_then_alone(pinned=False)
-    works = {job_id: work_of(shared(job_id, other), placed_s_ago=5000.0,
-                             since_checkpoint=10000.0 if job_id == more_at_risk else 100.0)
-             for job_id, other in (("1", "2"), ("2", "1"))}
-    plan = solve(solver, with_work(replace(p, jobs=tuple(replace(j, priority=0) for j in p.jobs)), works))
-    other = "2" if more_at_risk == "1" else "1"
-    assert plan.placements[more_at_risk].gpu_ids == ("f-1",) and plan.placements[other].gpu_ids == ("f-0",)
-
-
 @pytest.mark.parametrize("solver", ["ilp", "genetic"])
 def test_a_pair_that_only_ties_the_cheapest_alone_is_offered_from_the_first_round(solver):
     """Two jobs, one K80 (150 W) and a V100 (300 W) where the pair keeps full speed: each job's
