@@ -1,6 +1,6 @@
 """Admission keeps a running job whose move would throw away much work (admission_keeps.py), in
-the ILP's admission programs and the genetic algorithm's fitness:
-one fast and one slow GPU worked out by hand. Job 1 (workload a: 10 steps/s on fast, 8 on slow,
+the ILP's admission programs and the genetic algorithm's fitness, on one fast and one slow GPU
+worked out by hand. Job 1 (workload a: 10 steps/s on fast, 8 on slow,
 T_min 5) runs on the fast GPU; job 2 (workload b: 10 on fast, 2 on slow, T_min 5) waits and
 runs only on the fast GPU. Admitting job 2 means moving job 1 to the slow GPU."""
 from dataclasses import replace
@@ -40,7 +40,7 @@ MORE_THAN_A_GPU_DAY = 30 * 3600 * 10.0  # steps: thirty hours at 10 steps/s
 
 @pytest.mark.parametrize("solver", SOLVERS)
 @pytest.mark.parametrize("checkpointed", [True, False])
-def test_the_waiting_job_waits_rather_than_move_a_job_with_hours_of_work(solver, checkpointed):
+def test_the_waiting_job_waits_rather_than_move_a_job_with_more_than_a_gpu_day_of_work(solver, checkpointed):
     plan = get_solver(solver).solve(cluster(MORE_THAN_A_GPU_DAY, checkpointed=checkpointed))
     assert plan.placements["1"].gpu_ids == ("f-0",) and "2" not in plan.placements
     assert plan.reasons["2"].endswith(
