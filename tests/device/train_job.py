@@ -7,10 +7,12 @@ and when SIGTERM comes, and then exits 75 ("preempted, resume me").
 
 Synthetic data keeps the check free of downloads; the step (forward, backward, SGD update) is
 the real one, so the agent's measured steps/s and NVML's power are those of real training.
-`--model tiny` swaps in a small network, for a dry run on a machine without a GPU (CI runs it).
+`--model tiny` swaps in a small network, for a dry run on a machine without a GPU (CI runs it);
+`--min-step-s` paces it, so that a test's preemption comes while it runs however fast the machine.
 """
 import argparse
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -36,6 +38,7 @@ def main() -> int:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--model", choices=["resnet50", "resnet18", "tiny"], default="resnet50")
     parser.add_argument("--checkpoint-every", type=int, default=200, help="Steps between checkpoints (0: never).")
+    parser.add_argument("--min-step-s", type=float, default=0.0, help="Seconds each step takes at least (it sleeps).")
     args = parser.parse_args()
     job = contract.Job.from_environment()  # SIGTERM from now on only sets job.preemption_requested
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -60,10 +63,12 @@ def main() -> int:
 
     job.progress(step, total=args.steps)  # where this run starts
     while step < args.steps:
+        began = time.monotonic()
         optimiser.zero_grad(set_to_none=True)
         loss = loss_fn(model(images), labels)
         loss.backward()
         optimiser.step()
+        time.sleep(max(0.0, args.min_step_s - (time.monotonic() - began)))
         step += 1
         stopping = job.preemption_requested
         if step % 10 == 0 or step == args.steps or stopping:

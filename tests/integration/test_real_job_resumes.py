@@ -6,9 +6,11 @@ succeeds. What the second run did is read from the job's own output on node B.
 
 Node B is drained while the job runs on A, so that the higher-priority job can only preempt it
 (and not take B's free GPU); once it has, A is drained (the higher-priority job runs on) and B
-undrained: the next periodic round (Celery beat, every 5 s) can only send the job to B. The job
-runs on one CPU thread at batch size 64, so that it is still running when the higher-priority
-job comes however idle the machine is (about 30 steps/s alone)."""
+undrained: the next periodic round (Celery beat, every 5 s) can only send the job to B. Each
+step takes at least 75 ms (--min-step-s), so that the first run, which cannot end within 30 s, is
+still running when the higher-priority job comes however fast the machine: unpaced (about 30
+steps/s alone) it once ended before the preemption reached it, killed by the SIGTERM while its
+interpreter shut down, and was resumed from its last periodic checkpoint."""
 import json
 import sys
 
@@ -30,11 +32,12 @@ NODE_A = NodeSpec("real-a", "v100:1", ("--run-commands",))
 NODE_B = NodeSpec("real-b", "v100:1", ("--run-commands",))
 STEPS = 400
 GRACE_S = 20
+MIN_STEP_S = 0.075
 
 
 def train(steps: int) -> str:
     return f"{sys.executable} tests/device/train_job.py --model tiny --batch-size 64 --checkpoint-every 50 " \
-           f"--steps {steps}"
+           f"--min-step-s {MIN_STEP_S} --steps {steps}"
 
 
 def submit(watch: JobsWatch, steps: int, priority: int = 0) -> int:
