@@ -27,12 +27,12 @@ def kept(inst: Instance) -> dict[int, list[Choice]]:
     """Job index -> the choices that keep it where it runs (its current option at any power
     limit, its running group) for each kept job that has one."""
     type_of = {gpu.id: gpu.gpu_type for gpu in inst.problem.gpus}
-    borrowing = _borrowing(inst, type_of)
+    lent = borrowing(inst, type_of)
     out: dict[int, list[Choice]] = {}
     for j, job in enumerate(inst.jobs):
         if (job.current is None or not job.current.gpu_ids or job.work_at_risk <= KEEPS_WORK_S or job.leaving
                 or job.probe or job.service or job.move_pays_at is not None
-                or (job.tenant, type_of.get(job.current.gpu_ids[0])) in borrowing):
+                or (job.tenant, type_of.get(job.current.gpu_ids[0])) in lent):
             continue
         stays = [("o", i) for i in inst.job_options[j] if inst.all_options[i].current]
         stays += [("g", p) for p in inst.job_groups[j] if inst.groups[p].current]
@@ -41,7 +41,7 @@ def kept(inst: Instance) -> dict[int, list[Choice]]:
     return out
 
 
-def _borrowing(inst: Instance, type_of: dict[str, str]) -> set[tuple[str, str]]:
+def borrowing(inst: Instance, type_of: dict[str, str]) -> set[tuple[str, str]]:
     """(tenant, GPU type) where the tenant's running jobs hold more GPUs than its quota there."""
     if not inst.quotas.nominal:
         return set()

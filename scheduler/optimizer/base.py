@@ -8,7 +8,7 @@ from typing import ClassVar
 from . import admission_keeps
 from .choices import Choice
 from .instance import Instance, compile_instance
-from .placement import place
+from .placement import FREED_NODE, place
 from .problem import Plan, Problem, theta_error
 from .quotas import CAPPED_DROPPED, LIFTED, binding, enforce_caps
 from .reasons import pending_reason
@@ -52,7 +52,7 @@ class Solver:
 
 
 def finish(inst: Instance, outcome: Outcome, name: str, optimising: bool, started: float, keeps: bool = False) -> Plan:
-    placements, failed, placed = place(inst, outcome.choices, retry=optimising)
+    placements, failed, placed, freed = place(inst, outcome.choices, retry=optimising)
     moved = sum(1 for j, c in enumerate(placed) if c != outcome.choices[j] and inst.jobs[j].id in placements)
     capped, dropped = enforce_caps(inst, [c if inst.jobs[j].id in placements else None for j, c in enumerate(placed)])
     if dropped:
@@ -91,7 +91,7 @@ def finish(inst: Instance, outcome: Outcome, name: str, optimising: bool, starte
         notes=settings_notes(inst.problem) + outcome.notes + (
             [f"{moved} job(s) found no GPUs for the configuration chosen and took another meeting T_min."]
             if moved else []
-        ),
+        ) + ([FREED_NODE.format(n=freed)] if freed else []),
     )
 
 

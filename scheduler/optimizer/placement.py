@@ -11,28 +11,33 @@ needlessly). Boards flagged slow are taken last, and only by jobs whose T_min ho
 own speed (board_speeds.serves). A board at risk takes no job that is not on it already
 (at_risk.py): the jobs on it stay until they leave, and no unit is packed onto it. A job leaving
 it (JobSpec.leaving) is not kept on its GPUs: its unit is packed on other boards, then (with retry)
-its other configurations are tried, and only where none found room does it stay where it is. A
-job that cannot be placed stays pending with the reason.
+its other configurations are tried, and only where none found room does it stay where it is. An
+admitted consolidated multi-GPU job that found no node, and no other configuration with room,
+gets a node freed for it: one-GPU jobs move from it to free GPUs of their type on other nodes
+(defragment.py). A job that cannot be placed stays pending with the reason.
 """
 from collections import defaultdict
 
 from .at_risk import takes_new_work
 from .board_speeds import serves, type_speeds
 from .choices import Choice
+from .defragment import free_node_for, movable_jobs
 from .feasibility import SWITCH_TAKEN, switch_allows
 from .instance import Instance
 from .problem import Placement
 
 UNPLACEABLE = "Could not be placed onto concrete GPUs ({why}); it stays pending until capacity frees up."
+FREED_NODE = "{n} one-GPU unit(s) moved to other GPUs of their type to free a node for a multi-GPU job."
 
 
 def place(
     inst: Instance, choices: list[Choice], *, retry: bool = True
-) -> tuple[dict[str, Placement], dict[int, str], list[Choice]]:
-    """(placements, job index -> why it could not be placed, the choices as placed). With
-    `retry`, a job that cannot get GPUs for its chosen configuration tries its others that
-    meet T_min, cheapest first, on the GPUs left (the aggregated model sees neither running
-    jobs' exact GPUs nor PCIe switches)."""
+) -> tuple[dict[str, Placement], dict[int, str], list[Choice], int]:
+    """(placements, job index -> why it could not be placed, the choices as placed, one-GPU
+    units moved to free a node). With `retry`, a job that cannot get GPUs for its chosen
+    configuration tries its others that meet T_min, cheapest first, on the GPUs left (the
+    aggregated model sees neither running jobs' exact GPUs nor PCIe switches), and then a
+    consolidated one gets a node freed for it."""
     packer = _Packer(inst, choices)
     rest = [unit for unit in _units(inst, packer.choices) if not packer.keep(unit)]  # 1. current GPUs
     rest.sort(key=lambda u: (not any(inst.jobs[j].service for j in u["jobs"]),
@@ -45,11 +50,17 @@ def place(
     # 4. with retry, jobs that got no GPUs try their other configurations, by priority
     for j in [j for j in inst.admission_order() if j in packer.failed] if retry else ():
         packer.retry(j)
-    # 5. a job leaving a board at risk that found room nowhere else stays where it is
+    # 5. with retry, consolidated jobs still without GPUs get a node freed, by priority
+    moved = 0
+    if retry and packer.failed:
+        movable, borrowers = movable_jobs(inst)
+        for j in [j for j in inst.admission_order() if j in packer.failed]:
+            moved += free_node_for(packer, j, movable, borrowers)
+    # 6. a job leaving a board at risk that found room nowhere else stays where it is
     for unit in _units(inst, packer.choices):
         if any(inst.jobs[j].leaving for j in unit["jobs"]) and all(j in packer.failed for j in unit["jobs"]):
             packer.keep(unit, last_resort=True)
-    return packer.placements, packer.failed, packer.choices
+    return packer.placements, packer.failed, packer.choices, moved
 
 
 class _Packer:
@@ -137,6 +148,11 @@ class _Packer:
             if gpu.pcie_switch:
                 self.switch_tenant[(gpu.node, gpu.pcie_switch)] = tenant
                 self.tenant_nodes[tenant].add(gpu.node)
+
+    def release(self, gpus) -> None:
+        """GPUs claimed this round are free again (without topology isolation only)."""
+        for gpu in gpus:
+            self.free[gpu.gpu_type][gpu.node].append(gpu)
 
     def tau(self, j: int) -> float:
         """The throughput job j was planned at in its current choice."""
