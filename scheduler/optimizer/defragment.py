@@ -36,8 +36,8 @@ class _Holder:
 def free_node_for(packer, j: int, movable: set[int], borrowers: set[tuple[str, str]]) -> int:
     """Place job j (its consolidated multi-GPU choice, which found no node) by moving one-GPU
     units off the node that costs least to free (the fewest units; then the fewest running, the
-fewest not of borrowers, the lowest priorities, the least work lost); the number of units moved
-(0: none could be)."""
+    fewest not of borrowers, the lowest priorities, the least work lost); the number of units
+    moved (0: none could be)."""
     inst, choice = packer.inst, packer.choices[j]
     if packer.isolate or choice is None or choice[0] != "o":
         return 0
@@ -101,8 +101,6 @@ def _holders(packer, gpu_type: str, movable: set[int], borrowers) -> dict[str, l
         work = sum(inst.jobs[x].work_at_risk for x in running)
         rank = (bool(running), not lent, max((inst.jobs[x].priority for x in running), default=0), work)
         out[gpu.node].append(_Holder(gpu, tuple(jobs), rank))
-    for node in packer.free[gpu_type]:
-        out.setdefault(node, [])
     return out
 
 
