@@ -6,7 +6,17 @@ from dataclasses import asdict
 
 from .aggregation import block_sizes
 from .power import PowerCurve
-from .problem import CurrentPlacement, GpuSpec, GpuTypeSpec, JobSpec, Placement, Plan, Problem, SolverSettings
+from .problem import (
+    CurrentPlacement,
+    GpuSpec,
+    GpuTypeSpec,
+    JobSpec,
+    Placement,
+    Plan,
+    Problem,
+    QuotaSpec,
+    SolverSettings,
+)
 
 
 class PredictionSnapshot:
@@ -101,6 +111,8 @@ def problem_to_dict(problem: Problem) -> dict:
         "admission_start": None if problem.admission_start is None else [
             [*row[:4], list(row[4])] for row in problem.admission_start
         ],
+        "quotas": [asdict(q) for q in problem.quotas],
+        "no_borrowing": sorted(problem.no_borrowing),
     }
 
 
@@ -126,6 +138,8 @@ def problem_from_dict(data: dict) -> Problem:
         admission_start=None if data.get("admission_start") is None else tuple(
             (*row[:4], tuple(row[4] or ())) for row in data["admission_start"]
         ),
+        quotas=tuple(QuotaSpec(**q) for q in data.get("quotas", ())),
+        no_borrowing=frozenset(data.get("no_borrowing", ())),
     )
 
 

@@ -206,3 +206,18 @@ def test_a_quota_stages_answer_that_admits_fewer_than_the_greedy_decision_does_n
     plan = get_solver("ilp").solve(p)
     assert plan.status == "fallback" and plan.fallback_reason.endswith("fell back to the greedy decision.")
     assert sorted(plan.placements) == ["1", "2"] and plan.placements["2"].gpu_ids == ("f-1",)
+
+
+def test_quotas_and_who_may_not_borrow_travel_with_a_serialised_problem():
+    """problem_to_dict carries a problem to a Celery worker (a cell) and into the dashboard's
+    trade-off sweeps: a problem that came back without its quotas would be solved as if every
+    tenant borrowed freely. Tenant c owns the fast GPU and may not borrow; b's job would take it."""
+    import json
+
+    from scheduler.optimizer.serialization import problem_from_dict, problem_to_dict
+
+    p = quota_problem([job(1, "a", tenant="c", tmin=5), job(2, "a", tenant="b", tmin=5, priority=1)], fast=1,
+                      quotas=[("c", "fast", 1)], no_borrowing=["c"])
+    back = problem_from_dict(json.loads(json.dumps(problem_to_dict(p))))
+    assert back.quotas == (QuotaSpec("c", "fast", 1),) and back.no_borrowing == frozenset({"c"})
+    assert set(get_solver("ilp").solve(back).placements) == set(get_solver("ilp").solve(p).placements) == {"1"}
