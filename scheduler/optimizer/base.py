@@ -12,6 +12,7 @@ from .placement import FREED_NODE, place
 from .problem import Plan, Problem, theta_error
 from .quotas import CAPPED_DROPPED, LIFTED, binding, enforce_caps
 from .reasons import pending_reason
+from .status_quo import KEPT_RUNNING, admits_more, dropped_running, kept_in_place
 
 
 @dataclass
@@ -52,9 +53,17 @@ class Solver:
 
 
 def finish(inst: Instance, outcome: Outcome, name: str, optimising: bool, started: float, keeps: bool = False) -> Plan:
-    placements, failed, placed, freed = place(inst, outcome.choices, retry=optimising)
-    moved = sum(1 for j, c in enumerate(placed) if c != outcome.choices[j] and inst.jobs[j].id in placements)
-    capped, dropped = enforce_caps(inst, [c if inst.jobs[j].id in placements else None for j, c in enumerate(placed)])
+    decided = outcome.choices
+    placements, failed, placed, freed = place(inst, decided, retry=optimising)
+    lost = dropped_running(inst, decided, failed) if optimising else 0
+    if lost:
+        again = kept_in_place(inst, decided)
+        second = place(inst, again, retry=True)
+        if admits_more(inst, as_placed(inst, second[0], second[2]), as_placed(inst, placements, placed)):
+            decided, (placements, failed, placed, freed) = again, second
+            outcome.notes.append(KEPT_RUNNING.format(n=lost))
+    moved = sum(1 for j, c in enumerate(placed) if c != decided[j] and inst.jobs[j].id in placements)
+    capped, dropped = enforce_caps(inst, as_placed(inst, placements, placed))
     if dropped:
         kept = {inst.jobs[j].id for j, c in enumerate(capped) if c is not None}
         placements = {job_id: p for job_id, p in placements.items() if job_id in kept}
@@ -93,6 +102,11 @@ def finish(inst: Instance, outcome: Outcome, name: str, optimising: bool, starte
             if moved else []
         ) + ([FREED_NODE.format(n=freed)] if freed else []),
     )
+
+
+def as_placed(inst: Instance, placements: dict, placed: list[Choice]) -> list[Choice]:
+    """The choices as placed, None for every job placement left without GPUs."""
+    return [c if inst.jobs[j].id in placements else None for j, c in enumerate(placed)]
 
 
 def settings_notes(problem: Problem) -> list[str]:

@@ -22,10 +22,15 @@ def greedy_choices(
     *,
     slo_only: bool = True,
     use_groups: bool = True,
+    start: list[Choice] | None = None,
 ) -> list[Choice]:
+    """The greedy decision; with `start`, a feasible decision that it completes: the start's
+    jobs keep their choices and hold their capacity, the others fill what is left."""
+    choices: list[Choice] = list(start) if start is not None else [None] * len(inst.jobs)
     ledger = CapacityLedger(inst)
-    spare = _Spare(inst, order, slo_only, use_groups)
-    choices: list[Choice] = [None] * len(inst.jobs)
+    spare = _Spare(inst, order, slo_only, use_groups, choices)
+    for choice in {c for c in choices if c is not None}:
+        ledger.take(choice)
     for j in order:
         if choices[j] is not None:
             continue  # kept its running group with an earlier member
@@ -74,12 +79,15 @@ class _Spare(CapacityLedger):
     spare capacity where one fits, and displaces a placed job of a later turn only where none
     does (a higher priority preempts only what it must). Without placed jobs it is the ledger."""
 
-    def __init__(self, inst: Instance, order: list[int], slo_only: bool, use_groups: bool):
+    def __init__(self, inst: Instance, order: list[int], slo_only: bool, use_groups: bool, chosen: list[Choice]):
         super().__init__(inst)
         self.current: list[Choice] = [inst.current_choice(j, slo_only, use_groups) for j in range(len(inst.jobs))]
         self.reserved: set = set()
+        taken = {c for c in chosen if c is not None}
+        for choice in taken:
+            self.take(choice)
         for j in order:
-            if self.current[j] is not None and self.current[j] not in self.reserved:
+            if chosen[j] is None and self.current[j] is not None and self.current[j] not in self.reserved | taken:
                 self.reserved.add(self.current[j])
                 self.take(self.current[j])
 

@@ -100,7 +100,7 @@ class IlpSolver(Solver):
 
     def decide(self, inst: Instance) -> Outcome:
         settings = inst.problem.settings
-        greedy = greedy_choices(inst, inst.within_quota_first(inst.admission_order()), cheapest)
+        greedy = greedy_choices(inst, fill_order(inst), cheapest)
         started = cpu_now()
         limit = Limit.of(started, settings.time_limit_s, settings.node_limit)
         if not any(inst.job_options) and not inst.groups:
@@ -181,6 +181,9 @@ class IlpSolver(Solver):
             )
             found = model.choices(inst)
             got = _counts(inst, found, model)
+            if status != "optimal":  # the incumbent at the limit, and what else fits beside it
+                found = greedy_choices(inst, fill_order(inst), cheapest, start=found)
+                got = _counts(inst, found, None)
             if known_ok and own >= got.get((kind, level), 0.0) - 1e-9:
                 found, got = known, known_got  # no better than the known decision: keep its counts
             elif start is not None:
@@ -217,7 +220,8 @@ class IlpSolver(Solver):
         if backend_name == "highs" and highs is not None:
             info = highs.getInfo()
             optimal = highs.getModelStatus() == highspy.HighsModelStatus.kOptimal
-            return ("optimal" if optimal else "feasible"), max(0.0, info.mip_gap), info.mip_dual_bound
+            sense = -1.0 if model.lp.sense == pulp.LpMaximize else 1.0  # PuLP hands HiGHS a maximum negated
+            return ("optimal" if optimal else "feasible"), max(0.0, info.mip_gap), sense * info.mip_dual_bound
         return ("optimal" if optimal else "feasible"), None, None
 
 
@@ -276,6 +280,11 @@ def known_decision(inst: Instance, greedy: list[Choice]) -> list[Choice]:
         return greedy
     start = choices_of(inst, inst.problem.admission_start)
     return start if is_feasible(inst, start) and by_level(inst, start) > by_level(inst, greedy) else greedy
+
+
+def fill_order(inst: Instance) -> list[int]:
+    """The greedy decision's order: admission order, jobs within their tenant's quota first."""
+    return inst.within_quota_first(inst.admission_order())
 
 
 def by_level(inst: Instance, choices: list[Choice]) -> list[float]:

@@ -4,8 +4,10 @@ x_i = 1: job takes option i (alone on k GPUs of a type); y_g = 1: the jobs of gr
 pair, or up to theta jobs) share one GPU. Each job takes at most one option or group; per GPU type and block size the
 chosen GPUs fit the capacity level (aggregation.py). Admission is sum_j v_j * admitted_j.
 """
+from collections import defaultdict
 from dataclasses import dataclass, field
 
+import numpy as np
 import pulp
 
 from .admission_keeps import kept
@@ -236,24 +238,46 @@ def start_of(inst: Instance, choices: list[Choice]) -> dict[str, float]:
 
 
 def in_quota_split(inst: Instance, choices: list[Choice]) -> list[Choice]:
-    """The choices of a decision counted within quotas: per tenant and type, by decreasing
-    value while they fit the quota (probes never)."""
-    left = dict(inst.quotas.nominal)
-    counted = []
-    distinct = {c for c in choices if c is not None}
-    for choice in sorted(distinct, key=lambda c: (-sum(inst.values[x] for x in inst.jobs_of(c)), c)):
+    """The choices of a decision counted within quotas, as the ILP's quota copies can count them
+    at best: per tenant and type, the most admitted value whose GPUs fit the quota (a 0/1
+    knapsack; probes never). Counting less (taking choices by decreasing value while they fit)
+    made a decision that keeps every running job look worse within quotas than one that
+    preempts some, and an admission stage stopped at its work limit kept the latter."""
+    items: dict[tuple[str, str], list[tuple[Choice, int, float]]] = defaultdict(list)
+    for choice in sorted({c for c in choices if c is not None}):
         tenant, gpu_type, n = use_of(inst, choice)
-        if left.get((tenant, gpu_type), 0) >= n and not any(inst.jobs[x].probe for x in inst.jobs_of(choice)):
-            left[(tenant, gpu_type)] -= n
-            counted.append(choice)
+        if inst.quotas.owns(tenant, gpu_type) >= n and not any(inst.jobs[x].probe for x in inst.jobs_of(choice)):
+            items[(tenant, gpu_type)].append((choice, n, sum(inst.values[x] for x in inst.jobs_of(choice))))
+    counted = []
+    for key in sorted(items):
+        counted += best_fill(items[key], inst.quotas.owns(*key))
     return counted
+
+
+def best_fill(items: list[tuple[Choice, int, float]], capacity: int) -> list[Choice]:
+    """The choices of (choice, GPUs, value) items of the most total value whose GPUs fit the
+    capacity (dynamic programming over the GPUs used; all of them where they all fit)."""
+    if sum(n for _, n, _ in items) <= capacity:
+        return [choice for choice, _, _ in items]
+    best = np.zeros(capacity + 1)
+    taken = np.zeros((len(items), capacity + 1), dtype=bool)
+    for k, (_, n, value) in enumerate(items):
+        with_it = best[: capacity + 1 - n] + value
+        better = with_it > best[n:] + 1e-9
+        best[n:] = np.where(better, with_it, best[n:])
+        taken[k, n:] = better
+    out, left = [], capacity
+    for k in range(len(items) - 1, -1, -1):
+        if taken[k, left]:
+            out.append(items[k][0])
+            left -= items[k][1]
+    return out[::-1]
 
 
 def in_quota_value(inst, choices: list) -> dict[int, float]:
     """Per priority level, the admitted value (in units of the level's plain job, as
-    admitted_by_level) a decision can count within its tenants' quotas (in_quota_split). A
-    lower bound of what the ILP's quota copies can count for the decision (the best split is a
-    knapsack)."""
+    admitted_by_level) a decision can count within its tenants' quotas (in_quota_split): what
+    the ILP's quota copies count for it at best."""
     units = level_units(inst)
     out: dict[int, float] = {}
     for choice in in_quota_split(inst, choices):

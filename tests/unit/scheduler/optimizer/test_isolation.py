@@ -62,3 +62,18 @@ def test_a_job_the_switch_rule_keeps_off_its_chosen_gpus_takes_another_configura
     assert {pl.gpu_type for pl in result.placements.values()} == {"slow", "fast"}
     assert result.power_w == pytest.approx(400)
     assert any("took another meeting T_min" in note for note in result.notes)
+
+
+@pytest.mark.parametrize("solver", ["ilp", "genetic", "greedy_efficient", "greedy"])
+def test_a_higher_priority_claims_a_switch_before_lower_priorities_take_every_switch(solver):
+    """Four GPUs on three switches: x-0, y-0, and z-0/z-1 on one. Tenant t has three jobs of
+    priority 0, tenant u one of priority 1. Packed by job id, t's jobs would take x-0, y-0 and
+    z-0, and u's job of the higher priority would wait (z-1 is on t's switch). Packed in
+    admission order, u's job takes a switch first and all four run."""
+    gpus = node("fast", "x", 1, switch_every=1) + node("fast", "y", 1, switch_every=1) + node("fast", "z", 2,
+                                                                                              switch_every=2)
+    jobs = [job(n, "a", tenant="t", tmin=5) for n in (1, 2, 3)] + [job(9, "a", tenant="u", tmin=5, priority=1)]
+    p = problem(jobs, gpus, [FAST], PREDS, topology_isolation=True, theta=1)
+    result = get_solver(solver).solve(p)
+    assert sorted(result.placements) == ["1", "2", "3", "9"]
+    assert all(len(tenants) == 1 for tenants in switch_tenants(p, result).values())

@@ -3,12 +3,13 @@ round's placements fed back as current, with the work each job would lose (keep_
 from dataclasses import replace
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from scheduler.optimizer import Placement
+from scheduler.optimizer.status_quo import KEPT_RUNNING
 
 from . import test_properties as properties
-from .factory import gpu_type, job, node, problem
+from .factory import TablePredictions, gpu_type, job, node, problem
 from .rounds import PowerTable, moves, next_round, solve, with_work, work_of
 
 OPTIMISING = ["ilp", "genetic", "greedy_efficient"]
@@ -59,8 +60,58 @@ def test_on_random_clusters_where_nothing_changes_consecutive_rounds_move_nothin
         plan = again
 
 
+def moves_that_fragment_a_running_job():
+    """Found by the property test below (Hypothesis). Two one-GPU p100 nodes, a one-GPU k80
+    node and a two-GPU k80 node, PCIe switches isolated by tenant (one tenant here); workload a
+    runs at 5.4 steps/s a p100 and 4.5 a k80, b and c at 0.9, and two c jobs share a p100 at
+    full speed. The first round runs job 3 (T_min 8) spread over both p100s (8.4 steps/s), jobs
+    0, 1 and 4 on the three k80s."""
+    taus = {}
+    for w, base in {"a": {"p100": 6.0, "v100": 1.0, "k80": 5.0}, "b": {}, "c": {}}.items():
+        for t in ("k80", "p100", "v100"):
+            for k in (1, 2, 4):
+                taus[(w, t, k, True)] = base.get(t, 1.0) * k * 0.9
+                taus[(w, t, k, False)] = base.get(t, 1.0) * k * 0.7
+    jobs = [job(0, "c", tmin=0.5), job(1, "a"), job(2, "a", tmin=6.0), job(3, "a", tmin=8.0, dj=2), job(4, "a"),
+            job(5, "a", tmin=6.0), job(6, "b")]
+    gpus = node("p100", "n0", 1, 1) + node("p100", "n1", 1, 1) + node("k80", "n2", 1, 1) + node("k80", "n3", 2, 1)
+    return problem(jobs, gpus, properties.TYPES, TablePredictions(taus, {("c", "c", "p100"): 1.0}),
+                   topology_isolation=True, theta=2, cell_size_gpus=2, genetic_generations=5)
+
+
+def with_newcomer(p, priority=0):
+    return replace(p, jobs=p.jobs + (replace(p.jobs[0], id="new-0", priority=priority, current=None,
+                                             move_penalty_w=None, pinned=False, work_at_risk=0.0),))
+
+
+def test_a_running_job_that_the_decisions_moves_leave_without_a_node_keeps_its_gpus():
+    """A copy of job 0 arrives at the lowest priority. The ILP's decision moves jobs 0 and 1 onto
+    the p100s (0 sharing with the newcomer) and job 3 onto two k80s, which its count of free
+    k80s allows, but no node has two free: job 4 stays on n3-1. Placing the decision would drop
+    running job 3 for the newcomer; the decision with the moved jobs left where they run places
+    every running job, and stands (the newcomer waits)."""
+    p = moves_that_fragment_a_running_job()
+    plan = solve("ilp", p)
+    again = solve("ilp", with_newcomer(next_round(p, plan)))
+    assert sorted(plan.placements) == sorted(again.placements) == ["0", "1", "3", "4"]
+    assert moves(plan, again) == {}
+    assert KEPT_RUNNING.format(n=1) in again.notes and "new-0" in again.reasons
+
+
+def test_a_higher_priority_newcomer_still_preempts_where_keeping_the_running_jobs_leaves_it_waiting():
+    """The same arrival at a priority above every running job: keeping the running jobs where
+    they run would leave the newcomer without a GPU, so the decision's placement stands (job 3
+    is preempted) and nothing says otherwise."""
+    p = moves_that_fragment_a_running_job()
+    plan = solve("ilp", p)
+    again = solve("ilp", with_newcomer(next_round(p, plan), priority=9))
+    assert "new-0" in again.placements and "3" not in again.placements
+    assert not any(note.startswith("Placement found no GPUs") for note in again.notes)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(properties.instances(), st.sampled_from([*OPTIMISING, "greedy", "cells"]), st.integers(1, 4))
+@example(moves_that_fragment_a_running_job(), "ilp", 1)
 def test_on_random_clusters_waiting_jobs_of_the_lowest_priority_never_preempt(p, solver, arriving):
     plan = solve(solver, p)
     p = next_round(p, plan)

@@ -5,6 +5,7 @@ from dataclasses import replace
 import pytest
 
 from scheduler.optimizer import SOLVERS, get_solver, ilp
+from scheduler.optimizer.ilp_model import in_quota_value
 from scheduler.optimizer.instance import compile_instance
 from scheduler.optimizer.problem import QuotaSpec
 from scheduler.optimizer.quotas import CELLS_WHOLE, LIFTED, enforce_caps
@@ -206,6 +207,55 @@ def test_a_quota_stages_answer_that_admits_fewer_than_the_greedy_decision_does_n
     plan = get_solver("ilp").solve(p)
     assert plan.status == "fallback" and plan.fallback_reason.endswith("fell back to the greedy decision.")
     assert sorted(plan.placements) == ["1", "2"] and plan.placements["2"].gpu_ids == ("f-1",)
+
+
+def test_an_admission_program_stopped_at_its_limit_keeps_what_else_fits_beside_its_incumbent(monkeypatch):
+    """Three fast GPUs; tenant own (quota 1 fast) waits with job 1, tenant b's jobs 2 and 3 run
+    on f-1 and f-2. The greedy decision is made empty, so the within-quota stage's answer (job 1)
+    beats it. The next program (level 0) stops at its limit with an incumbent holding job 1 only,
+    as HiGHS at its work limit can return its start (a busy-tenants round did: 16 running jobs
+    preempted). Its count would be the floor, and the power phase, admitting that much at the
+    least power, would preempt b's jobs. The incumbent, completed in admission order with what
+    else fits, keeps them where they run, and the note gives the completed count."""
+    p = quota_problem([job(1, "a", tenant="own", tmin=5), running(2, "f-1", "b"), running(3, "f-2", "b")], fast=3,
+                      quotas=[("own", "fast", 1)])
+    inst = compile_instance(p)
+
+    def stops_with_job_1_only(model, backend_name, limit, gap, phase, abs_gap=None, start=None):
+        answer = real_run(model, backend_name, limit, gap, phase, abs_gap, start)
+        if phase != "admission (level 0)":
+            return answer
+        for i, var in model.x.items():
+            var.varValue = var.varValue if inst.all_options[i].job == 0 else 0.0
+        return "feasible", 1.0, 3.0
+
+    def empty_unless_completing(inst, order, rank, start=None):
+        return real_greedy(inst, order, rank, start=start) if start is not None else [None] * len(inst.jobs)
+
+    real_run, real_greedy = ilp.IlpSolver._run, ilp.greedy_choices
+    monkeypatch.setattr(ilp.IlpSolver, "_run", staticmethod(stops_with_job_1_only))
+    monkeypatch.setattr(ilp, "greedy_choices", empty_unless_completing)
+    plan = get_solver("ilp").solve(p)
+    assert sorted(plan.placements) == ["1", "2", "3"]
+    assert plan.placements["2"].gpu_ids == ("f-1",) and plan.placements["3"].gpu_ids == ("f-2",)
+    assert any(note.startswith("Admission phase stopped") and "admitted 3," in note for note in plan.notes)
+
+
+def test_a_decision_counts_within_quotas_what_fits_best_not_its_most_valuable_first():
+    """Tenant own (quota 2 fast) runs job 1 (two fast GPUs, a GPU-hour at risk: worth 1.2 of a
+    plain job) and jobs 2 and 3 (one GPU each). Within the quota fit job 1 alone (1.2) or jobs 2
+    and 3 (2.0): the decision counts 2.0, as the ILP's quota copies can, where taking the most
+    valuable first counted 1.2 and made a decision keeping every running job look worse within
+    quotas than one preempting some."""
+    preds = TablePredictions(taus={("a", "fast", 1, True): 10, ("w", "fast", 1, True): 4, ("w", "fast", 2, True): 8})
+    jobs = [replace(job(1, "w", tenant="own", tmin=6, dj=2, current=(["f-0", "f-1"], [])), work_at_risk=3600.0),
+            job(2, "a", tenant="own", tmin=5), job(3, "a", tenant="own", tmin=5)]
+    p = replace(problem(jobs, node("fast", "f", 4), [FAST], preds), quotas=(QuotaSpec("own", "fast", 2),))
+    inst = compile_instance(p)
+    assert inst.values[0] > inst.values[1] == inst.values[2]
+    decision = [("o", inst.job_options[j][0]) for j in range(3)]
+    assert in_quota_value(inst, decision)[0] == pytest.approx(2.0)
+    assert in_quota_value(inst, [decision[0], None, None])[0] == pytest.approx(inst.values[0] / inst.values[1])
 
 
 def test_quotas_and_who_may_not_borrow_travel_with_a_serialised_problem():

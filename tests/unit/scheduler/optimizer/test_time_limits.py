@@ -220,6 +220,17 @@ def test_a_node_limit_stops_highs_by_work_whatever_the_clock_says(monkeypatch):
     assert status == highspy.HighsModelStatus.kInterrupt and 20 <= nodes < 40 and value > 0
 
 
+def test_a_maximising_program_stopped_at_its_limit_reports_its_bound_above_its_incumbent():
+    """PuLP hands HiGHS a maximum negated; the bound the admission notes give ("admitted 58.7,
+    bound 80.8") read -80.8 before it was turned back."""
+    class Model:
+        lp = knapsacks()
+
+    status, gap, bound = IlpSolver._run(Model, "highs", cpu_clock.Limit.of(0.0, 0.0, nodes=20), 0.0, "admission")
+    assert status == "feasible" and gap > 0
+    assert bound >= pulp.value(Model.lp.objective) > 0
+
+
 def test_cbc_gets_the_node_limit_and_no_time_limit_under_a_work_limit():
     by_work = ilp.backend("cbc", limit=cpu_clock.Limit.of(0.0, 0.0, nodes=5), gap=0.0)
     assert by_work.optionsDict["maxNodes"] == 5 and by_work.timeLimit is None
