@@ -44,9 +44,9 @@ def place(
                              not any(inst.jobs[j].pinned for j in u["jobs"]), inst.jobs[u["jobs"][0]].id))
     rest = [unit for unit in rest if not packer.stay(unit)]  # 1b. a shared GPU's jobs that stay on it
     # 2. consolidated blocks, largest first, best fit; 3. single GPUs, pairs, spread-out jobs; each
-    # in admission order (a higher priority's unit claims GPUs and switches before a lower's)
-    turn = {j: n for n, j in enumerate(inst.admission_order())}
-    rest.sort(key=lambda u: (not (u["consolidated"] and u["k"] > 1), -u["k"], min(turn[j] for j in u["jobs"])))
+    # by priority level (a higher level's unit claims GPUs and switches before a lower's), then id
+    rest.sort(key=lambda u: (not (u["consolidated"] and u["k"] > 1), -u["k"],
+                             -max(inst.jobs[j].priority for j in u["jobs"]), inst.jobs[u["jobs"][0]].id))
     for unit in rest:
         packer.pack(unit)
     # 4. with retry, jobs that got no GPUs try their other configurations, by priority
