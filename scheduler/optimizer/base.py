@@ -56,12 +56,12 @@ def finish(inst: Instance, outcome: Outcome, name: str, optimising: bool, starte
     decided = outcome.choices
     placements, failed, placed, freed = place(inst, decided, retry=optimising)
     lost = dropped_running(inst, decided, failed) if optimising else 0
-    if lost:
-        again = kept_in_place(inst, decided)
+    for again in (kept_in_place(inst, decided, set(failed)), kept_in_place(inst, decided)) if lost else ():
         second = place(inst, again, retry=True)
         if admits_more(inst, as_placed(inst, second[0], second[2]), as_placed(inst, placements, placed)):
             decided, (placements, failed, placed, freed) = again, second
             outcome.notes.append(KEPT_RUNNING.format(n=lost))
+            break
     moved = sum(1 for j, c in enumerate(placed) if c != decided[j] and inst.jobs[j].id in placements)
     capped, dropped = enforce_caps(inst, as_placed(inst, placements, placed))
     if dropped:
