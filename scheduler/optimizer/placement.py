@@ -4,7 +4,8 @@ Jobs that keep their current configuration stay on their GPUs, and so do the job
 GPU whose partners change (one leaves, or one joins) where their GPU is still free (a service
 replica's first, then a pinned job's); consolidated multi-GPU jobs go next, largest first,
 each onto the node of its type with the fewest free GPUs that still hold it (best fit, so
-whole nodes stay whole for the next large job); single GPUs, groups and spread-out jobs fill what is left. With
+whole nodes stay whole for the next large job); single GPUs, groups and spread-out jobs fill what is left,
+each kind by priority level, then job id. With
 topology-aware isolation a PCIe switch serves one tenant only, and a tenant's jobs take GPUs on
 its own switches before they open another (so switches are not split among tenants
 needlessly). Boards flagged slow are taken last, and only by jobs whose T_min holds at their
@@ -14,7 +15,9 @@ it (JobSpec.leaving) is not kept on its GPUs: its unit is packed on other boards
 its other configurations are tried, and only where none found room does it stay where it is. An
 admitted consolidated multi-GPU job that found no node, and no other configuration with room,
 gets a node freed for it: one-GPU jobs move from it to free GPUs of their type on other nodes
-(defragment.py). A job that cannot be placed stays pending with the reason.
+(defragment.py). A job that cannot be placed stays pending with the reason; where that is a
+running job the decision admits, the solver places the decision again with running jobs left
+where they run (status_quo.py).
 """
 from collections import defaultdict
 
