@@ -12,7 +12,7 @@ from .placement import FREED_NODE, place
 from .problem import Plan, Problem, theta_error
 from .quotas import CAPPED_DROPPED, LIFTED, binding, enforce_caps
 from .reasons import pending_reason
-from .status_quo import KEPT_RUNNING, admits_more, dropped_running, kept_in_place
+from .status_quo import as_placed, keeping_running
 
 
 @dataclass
@@ -54,14 +54,11 @@ class Solver:
 
 def finish(inst: Instance, outcome: Outcome, name: str, optimising: bool, started: float, keeps: bool = False) -> Plan:
     decided = outcome.choices
-    placements, failed, placed, freed = place(inst, decided, retry=optimising)
-    lost = dropped_running(inst, decided, failed) if optimising else 0
-    for again in (kept_in_place(inst, decided, set(failed)), kept_in_place(inst, decided)) if lost else ():
-        second = place(inst, again, retry=True)
-        if admits_more(inst, as_placed(inst, second[0], second[2]), as_placed(inst, placements, placed)):
-            decided, (placements, failed, placed, freed) = again, second
-            outcome.notes.append(KEPT_RUNNING.format(n=lost))
-            break
+    first = place(inst, decided, retry=optimising)
+    decided, (placements, failed, placed, freed), note = (
+        keeping_running(inst, decided, first) if optimising else (decided, first, None))
+    if note:
+        outcome.notes.append(note)
     moved = sum(1 for j, c in enumerate(placed) if c != decided[j] and inst.jobs[j].id in placements)
     capped, dropped = enforce_caps(inst, as_placed(inst, placements, placed))
     if dropped:
@@ -102,11 +99,6 @@ def finish(inst: Instance, outcome: Outcome, name: str, optimising: bool, starte
             if moved else []
         ) + ([FREED_NODE.format(n=freed)] if freed else []),
     )
-
-
-def as_placed(inst: Instance, placements: dict, placed: list[Choice]) -> list[Choice]:
-    """The choices as placed, None for every job placement left without GPUs."""
-    return [c if inst.jobs[j].id in placements else None for j, c in enumerate(placed)]
 
 
 def settings_notes(problem: Problem) -> list[str]:

@@ -33,6 +33,7 @@ from .ilp_model import (
     admitted_by_level,
     admitted_value,
     build,
+    by_level,
     in_quota_value,
     level_maxima,
     objective,
@@ -286,9 +287,3 @@ def fill_order(inst: Instance) -> list[int]:
     """The greedy decision's order: admission order, jobs within their tenant's quota first."""
     return inst.within_quota_first(inst.admission_order())
 
-
-def by_level(inst: Instance, choices: list[Choice]) -> list[float]:
-    """A decision's admitted value per priority level, highest first: compared as lists, the
-    decision that admits lexicographically more."""
-    got = admitted_by_level(inst, choices)
-    return [got.get(level, 0.0) for level in sorted({job.priority for job in inst.jobs}, reverse=True)]

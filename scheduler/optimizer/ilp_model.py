@@ -214,6 +214,13 @@ def admitted_by_level(inst: Instance, choices: list[Choice]) -> dict[int, float]
     return out
 
 
+def by_level(inst: Instance, choices: list[Choice]) -> list[float]:
+    """A decision's admitted value per priority level, highest first: compared as lists, the
+    decision that admits lexicographically more."""
+    got = admitted_by_level(inst, choices)
+    return [got.get(level, 0.0) for level in sorted({job.priority for job in inst.jobs}, reverse=True)]
+
+
 def total_cost(inst: Instance, choices: list[Choice]) -> float:
     return sum(inst.cost(j, c) for j, c in enumerate(choices))
 

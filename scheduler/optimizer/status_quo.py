@@ -21,11 +21,35 @@ more, by the work they would lose).
 """
 from .admission_keeps import borrowing
 from .choices import Choice
-from .ilp_model import admitted_by_level
+from .feasibility import group_meets_tmin
+from .ilp_model import by_level
 from .instance import Instance
+from .placement import place
 
 KEPT_RUNNING = ("Placement found no GPUs for {n} running job(s) the decision admits; placed again with running jobs "
                 "left where they run, it admits more, and that placement stands.")
+
+
+def keeping_running(inst: Instance, decided: list[Choice], first: tuple) -> tuple[list[Choice], tuple, str | None]:
+    """(the decision, its placement (placement.place's 4-tuple), a note or None): `decided` with
+    its `first` placement, or, where that left running jobs it admits without GPUs, the first
+    second placement that admits more: with those jobs put back, then with every moved one."""
+    lost = dropped_running(inst, decided, first[1])
+    tried = [decided]
+    for only in (set(first[1]), None) if lost else ():
+        again = kept_in_place(inst, decided, only)
+        if again in tried:
+            continue
+        tried.append(again)
+        second = place(inst, again, retry=True)
+        if admits_more(inst, as_placed(inst, second[0], second[2]), as_placed(inst, first[0], first[2])):
+            return again, second, KEPT_RUNNING.format(n=lost)
+    return decided, first, None
+
+
+def as_placed(inst: Instance, placements: dict, placed: list[Choice]) -> list[Choice]:
+    """The choices as placed, None for every job placement left without GPUs."""
+    return [c if inst.jobs[j].id in placements else None for j, c in enumerate(placed)]
 
 
 def dropped_running(inst: Instance, choices: list[Choice], failed: dict[int, str]) -> int:
@@ -63,16 +87,11 @@ def _meets_tmin(inst: Instance, choice: Choice) -> bool:
     if choice[0] == "o":
         return inst.all_options[choice[1]].meets_slo
     group = inst.groups[choice[1]]
-    return all(group.tau_of(x) >= inst.jobs[x].min_throughput for x in group.members)
+    return group_meets_tmin(group.taus, (inst.jobs[x] for x in group.members))
 
 
 def admits_more(inst: Instance, placed: list[Choice], than: list[Choice]) -> bool:
     """The decision `placed` (None for every job without GPUs) is worth lexicographically more
-    per priority level than `than`."""
-    levels = sorted({job.priority for job in inst.jobs}, reverse=True)
-
-    def worth(choices: list[Choice]) -> list[float]:
-        got = admitted_by_level(inst, choices)
-        return [round(got.get(level, 0.0), 9) for level in levels]
-
-    return worth(placed) > worth(than)
+    per priority level than `than` (ilp_model.by_level; sums that differ only in their last
+    bits, from adding the same values in another order, count as equal)."""
+    return [round(v, 9) for v in by_level(inst, placed)] > [round(v, 9) for v in by_level(inst, than)]
