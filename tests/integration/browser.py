@@ -20,6 +20,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from rest_framework.authtoken.models import Token
 
 from catalog.models import Measurement
+from gogh_web.celery_config import TASK_QUEUES
 from gogh_web.dashboard.tradeoff import sweep_grid
 from scheduler.models import Job
 from telemetry.models import Gpu, GpuSample, Node
@@ -72,19 +73,19 @@ def quiet_database(transactional_db):
     """The module's worker outlives each test, and a test's teardown empties the database
     with TRUNCATE: a worker task still inside a transaction (the P1 prediction or the round
     after the last submission) then deadlocks with it on PostgreSQL (seen in CI). Before that
-    teardown (this fixture's runs first), wait until no other session of the test database
-    is inside a statement or a transaction for half a second."""
+    teardown (this fixture's runs first), wait until the worker holds no task (none queued,
+    none waiting out its debounce, none running: Redis keeps a reserved message in `unacked`
+    until the late acknowledgement) and no other session of the test database is inside a
+    statement or a transaction, both for half a second. The debounced round alone is not
+    enough to watch for: it sits in the worker, not in the database, for GOGH_ROUND_DEBOUNCE_S
+    (CI once saw the flush deadlock with a round that started after half a second of quiet)."""
     yield
     if connection.vendor != "postgresql":
         return  # SQLite: one writer at a time, no TRUNCATE
-    quiet_since, deadline = None, time.monotonic() + 30
+    broker = redis.Redis.from_url(REDIS_URL)
+    quiet_since, busy, deadline = None, [], time.monotonic() + 60
     while time.monotonic() < deadline:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                "AND pid <> pg_backend_pid() AND state IN ('active', 'idle in transaction')"
-            )
-            busy = cursor.fetchone()[0]
+        busy = worker_busy(broker) + database_busy()
         if busy:
             quiet_since = None
         elif quiet_since is None:
@@ -92,6 +93,27 @@ def quiet_database(transactional_db):
         elif time.monotonic() - quiet_since >= 0.5:
             return
         time.sleep(0.1)
+    pytest.fail(f"the worker or the database stayed busy for 60 s after the test: {busy}")
+
+
+def worker_busy(broker) -> list[str]:
+    """What the Celery worker still holds on Redis: queued messages, and reserved ones (those
+    waiting for their countdown and those running) that are not yet acknowledged."""
+    busy = [f"{queue}: {n} queued" for queue in TASK_QUEUES if (n := broker.llen(queue))]
+    if unacked := broker.hlen("unacked"):
+        busy.append(f"{unacked} reserved")
+    return busy
+
+
+def database_busy() -> list[str]:
+    """Other sessions of the test database inside a statement or a transaction."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() AND state IN ('active', 'idle in transaction')"
+        )
+        sessions = cursor.fetchone()[0]
+    return [f"{sessions} database sessions"] if sessions else []
 
 
 @pytest.fixture(scope="module")
