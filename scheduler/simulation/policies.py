@@ -20,7 +20,9 @@ With inference services (`simulate --services`, serving.py) every policy but two
 way the control plane does (SHARED: replicas are jobs of its solver, their T_min re-derived each
 round, admitted first). dedicated: the services on GPUs of their own provisioned for their peak,
 never shared, and the training jobs scheduled by gogh's ILP on the rest; gogh_no_services: gogh
-on the same training arrivals without any service. Gavel's policies do not take services (their
+on the same training arrivals without any service; oracle_no_services: the oracle without any
+service, the bound on what training beside the services can cost when every number is known
+(docs/services.md, "The training target against the oracle"). Gavel's policies do not take services (their
 rounds rotate every job by lease, a service cannot be rotated out).
 """
 from dataclasses import dataclass
@@ -60,5 +62,7 @@ SERVICE_POLICIES = (
     POLICIES[0],
     Policy("dedicated", "ilp", LEARNED, power_limits=True, services=DEDICATED),
     Policy("gogh_no_services", "ilp", LEARNED, power_limits=True, services=NO_SERVICES),
-    *(p for p in POLICIES[3:] if not p.solver.startswith("gavel")),
+    POLICIES[3],
+    Policy("oracle_no_services", "ilp", TRUTH, power_limits=True, services=NO_SERVICES),
+    *(p for p in POLICIES[4:] if not p.solver.startswith("gavel")),
 )

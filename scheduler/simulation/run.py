@@ -205,6 +205,8 @@ def service_comparison(p: dict) -> dict:
                                                          served("dedicated", "mean_gpu_utilization")),
         "gogh_training_energy_per_step_over_no_services": ratio(
             served("gogh", "training_energy_per_step_j"), p.get("gogh_no_services", {}).get("energy_per_step_j")),
+        "oracle_training_energy_per_step_over_no_services": ratio(
+            served("oracle", "training_energy_per_step_j"), p.get("oracle_no_services", {}).get("energy_per_step_j")),
     }
 
 

@@ -40,6 +40,7 @@ def test_a_services_run_reports_each_policys_services_and_keeps_every_training_k
     (["--services", "--tenants"], "--services cannot be combined with --tenants"),
     (["--services", "--cluster", "modern"], "--services cannot be combined with --cluster modern"),
     (["--policies", "gogh,dedicated"], "dedicated: only with --services"),
+    (["--policies", "oracle,oracle_no_services"], "oracle_no_services: only with --services"),
 ])
 def test_options_that_do_not_go_with_services_exit_1_and_write_nothing(tmp_path, capsys, argv, says):
     with pytest.raises(SystemExit) as exited:

@@ -201,7 +201,13 @@ def test_the_report_has_the_services_figures_and_none_without_services():
     ratios = comparison({"gogh": shared, "dedicated": dedicated, "gogh_no_services": alone})
     assert ratios["gogh_serving_utilization_over_dedicated"] == pytest.approx(
         shared["services"]["mean_gpu_utilization"] / dedicated["services"]["mean_gpu_utilization"], abs=1e-4)
-    assert ratios["gogh_training_energy_per_step_over_no_services"] is not None
+    assert ratios["gogh_training_energy_per_step_over_no_services"] == pytest.approx(
+        shared["services"]["training_energy_per_step_j"] / alone["energy_per_step_j"], abs=1e-4)
+    # the oracle's pair, read from its own rows (here the same runs under the oracle's names)
+    oracle = comparison({"oracle": shared, "oracle_no_services": alone})
+    assert oracle["oracle_training_energy_per_step_over_no_services"] == pytest.approx(
+        ratios["gogh_training_energy_per_step_over_no_services"])
+    assert oracle["gogh_training_energy_per_step_over_no_services"] is None
 
 
 def test_a_bound_no_gpu_is_predicted_to_meet_still_runs_its_replicas_below_the_best_speed():
