@@ -79,6 +79,9 @@ class _Packer:
         for gpu in sorted(inst.problem.gpus, key=lambda g: g.slow):  # flagged boards last on each node
             self.free[gpu.gpu_type][gpu.node].append(gpu)
         self.type_speed = type_speeds(inst.problem.gpus)
+        # types with no board at risk and none flagged slow: every free board of them fits any unit
+        self.plain = {g.gpu_type for g in inst.problem.gpus} - {
+            g.gpu_type for g in inst.problem.gpus if g.slow or not takes_new_work(g)}
         self.gpu_by_id = {g.id: g for g in inst.problem.gpus}
         self.switch_tenant: dict[tuple[str, str], str] = {}
         self.tenant_nodes: dict[str, set] = defaultdict(set)  # nodes where a tenant owns a switch
@@ -123,6 +126,8 @@ class _Packer:
     def fits(self, gpu_type: str, planned: list[tuple[float, float]]):
         """Which boards of the type may take a unit whose jobs were planned at (throughput, T_min):
         none at risk (it takes no new work), a flagged one only where their T_min holds there."""
+        if gpu_type in self.plain:
+            return _any_board
         speed = self.type_speed.get(gpu_type, 1.0)
         return lambda gpu: takes_new_work(gpu) and serves(gpu, planned, speed)
 
@@ -134,7 +139,9 @@ class _Packer:
             fitting = []
             for node, gs in nodes.items():
                 if len(gs) >= k:
-                    ok = [g for g in self.usable(gs, tenant) if fits(g)]
+                    ok = self.usable(gs, tenant)
+                    if fits is not _any_board:
+                        ok = [g for g in ok if fits(g)]
                     if len(ok) >= k:
                         fitting.append((len(ok), node, ok))
             gpus = min(fitting, key=lambda f: f[:2])[2][:k] if fitting else []
@@ -246,6 +253,12 @@ class _Packer:
                 self.record(j, gpus)
                 del self.failed[j]
                 break
+
+
+def _any_board(gpu) -> bool:
+    """`fits` of a type whose boards are all healthy and none flagged slow (the usual case: a
+    large cluster's placement then skips testing every free GPU of every node per unit)."""
+    return True
 
 
 def _units(inst: Instance, choices: list[Choice]) -> list[dict]:
