@@ -40,7 +40,34 @@ def place(
     units moved to free a node). With `retry`, a job that cannot get GPUs for its chosen
     configuration tries its others that meet T_min, cheapest first, on the GPUs left (the
     aggregated model sees neither running jobs' exact GPUs nor PCIe switches), and then a
-    consolidated one gets a node freed for it."""
+    consolidated one gets a node freed for it. With isolation, where a job of a higher priority
+    level is left without GPUs while a lower level's job got some, the decision is placed a
+    second time level by level (each level packed and its failures retried before the next
+    packs: the lower level may have taken the switches the other configurations needed), and
+    that placement stands where it places more jobs per level, highest first."""
+    first = _place(inst, choices, retry=retry, level_major=False)
+    if not (retry and inst.problem.settings.topology_isolation and _inverted(inst, first[0], first[1])):
+        return first
+    second = _place(inst, choices, retry=True, level_major=True)
+    return second if _placed_by_level(inst, second[0]) > _placed_by_level(inst, first[0]) else first
+
+
+def _inverted(inst: Instance, placements: dict[str, Placement], failed: dict[int, str]) -> bool:
+    """A job left without GPUs at a priority level above a job that got some."""
+    placed = [job.priority for job in inst.jobs if job.id in placements]
+    return bool(failed) and bool(placed) and max(inst.jobs[j].priority for j in failed) > min(placed)
+
+
+def _placed_by_level(inst: Instance, placements: dict[str, Placement]) -> list[int]:
+    levels = sorted({job.priority for job in inst.jobs}, reverse=True)
+    return [sum(1 for job in inst.jobs if job.priority == level and job.id in placements) for level in levels]
+
+
+def _place(
+    inst: Instance, choices: list[Choice], *, retry: bool, level_major: bool
+) -> tuple[dict[str, Placement], dict[int, str], list[Choice], int]:
+    """place()'s steps; `level_major`: units packed one priority level at a time, each level's
+    failures retried before the next level packs."""
     packer = _Packer(inst, choices)
     rest = [unit for unit in _units(inst, packer.choices) if not packer.keep(unit)]  # 1. current GPUs
     rest.sort(key=lambda u: (not any(inst.jobs[j].service for j in u["jobs"]),
@@ -48,18 +75,22 @@ def place(
     rest = [unit for unit in rest if not packer.stay(unit)]  # 1b. a shared GPU's jobs that stay on it
     # 2. consolidated blocks, largest first, best fit; 3. single GPUs, pairs, spread-out jobs; each
     # by priority level (a higher level's unit claims GPUs and switches before a lower's), then id
-    rest.sort(key=lambda u: (not (u["consolidated"] and u["k"] > 1), -u["k"],
-                             -max(inst.jobs[j].priority for j in u["jobs"]), inst.jobs[u["jobs"][0]].id))
-    for unit in rest:
-        packer.pack(unit)
-    # 4. with retry, jobs that got no GPUs try their other configurations, by priority
-    for j in [j for j in inst.admission_order() if j in packer.failed] if retry else ():
-        packer.retry(j)
+    rest.sort(key=lambda u: (not (u["consolidated"] and u["k"] > 1), -u["k"], -_level(inst, u),
+                             inst.jobs[u["jobs"][0]].id))
+    # 4. with retry, jobs that got no GPUs try their other configurations, by priority (level by
+    # level: each level's after its own units)
+    order = inst.admission_order()
+    for batch in _by_level(inst, rest) if level_major else [rest]:
+        for unit in batch:
+            packer.pack(unit)
+        in_batch = {j for unit in batch for j in unit["jobs"]}
+        for j in [j for j in order if j in packer.failed and j in in_batch] if retry else ():
+            packer.retry(j)
     # 5. with retry, consolidated jobs still without GPUs get a node freed, by priority
     moved = 0
     if retry and packer.failed:
         movable, borrowers = movable_jobs(inst)
-        for j in [j for j in inst.admission_order() if j in packer.failed]:
+        for j in [j for j in order if j in packer.failed]:
             moved += free_node_for(packer, j, movable, borrowers)
     # 6. a job leaving a board at risk that found room nowhere else stays where it is
     for unit in _units(inst, packer.choices):
@@ -253,6 +284,16 @@ class _Packer:
                 self.record(j, gpus)
                 del self.failed[j]
                 break
+
+
+def _level(inst: Instance, unit: dict) -> int:
+    return max(inst.jobs[j].priority for j in unit["jobs"])
+
+
+def _by_level(inst: Instance, units: list[dict]) -> list[list[dict]]:
+    """The units in batches of one priority level, the highest first, each in packing order."""
+    levels = sorted({_level(inst, u) for u in units}, reverse=True)
+    return [[u for u in units if _level(inst, u) == level] for level in levels]
 
 
 def _any_board(gpu) -> bool:

@@ -77,3 +77,24 @@ def test_a_higher_priority_claims_a_switch_before_lower_priorities_take_every_sw
     result = get_solver(solver).solve(p)
     assert sorted(result.placements) == ["1", "2", "3", "9"]
     assert all(len(tenants) == 1 for tenants in switch_tenants(p, result).values())
+
+
+@pytest.mark.parametrize("solver", ["ilp", "genetic", "greedy_efficient", "greedy"])
+def test_a_higher_priority_left_off_its_switch_retries_before_a_lower_priority_takes_its_alternative(solver):
+    """Two slow GPUs (100 W) on one switch, held by tenant t's running job 1; one fast GPU (300 W).
+    Job 2 (tenant u, priority 1) runs on both types, job 3 (tenant v, priority 0) on the fast one
+    only, so the model, blind to switches, puts job 2 on the free slow GPU and job 3 on the fast
+    one. The slow GPU is on t's switch: job 2 must retry, and the fast GPU is its only other
+    configuration. Retried after every level has packed, job 3 would hold it and job 2 wait;
+    placed level by level, job 2 runs on the fast GPU and job 3 waits, saying why."""
+    slow = gpu_type("slow", tdp=100)
+    preds = TablePredictions(taus={("a", "slow", 1, True): 10, ("a", "fast", 1, True): 10, ("b", "fast", 1, True): 10})
+    jobs = [job(1, "a", tenant="t", tmin=5, current=(["s-0"], ())), job(2, "a", tenant="u", tmin=5, priority=1),
+            job(3, "b", tenant="v", tmin=5)]
+    p = problem(jobs, node("slow", "s", 2, switch_every=2) + node("fast", "f", 1, switch_every=1), [slow, FAST], preds,
+                topology_isolation=True, theta=1)
+    result = get_solver(solver).solve(p)
+    assert sorted(result.placements) == ["1", "2"]
+    assert result.placements["2"].gpu_ids == ("f-0",)
+    assert "3" in result.reasons
+    assert all(len(tenants) == 1 for tenants in switch_tenants(p, result).values())
