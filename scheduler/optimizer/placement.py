@@ -15,7 +15,9 @@ it (JobSpec.leaving) is not kept on its GPUs: its unit is packed on other boards
 its other configurations are tried, and only where none found room does it stay where it is. An
 admitted consolidated multi-GPU job that found no node, and no other configuration with room,
 gets a node freed for it: one-GPU jobs move from it to free GPUs of their type on other nodes
-(defragment.py). A job that cannot be placed stays pending with the reason; where that is a
+(defragment.py). With isolation, a job left without GPUs above a job of a lower priority that got
+some has the decision placed again level by level, which stands where it places more per level.
+A job that cannot be placed stays pending with the reason; where that is a
 running job the decision admits, the solver places the decision again with running jobs left
 where they run (status_quo.py).
 """
