@@ -14,8 +14,13 @@ from telemetry.models import Gpu, Node
 pytestmark = pytest.mark.django_db
 
 
+# One instant for the module: taking now() on each call let a test straddle a second's boundary,
+# so that its expected at(0) was a second later than the rows' (seen in CI).
+T0 = timezone.now().replace(microsecond=0)
+
+
 def at(seconds: float):
-    return timezone.now().replace(microsecond=0) + timedelta(seconds=seconds)
+    return T0 + timedelta(seconds=seconds)
 
 
 def test_the_report_measures_from_the_decision_to_slurm_s_start():
