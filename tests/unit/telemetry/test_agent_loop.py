@@ -315,9 +315,13 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    # a zombie counts as gone: the agent has not reaped it yet, but it no longer runs
-    with open(f"/proc/{pid}/stat") as stat:
-        return stat.read().split()[2] != "Z"
+    # a zombie counts as gone: the agent has not reaped it yet, but it no longer runs;
+    # the agent may reap it between the signal and the read (ENOENT or ESRCH)
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split()[2] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
 
 
 def test_out_of_touch_past_the_timeout_the_agent_stops_its_jobs(plane, run_agent, tmp_path):
