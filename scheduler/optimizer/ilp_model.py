@@ -14,7 +14,7 @@ from .admission_keeps import kept
 from .choices import Choice
 from .fairness import fairness_price_w, least_share, rate, tenant_sizes
 from .instance import Instance
-from .quotas import use_of
+from .quotas import POOL, use_of
 
 
 @dataclass
@@ -140,27 +140,37 @@ def _with_moves_of_kept(inst: Instance, x: dict, y: dict, level: int, value: dic
 def _in_quota_terms(inst: Instance, lp, x: dict, y: dict, cat, units: dict[int, float]) -> dict[int, dict]:
     """The quota copies (docs/optimization.md, "Quotas"): for each choice of a job whose tenant
     has a quota on the choice's type, q <= the choice's variable says it is admitted within
-    that quota (a probe's choices have none); per tenant and type the GPUs of its copies fit the
-    quota. Returns, per priority level, the in-quota admitted value's terms (units of the
-    level's plain job)."""
+    that quota; where the type has a cohort pool (GPUs no quota claims, quotas.Quotas.pool), a
+    pool copy says it is admitted within the pool, and the two together count a choice once (a
+    probe's choices have neither). Per tenant and type the GPUs of its copies fit the quota, per
+    type the pool copies fit the pool. Returns, per priority level, the in-quota admitted
+    value's terms (units of the level's plain job)."""
     quotas = inst.quotas
     terms: dict[int, dict] = {}
     per_quota: dict[tuple[str, str], list] = {}
     chosen = [(("o", i), v) for i, v in x.items()] + [(("g", p), v) for p, v in y.items()]
     for n, (choice, var) in enumerate(chosen):
         tenant, gpu_type, gpus = use_of(inst, choice)
-        if quotas.owns(tenant, gpu_type) < gpus or any(inst.jobs[j].probe for j in inst.jobs_of(choice)):
+        if any(inst.jobs[j].probe for j in inst.jobs_of(choice)):
             continue  # a probe takes only what every other job leaves (admission.probes_last), quota or not
-        q = pulp.LpVariable(quota_copy_name(choice), 0, 1, cat)
-        lp += q - var <= 0, f"in_quota_of_{n}"
-        per_quota.setdefault((tenant, gpu_type), []).append((q, gpus))
+        copies = []
+        for owner, room in ((tenant, quotas.owns(tenant, gpu_type)), (POOL, quotas.pooled(tenant, gpu_type))):
+            if room >= gpus:
+                q = pulp.LpVariable(quota_copy_name(choice, owner == POOL), 0, 1, cat)
+                per_quota.setdefault((owner, gpu_type), []).append((q, gpus))
+                copies.append((q, 1))
+        if not copies:
+            continue
+        lp += pulp.LpAffineExpression([*copies, (var, -1)]) <= 0, f"in_quota_of_{n}"
         for j in inst.jobs_of(choice):
             if inst.values[j] > 0:
                 level = terms.setdefault(inst.jobs[j].priority, {})
-                level[q] = level.get(q, 0.0) + inst.values[j] / units[inst.jobs[j].priority]
-    for n, ((tenant, gpu_type), copies) in enumerate(sorted(per_quota.items(), key=lambda kv: kv[0])):
-        if sum(g for _, g in copies) > quotas.owns(tenant, gpu_type):
-            lp += pulp.LpAffineExpression(copies) <= quotas.owns(tenant, gpu_type), f"quota_{n}"
+                for q, _ in copies:
+                    level[q] = level.get(q, 0.0) + inst.values[j] / units[inst.jobs[j].priority]
+    for n, ((owner, gpu_type), copies) in enumerate(sorted(per_quota.items(), key=lambda kv: kv[0])):
+        room = quotas.pool.get(gpu_type, 0) if owner == POOL else quotas.owns(owner, gpu_type)
+        if sum(g for _, g in copies) > room:
+            lp += pulp.LpAffineExpression(copies) <= room, f"quota_{n}"
     return terms
 
 
@@ -190,17 +200,23 @@ def level_maxima(inst: Instance) -> dict[int, float]:
 
 def quota_maxima(inst: Instance) -> dict[int, float]:
     """Per priority level, the in-quota admitted value (units as level_maxima) if every job of
-    the level with a choice within its tenant's quota were admitted within it (none: no quotas)."""
+    the level with a choice within its tenant's quota or the pool were admitted within it (none:
+    no quotas)."""
     if not inst.quotas.nominal:
         return {}
     units = level_units(inst)
     out: dict[int, float] = {}
     for j, job in enumerate(inst.jobs):
         choices = [("o", i) for i in inst.job_options[j]] + [("g", p) for p in inst.job_groups[j]]
-        if inst.values[j] > 0 and not job.probe and any(
-                inst.quotas.owns(*use_of(inst, c)[:2]) >= use_of(inst, c)[2] for c in choices):
+        if inst.values[j] > 0 and not job.probe and any(_room(inst, c) >= use_of(inst, c)[2] for c in choices):
             out[job.priority] = out.get(job.priority, 0.0) + inst.values[j] / units[job.priority]
     return out
+
+
+def _room(inst: Instance, choice: Choice) -> int:
+    """The most GPUs a choice's tenant may count within quota on its type: its quota or the pool."""
+    tenant, gpu_type, _ = use_of(inst, choice)
+    return max(inst.quotas.owns(tenant, gpu_type), inst.quotas.pooled(tenant, gpu_type))
 
 
 def admitted_by_level(inst: Instance, choices: list[Choice]) -> dict[int, float]:
@@ -231,33 +247,45 @@ def objective(inst: Instance, choices: list[Choice]) -> float:
     return total_cost(inst, choices) - (price * least_share(inst, choices) if price > 0 else 0.0)
 
 
-def quota_copy_name(choice: Choice) -> str:
-    """The name of a choice's quota copy (stable across the phases' models: starts name it)."""
-    return f"q{choice[0]}{choice[1]}"
+def quota_copy_name(choice: Choice, pooled: bool = False) -> str:
+    """The name of a choice's quota copy, or its pool copy (stable across the phases' models:
+    starts name it)."""
+    return f"q{'p' if pooled else ''}{choice[0]}{choice[1]}"
 
 
 def start_of(inst: Instance, choices: list[Choice]) -> dict[str, float]:
     """A decision as a start for a program (by variable name; every other variable 0): its
     options and groups chosen, its quota copies as ilp_model.in_quota_split counts them."""
     start = {(f"x{c[1]}" if c[0] == "o" else f"y{c[1]}"): 1.0 for c in choices if c is not None}
-    start.update({quota_copy_name(c): 1.0 for c in in_quota_split(inst, choices)})
+    start.update({quota_copy_name(c, pooled): 1.0 for c, pooled in in_quota_split(inst, choices)})
     return start
 
 
-def in_quota_split(inst: Instance, choices: list[Choice]) -> list[Choice]:
-    """The choices of a decision counted within quotas, as the ILP's quota copies can count them
-    at best: per tenant and type, the most admitted value whose GPUs fit the quota (a 0/1
-    knapsack; probes never). Counting less (taking choices by decreasing value while they fit)
-    made a decision that keeps every running job look worse within quotas than one that
-    preempts some, and an admission stage stopped at its work limit kept the latter."""
+def in_quota_split(inst: Instance, choices: list[Choice]) -> list[tuple[Choice, bool]]:
+    """The choices of a decision counted within quotas, (choice, in the pool): per tenant and
+    type, the most admitted value whose GPUs fit the quota (a 0/1 knapsack; probes never); then
+    per type, of what is left, the most that fits the pool. Counting less (taking choices by
+    decreasing value while they fit) made a decision that keeps every running job look worse
+    within quotas than one that preempts some, and an admission stage stopped at its work limit
+    kept the latter. Quota first, then pool, can count less than the ILP's copies where a
+    tenant's choices of different sizes fit its quota and the pool in more than one way."""
+    quotas = inst.quotas
     items: dict[tuple[str, str], list[tuple[Choice, int, float]]] = defaultdict(list)
     for choice in sorted({c for c in choices if c is not None}):
-        tenant, gpu_type, n = use_of(inst, choice)
-        if inst.quotas.owns(tenant, gpu_type) >= n and not any(inst.jobs[x].probe for x in inst.jobs_of(choice)):
+        if not any(inst.jobs[x].probe for x in inst.jobs_of(choice)):
+            tenant, gpu_type, n = use_of(inst, choice)
             items[(tenant, gpu_type)].append((choice, n, sum(inst.values[x] for x in inst.jobs_of(choice))))
-    counted = []
-    for key in sorted(items):
-        counted += best_fill(items[key], inst.quotas.owns(*key))
+    counted: list[tuple[Choice, bool]] = []
+    left: dict[str, list[tuple[Choice, int, float]]] = defaultdict(list)
+    for (tenant, gpu_type) in sorted(items):
+        own = quotas.owns(tenant, gpu_type)
+        fitting = [item for item in items[(tenant, gpu_type)] if item[1] <= own]
+        taken = set(best_fill(fitting, own)) if fitting else set()
+        counted += [(choice, False) for choice in sorted(taken)]
+        left[gpu_type] += [item for item in items[(tenant, gpu_type)]
+                           if item[0] not in taken and item[1] <= quotas.pooled(tenant, gpu_type)]
+    for gpu_type in sorted(left):
+        counted += [(choice, True) for choice in best_fill(left[gpu_type], quotas.pool.get(gpu_type, 0))]
     return counted
 
 
@@ -287,7 +315,7 @@ def in_quota_value(inst, choices: list) -> dict[int, float]:
     the ILP's quota copies count for it at best."""
     units = level_units(inst)
     out: dict[int, float] = {}
-    for choice in in_quota_split(inst, choices):
+    for choice, _ in in_quota_split(inst, choices):
         for x in inst.jobs_of(choice):
             if inst.values[x] > 0:
                 level = inst.jobs[x].priority

@@ -11,8 +11,8 @@ type, a decision's use of them, the hard cap of tenants that may not borrow, the
 lifts the jobs within quota above every other job for the solvers that do not formulate it,
 and the pending reason of a job that waits for quota.
 """
-from collections import defaultdict
-from dataclasses import dataclass, replace
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field, replace
 
 from .problem import JobSpec, Problem
 
@@ -30,27 +30,42 @@ NO_IDLE = (
 )
 HOLDS = "uses {used} of its {quota} {gpu_type} quota"
 HOLDS_NONE = "has no {gpu_type} quota"
+#: The owner of the cohort's pool in the ILP's quota rows (no tenant's slug: slugs are words).
+POOL = " pool"
 
 
 @dataclass(frozen=True)
 class Quotas:
-    """nominal[(tenant, type)]: GPUs; capped: the tenants that may not borrow."""
+    """nominal[(tenant, type)]: GPUs; capped: the tenants that may not borrow; pool[type]: the
+    cohort's own GPUs of the type, those no tenant's quota claims (its GPUs less the sum of
+    the quotas on it, 0 where they add up to more)."""
 
     nominal: dict[tuple[str, str], int]
     capped: frozenset[str]
+    pool: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def of(cls, problem: Problem) -> "Quotas":
         nominal: dict[tuple[str, str], int] = defaultdict(int)
         for quota in problem.quotas:
             nominal[(quota.tenant, quota.gpu_type)] += max(0, quota.gpus)
-        return cls(dict(nominal), frozenset(problem.no_borrowing))
+        claimed: dict[str, int] = defaultdict(int)
+        for (_, gpu_type), gpus in nominal.items():
+            claimed[gpu_type] += gpus
+        pool = {gpu_type: n - claimed[gpu_type] for gpu_type, n in Counter(g.gpu_type for g in problem.gpus).items()
+                if nominal and n > claimed[gpu_type]}
+        return cls(dict(nominal), frozenset(problem.no_borrowing), pool)
 
     def __bool__(self) -> bool:
         return bool(self.nominal or self.capped)
 
     def owns(self, tenant: str, gpu_type: str) -> int:
         return self.nominal.get((tenant, gpu_type), 0)
+
+    def pooled(self, tenant: str, gpu_type: str) -> int:
+        """The GPUs of the cohort's pool of the type that the tenant's jobs may count as within
+        quota (none for a tenant that may not borrow)."""
+        return 0 if tenant in self.capped else self.pool.get(gpu_type, 0)
 
     def cap(self, tenant: str, gpu_type: str) -> int | None:
         """The most GPUs of the type the tenant may hold (None: no limit, it may borrow)."""

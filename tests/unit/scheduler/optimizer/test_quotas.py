@@ -241,21 +241,56 @@ def test_an_admission_program_stopped_at_its_limit_keeps_what_else_fits_beside_i
     assert any(note.startswith("Admission phase stopped") and "admitted 3," in note for note in plan.notes)
 
 
-def test_a_decision_counts_within_quotas_what_fits_best_not_its_most_valuable_first():
-    """Tenant own (quota 2 fast) runs job 1 (two fast GPUs, a GPU-hour at risk: worth 1.2 of a
-    plain job) and jobs 2 and 3 (one GPU each). Within the quota fit job 1 alone (1.2) or jobs 2
-    and 3 (2.0): the decision counts 2.0, as the ILP's quota copies can, where taking the most
-    valuable first counted 1.2 and made a decision keeping every running job look worse within
-    quotas than one preempting some."""
+def _own_three(quotas):
     preds = TablePredictions(taus={("a", "fast", 1, True): 10, ("w", "fast", 1, True): 4, ("w", "fast", 2, True): 8})
     jobs = [replace(job(1, "w", tenant="own", tmin=6, dj=2, current=(["f-0", "f-1"], [])), work_at_risk=3600.0),
             job(2, "a", tenant="own", tmin=5), job(3, "a", tenant="own", tmin=5)]
-    p = replace(problem(jobs, node("fast", "f", 4), [FAST], preds), quotas=(QuotaSpec("own", "fast", 2),))
-    inst = compile_instance(p)
+    inst = compile_instance(replace(problem(jobs, node("fast", "f", 4), [FAST], preds), quotas=quotas))
+    return inst, [("o", inst.job_options[j][0]) for j in range(3)]
+
+
+def test_a_decision_counts_within_quotas_what_fits_best_not_its_most_valuable_first():
+    """Tenant own (quota 2 fast; tenant other's quota claims the other 2, so there is no pool)
+    runs job 1 (two fast GPUs, a GPU-hour at risk: worth 1.2 of a plain job) and jobs 2 and 3
+    (one GPU each). Within the quota fit job 1 alone (1.2) or jobs 2 and 3 (2.0): the decision
+    counts 2.0, as the ILP's quota copies can, where taking the most valuable first counted 1.2
+    and made a decision keeping every running job look worse within quotas than one preempting
+    some."""
+    inst, decision = _own_three((QuotaSpec("own", "fast", 2), QuotaSpec("other", "fast", 2)))
     assert inst.values[0] > inst.values[1] == inst.values[2]
-    decision = [("o", inst.job_options[j][0]) for j in range(3)]
     assert in_quota_value(inst, decision)[0] == pytest.approx(2.0)
     assert in_quota_value(inst, [decision[0], None, None])[0] == pytest.approx(inst.values[0] / inst.values[1])
+
+
+def test_the_gpus_no_quota_claims_are_the_cohorts_pool_and_count_within_quota():
+    """The same jobs without tenant other: own's quota claims 2 of the 4 fast GPUs, the other 2
+    are the cohort's pool. Jobs 2 and 3 count within own's quota (2.0) and job 1's two GPUs
+    within the pool (1.2): 3.2. With a quota of 3 for other the pool would be 1 GPU: job 1
+    counts nowhere (2.0)."""
+    inst, decision = _own_three((QuotaSpec("own", "fast", 2),))
+    assert inst.quotas.pool == {"fast": 2}
+    assert in_quota_value(inst, decision)[0] == pytest.approx(2.0 + inst.values[0] / inst.values[1])
+    inst, decision = _own_three((QuotaSpec("own", "fast", 2), QuotaSpec("other", "fast", 1)))
+    assert inst.quotas.pool == {"fast": 1}
+    assert in_quota_value(inst, decision)[0] == pytest.approx(2.0)
+
+
+PACED = TablePredictions(taus={("b", "fast", 1, True): 10, ("b", "slow", 1, True): 6})
+
+
+@pytest.mark.parametrize(("fast_quota", "placed_on"), [(None, "f-0"), (("other", "fast", 1), "s-0")])
+def test_a_job_behind_its_pace_leaves_its_quota_for_the_pool_not_for_an_owners_idle_quota(fast_quota, placed_on):
+    """Tenant r's job (T_min 5; 6 steps/s on its quota's slow GPU, 10 on the idle fast one)
+    has a pace of 9: the power phase values the fast GPU at 400 W, more than its extra power.
+    Where no quota claims the fast GPU it is the cohort's pool: taking it keeps the job within
+    quota, so the job moves there. Where tenant other's quota claims it (other has no job), the
+    fast GPU would be borrowed: the admission's in-quota floor keeps the job on its own quota,
+    which an owner never has to reclaim."""
+    paced = replace(job(1, "b", tenant="r", tmin=5), pace=9.0)
+    p = quota_problem([paced], fast=1, quotas=[("r", "slow", 1), *([fast_quota] if fast_quota else [])])
+    p = replace(p, predictions=PACED)
+    plan = get_solver("ilp").solve(p)
+    assert plan.placements["1"].gpu_ids == (placed_on,)
 
 
 def test_quotas_and_who_may_not_borrow_travel_with_a_serialised_problem():
