@@ -7,13 +7,13 @@ chosen GPUs fit the capacity level (aggregation.py). Admission is sum_j v_j * ad
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-import numpy as np
 import pulp
 
 from .admission_keeps import kept
 from .choices import Choice
 from .fairness import fairness_price_w, least_share, rate, tenant_sizes
 from .instance import Instance
+from .quota_split import split_type
 from .quotas import POOL, use_of
 
 
@@ -262,51 +262,21 @@ def start_of(inst: Instance, choices: list[Choice]) -> dict[str, float]:
 
 
 def in_quota_split(inst: Instance, choices: list[Choice]) -> list[tuple[Choice, bool]]:
-    """The choices of a decision counted within quotas, (choice, in the pool): per tenant and
-    type, the most admitted value whose GPUs fit the quota (a 0/1 knapsack; probes never); then
-    per type, of what is left, the most that fits the pool. Counting less (taking choices by
-    decreasing value while they fit) made a decision that keeps every running job look worse
-    within quotas than one that preempts some, and an admission stage stopped at its work limit
-    kept the latter. Quota first, then pool, can count less than the ILP's copies where a
-    tenant's choices of different sizes fit its quota and the pool in more than one way."""
+    """The choices of a decision counted within quotas, (choice, in the pool), as the ILP's
+    quota and pool copies can count them at best (quota_split.split_type, per GPU type; probes
+    never)."""
     quotas = inst.quotas
-    items: dict[tuple[str, str], list[tuple[Choice, int, float]]] = defaultdict(list)
+    items: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     for choice in sorted({c for c in choices if c is not None}):
         if not any(inst.jobs[x].probe for x in inst.jobs_of(choice)):
             tenant, gpu_type, n = use_of(inst, choice)
-            items[(tenant, gpu_type)].append((choice, n, sum(inst.values[x] for x in inst.jobs_of(choice))))
+            items[gpu_type][tenant].append((choice, n, sum(inst.values[x] for x in inst.jobs_of(choice))))
     counted: list[tuple[Choice, bool]] = []
-    left: dict[str, list[tuple[Choice, int, float]]] = defaultdict(list)
-    for (tenant, gpu_type) in sorted(items):
-        own = quotas.owns(tenant, gpu_type)
-        fitting = [item for item in items[(tenant, gpu_type)] if item[1] <= own]
-        taken = set(best_fill(fitting, own)) if fitting else set()
-        counted += [(choice, False) for choice in sorted(taken)]
-        left[gpu_type] += [item for item in items[(tenant, gpu_type)]
-                           if item[0] not in taken and item[1] <= quotas.pooled(tenant, gpu_type)]
-    for gpu_type in sorted(left):
-        counted += [(choice, True) for choice in best_fill(left[gpu_type], quotas.pool.get(gpu_type, 0))]
+    for gpu_type in sorted(items):
+        tenants = items[gpu_type]
+        counted += split_type(tenants, {t: quotas.owns(t, gpu_type) for t in tenants}, quotas.pool.get(gpu_type, 0),
+                              {t for t in tenants if quotas.pooled(t, gpu_type) > 0})
     return counted
-
-
-def best_fill(items: list[tuple[Choice, int, float]], capacity: int) -> list[Choice]:
-    """The choices of (choice, GPUs, value) items of the most total value whose GPUs fit the
-    capacity (dynamic programming over the GPUs used; all of them where they all fit)."""
-    if sum(n for _, n, _ in items) <= capacity:
-        return [choice for choice, _, _ in items]
-    best = np.zeros(capacity + 1)
-    taken = np.zeros((len(items), capacity + 1), dtype=bool)
-    for k, (_, n, value) in enumerate(items):
-        with_it = best[: capacity + 1 - n] + value
-        better = with_it > best[n:] + 1e-9
-        best[n:] = np.where(better, with_it, best[n:])
-        taken[k, n:] = better
-    out, left = [], capacity
-    for k in range(len(items) - 1, -1, -1):
-        if taken[k, left]:
-            out.append(items[k][0])
-            left -= items[k][1]
-    return out[::-1]
 
 
 def in_quota_value(inst, choices: list) -> dict[int, float]:

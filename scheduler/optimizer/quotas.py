@@ -38,7 +38,8 @@ POOL = " pool"
 class Quotas:
     """nominal[(tenant, type)]: GPUs; capped: the tenants that may not borrow; pool[type]: the
     cohort's own GPUs of the type, those no tenant's quota claims (its GPUs less the sum of
-    the quotas on it, 0 where they add up to more)."""
+    the quotas on it, none where they add up to more); no pool where no quota claims any of
+    the cluster's GPUs (there is nothing to reclaim, so nothing to count within quota)."""
 
     nominal: dict[tuple[str, str], int]
     capped: frozenset[str]
@@ -52,8 +53,10 @@ class Quotas:
         claimed: dict[str, int] = defaultdict(int)
         for (_, gpu_type), gpus in nominal.items():
             claimed[gpu_type] += gpus
-        pool = {gpu_type: n - claimed[gpu_type] for gpu_type, n in Counter(g.gpu_type for g in problem.gpus).items()
-                if nominal and n > claimed[gpu_type]}
+        present = Counter(g.gpu_type for g in problem.gpus)
+        if not any(claimed[gpu_type] for gpu_type in present):
+            return cls(dict(nominal), frozenset(problem.no_borrowing))  # no quota claims a GPU: nothing to pool
+        pool = {gpu_type: n - claimed[gpu_type] for gpu_type, n in present.items() if n > claimed[gpu_type]}
         return cls(dict(nominal), frozenset(problem.no_borrowing), pool)
 
     def __bool__(self) -> bool:

@@ -5,7 +5,7 @@ from dataclasses import replace
 import pytest
 
 from scheduler.optimizer import SOLVERS, get_solver, ilp
-from scheduler.optimizer.ilp_model import in_quota_value
+from scheduler.optimizer.ilp_model import in_quota_split, in_quota_value
 from scheduler.optimizer.instance import compile_instance
 from scheduler.optimizer.problem import QuotaSpec
 from scheduler.optimizer.quotas import CELLS_WHOLE, LIFTED, enforce_caps
@@ -265,14 +265,16 @@ def test_a_decision_counts_within_quotas_what_fits_best_not_its_most_valuable_fi
 def test_the_gpus_no_quota_claims_are_the_cohorts_pool_and_count_within_quota():
     """The same jobs without tenant other: own's quota claims 2 of the 4 fast GPUs, the other 2
     are the cohort's pool. Jobs 2 and 3 count within own's quota (2.0) and job 1's two GPUs
-    within the pool (1.2): 3.2. With a quota of 3 for other the pool would be 1 GPU: job 1
-    counts nowhere (2.0)."""
+    within the pool (1.2): 3.2. With a quota of 1 for other the pool is 1 GPU: job 1 within
+    own's quota and job 2 in the pool count 2.2, more than jobs 2 and 3 within the quota and
+    nothing in the pool (2.0, what filling the quota first and the pool after counted)."""
     inst, decision = _own_three((QuotaSpec("own", "fast", 2),))
     assert inst.quotas.pool == {"fast": 2}
     assert in_quota_value(inst, decision)[0] == pytest.approx(2.0 + inst.values[0] / inst.values[1])
     inst, decision = _own_three((QuotaSpec("own", "fast", 2), QuotaSpec("other", "fast", 1)))
     assert inst.quotas.pool == {"fast": 1}
-    assert in_quota_value(inst, decision)[0] == pytest.approx(2.0)
+    assert in_quota_value(inst, decision)[0] == pytest.approx(1.0 + inst.values[0] / inst.values[1])
+    assert sorted(pooled for _, pooled in in_quota_split(inst, decision)) == [False, True]
 
 
 PACED = TablePredictions(taus={("b", "fast", 1, True): 10, ("b", "slow", 1, True): 6})
