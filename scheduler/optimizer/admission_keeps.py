@@ -12,8 +12,10 @@ waiting job waits for capacity that frees without that loss.
 A kept job still moves where the move pays for itself (the power phase prices it), leaves a
 board at risk or a configuration below its T_min at its checkpoint (those jobs are not kept),
 and is still preempted by a higher priority. A job of a tenant that holds more than its quota
-of the job's GPU type now (a borrower) is not kept: an owner gets its quota back (quotas.py),
-from the borrowers that lose least first (admission.py).
+of the job's GPU type now (a borrower) is not kept where the type's borrowers together hold
+more than its cohort pool (quotas.Quotas.pool): an owner gets its quota back (quotas.py), from
+the borrowers that lose least first (admission.py). Borrowers that the pool holds take nothing
+an owner can reclaim, and are kept like any other job.
 """
 from collections import defaultdict
 
@@ -42,11 +44,16 @@ def kept(inst: Instance) -> dict[int, list[Choice]]:
 
 
 def borrowing(inst: Instance, type_of: dict[str, str]) -> set[tuple[str, str]]:
-    """(tenant, GPU type) where the tenant's running jobs hold more GPUs than its quota there."""
+    """(tenant, GPU type) where the tenant's running jobs hold more GPUs than its quota there,
+    on a type whose borrowers together hold more than its pool (some of it an owner reclaims)."""
     if not inst.quotas.nominal:
         return set()
     held: dict[tuple[str, str | None], set[str]] = defaultdict(set)
     for job in inst.jobs:
         for gpu_id in job.current.gpu_ids if job.current is not None else ():
             held[(job.tenant, type_of.get(gpu_id))].add(gpu_id)
-    return {key for key, gpus in held.items() if len(gpus) > inst.quotas.owns(*key)}
+    over = {key: len(gpus) - inst.quotas.owns(*key) for key, gpus in held.items()}
+    lent: dict[str | None, int] = defaultdict(int)
+    for (_, gpu_type), n in over.items():
+        lent[gpu_type] += max(n, 0)
+    return {key for key, n in over.items() if n > 0 and lent[key[1]] > inst.quotas.pool.get(key[1], 0)}

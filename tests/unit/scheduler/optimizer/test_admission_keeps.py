@@ -68,6 +68,23 @@ def test_an_owner_reclaims_its_quota_from_a_borrower_with_hours_of_work(solver):
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize(("quotas", "kept_there"), [
+    ([("own", "slow", 1)], True),  # no quota claims the fast GPU: job 1 holds the cohort's pool
+    ([("own", "slow", 1), ("other", "fast", 1)], False),  # tenant other may reclaim it
+])
+def test_a_borrower_on_the_cohorts_pool_is_kept_a_borrower_of_an_owners_quota_is_not(solver, quotas, kept_there):
+    """Job 1 of tenant b (no quota) runs on the fast GPU with more than a GPU-day of work;
+    job 2 of tenant c, at the same priority, would take it. Where no quota claims the fast GPU,
+    no owner can reclaim it: job 1 is kept like a job within quota and job 2 waits. Where
+    tenant other's quota claims it, job 1 borrows what an owner may reclaim, and is not kept."""
+    plan = get_solver(solver).solve(cluster(MORE_THAN_A_GPU_DAY, tenants=("b", "c"), quotas=quotas))
+    if kept_there:
+        assert plan.placements["1"].gpu_ids == ("f-0",) and "2" not in plan.placements
+    else:
+        assert plan.placements["1"].gpu_ids == ("s-0",) and plan.placements["2"].gpu_ids == ("f-0",)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
 def test_a_job_running_within_its_tenants_quota_is_kept_from_a_borrower(solver):
     """Job 1's tenant own runs within its quota of the fast GPU (and holds one of the slow GPU,
     so a move keeps it within quota); job 2 of tenant b would borrow the fast GPU."""

@@ -308,3 +308,23 @@ def test_quotas_and_who_may_not_borrow_travel_with_a_serialised_problem():
     back = problem_from_dict(json.loads(json.dumps(problem_to_dict(p))))
     assert back.quotas == (QuotaSpec("c", "fast", 1),) and back.no_borrowing == frozenset({"c"})
     assert set(get_solver("ilp").solve(back).placements) == set(get_solver("ilp").solve(p).placements) == {"1"}
+
+
+@pytest.mark.parametrize(("fast_quota", "placed"), [
+    (None, {"1": ("f-0",)}),  # the fast GPU is the pool: job 1 holds it within quota at its level
+    (("x", "fast", 1), {"1": ("s-0",), "2": ("f-0",)}),  # x's idle quota: job 1 borrows, it may move
+])
+def test_a_higher_priority_job_on_the_pool_holds_it_as_quota(fast_quota, placed):
+    """Job 1 of tenant b (priority 1, no quota; 10 steps/s on fast, 8 on slow, T_min 5) runs on
+    the fast GPU; job 2 of tenant c (priority 0) runs only there; tenant own's quota is the
+    slow GPU, idle. Where no quota claims the fast GPU it is the cohort's pool, quota for
+    whoever holds it: a lower priority does not push job 1 out of it into borrowing own's slow
+    GPU, as it does not push an owner out of its quota, and job 2 waits. Where tenant x's quota
+    claims the fast GPU, job 1 is a borrower on either GPU: it moves to the slow one and both run."""
+    preds = TablePredictions(taus={("a", "fast", 1, True): 10, ("a", "slow", 1, True): 8,
+                                   ("b", "fast", 1, True): 10, ("b", "slow", 1, True): 2})
+    jobs = [job(1, "a", tenant="b", tmin=5, priority=1, current=(["f-0"], [])), job(2, "b", tenant="c", tmin=5)]
+    quotas = (QuotaSpec("own", "slow", 1),) + ((QuotaSpec(*fast_quota),) if fast_quota else ())
+    p = replace(problem(jobs, node("fast", "f", 1) + node("slow", "s", 1), [FAST, SLOW], preds), quotas=quotas)
+    plan = get_solver("ilp").solve(p)
+    assert {job_id: pl.gpu_ids for job_id, pl in plan.placements.items()} == placed
